@@ -1,0 +1,28 @@
+# Decides whether the GPU code is compiled. Sets RCCLX_HAVE_CUDA and, when true, enables the
+# CUDA language and defines rcclx_link_cudart(<target>), which links the static CUDA runtime:
+# it loads the driver lazily, so the libraries still load on machines without a GPU driver.
+set(RCCLX_HAVE_CUDA OFF)
+if(RCCLX_WITH_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES "${RCCLX_CUDA_ARCHITECTURES}")
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(RCCLX_HAVE_CUDA ON)
+    message(STATUS "RCCLX: GPU code enabled for CUDA architectures ${CMAKE_CUDA_ARCHITECTURES}")
+  else()
+    message(STATUS "RCCLX: no CUDA compiler found, building the CPU-only libraries")
+  endif()
+else()
+  message(STATUS "RCCLX: GPU code disabled (RCCLX_WITH_CUDA=OFF)")
+endif()
+
+function(rcclx_link_cudart target)
+  if(RCCLX_HAVE_CUDA)
+    target_link_libraries(${target} PRIVATE CUDA::cudart_static)
+    target_compile_definitions(${target} PUBLIC RCCLX_HAVE_CUDA=1)
+  endif()
+endfunction()

@@ -1,0 +1,81 @@
+// Bootstrap: how N processes find each other and exchange small control data.
+//
+// Three ways in: an NCCL-style 128-byte unique id naming a TCP store server that the id's
+// creator hosts; the torchrun environment (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE); or any
+// Store. On top of the store it offers allgather of small blobs, barrier and point-to-point
+// control messages. It is for setup, not for data: every call is a store round trip.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctran/store.hpp"
+
+namespace ctran {
+
+/// Opaque 128 bytes (NCCL_UNIQUE_ID_BYTES) naming a bootstrap root's store address.
+struct UniqueId {
+  std::array<uint8_t, 128> bytes{};
+};
+
+/// Starts a TCP store server in this process (kept until the process exits or the last
+/// Bootstrap using it is destroyed) and returns an id naming it.
+UniqueId createUniqueId();
+/// Validates an id and returns "host:port" it names; throws InvalidArgument if malformed.
+std::string describeUniqueId(const UniqueId& id);
+
+/// One rank's membership in a group of `nranks` processes.
+class Bootstrap {
+ public:
+  /// Joins through `store`; keys are namespaced by `prefix`. Checks rank and nranks, and that
+  /// no other process joined as the same rank.
+  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix = "");
+  ~Bootstrap();
+
+  /// Joins the group named by `id` (the process that created the id must be alive).
+  static std::unique_ptr<Bootstrap> fromUniqueId(const UniqueId& id, int rank, int nranks);
+  /// Joins from MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE. Rank 0 hosts the store on
+  /// RCCLX_BOOTSTRAP_PORT (default MASTER_PORT + 1).
+  static std::unique_ptr<Bootstrap> fromEnv();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  Store& store() { return *store_; }
+  std::shared_ptr<Store> sharedStore() { return store_; }
+  const std::string& prefix() const { return prefix_; }
+  /// The host address to advertise for connections from peers (see advertisedHost()).
+  const std::string& localHost() const { return localHost_; }
+
+  /// Every rank contributes one blob; returns all blobs indexed by rank.
+  std::vector<Bytes> allGather(const Bytes& mine);
+  /// Returns when every rank has entered.
+  void barrier();
+  /// Sends a small control message to `peer` (ordered per pair).
+  void send(int peer, const Bytes& message);
+  /// Receives the next control message from `peer`.
+  Bytes recv(int peer);
+
+  /// A bootstrap for the sub-group `ranks` (global ranks, in their new order) that this rank
+  /// belongs to; `tag` must be the same on all members and unique among the group's splits.
+  std::unique_ptr<Bootstrap> subgroup(const std::vector<int>& ranks, const std::string& tag);
+
+ private:
+  std::string key(const std::string& k) const { return prefix_ + k; }
+  void checkPeer(int peer, const char* what) const;
+
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this process hosts it
+  int rank_;
+  int nranks_;
+  std::string prefix_;
+  std::string localHost_;
+  uint64_t allGatherSeq_ = 0;
+  uint64_t barrierSeq_ = 0;
+  std::vector<uint64_t> sendSeq_;
+  std::vector<uint64_t> recvSeq_;
+};
+
+}  // namespace ctran

@@ -1,0 +1,18 @@
+// What GPU support this build has and whether a GPU is usable here. Never crashes on a
+// machine without a GPU driver: it reports "no GPU" and why.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ctran::device {
+
+/// True when the library was compiled with the GPU code.
+bool builtWithCuda();
+/// Number of usable GPUs; 0 when there are none, with the reason in `why` if given.
+int count(std::string* why = nullptr);
+/// Runs a one-thread kernel on `dev` that stores `value` in device memory and returns what it
+/// read back; throws CudaError when no GPU is usable.
+int64_t probe(int dev, int64_t value);
+
+}  // namespace ctran::device

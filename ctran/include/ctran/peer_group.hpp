@@ -1,0 +1,66 @@
+// PeerGroup: one rank's view of a group of processes: bootstrap, topology and the transports
+// that reach each peer. Windows (window.hpp) are created on a PeerGroup.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctran/bootstrap.hpp"
+#include "ctran/topology.hpp"
+#include "ctran/transport.hpp"
+
+namespace ctran {
+
+class Window;
+
+class PeerGroup {
+ public:
+  /// Collective: discovers the topology and connects the transports (RCCLX_TRANSPORT picks
+  /// shm or tcp between ranks of one host; ranks on other hosts always use tcp).
+  explicit PeerGroup(std::unique_ptr<Bootstrap> bootstrap);
+  ~PeerGroup();
+  PeerGroup(const PeerGroup&) = delete;
+  PeerGroup& operator=(const PeerGroup&) = delete;
+
+  int rank() const { return topology_.rank; }
+  int nranks() const { return topology_.nranks; }
+  Bootstrap& bootstrap();
+  const Topology& topology() const { return topology_; }
+  /// How this rank reaches `peer`.
+  TransportKind transportTo(int peer) const;
+  /// The transport serving `kind` (kShm or kTcp); throws InvalidUsage if none is connected.
+  Transport& transport(TransportKind kind);
+  /// A random tag shared by every rank of this group (names its shared-memory segments).
+  const std::string& jobTag() const { return jobTag_; }
+
+  /// Collective: allocates a window of `bytes` on every rank (all ranks must pass the same
+  /// size) with `numSignals` signal slots, and maps or connects to every peer's.
+  std::shared_ptr<Window> createWindow(size_t bytes, int numSignals = 64);
+
+  /// Throws RemoteError if `peer` is known to have died or disconnected; validates `peer`.
+  void checkPeer(int peer);
+  /// Validates a peer rank argument, naming `what` in the error.
+  void validatePeer(int peer, const char* what) const;
+
+  /// Releases transports and the bootstrap. Windows keep their mappings until destroyed.
+  /// A second call throws InvalidUsage.
+  void destroy();
+  bool destroyed() const { return destroyed_; }
+
+ private:
+  friend class Window;
+  void checkUsable(const char* what) const;
+
+  std::unique_ptr<Bootstrap> bootstrap_;
+  Topology topology_;
+  std::vector<TransportKind> kinds_;
+  std::unique_ptr<Transport> shm_;
+  std::unique_ptr<Transport> tcp_;
+  std::string jobTag_;
+  uint64_t nextWindowId_ = 0;
+  bool destroyed_ = false;
+};
+
+}  // namespace ctran

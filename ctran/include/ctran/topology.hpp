@@ -1,0 +1,37 @@
+// Topology: which ranks share a host, and this rank's place among them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ctran/bootstrap.hpp"
+
+namespace ctran {
+
+/// The grouping of a bootstrap's ranks by host.
+struct Topology {
+  int rank = 0;
+  int nranks = 1;
+  std::string hostId;              ///< this process's host identity
+  std::vector<int> hostOf;         ///< host index of every rank (hosts numbered by lowest rank)
+  std::vector<int64_t> pids;       ///< process id of every rank (meaningful on its own host)
+  std::vector<int> localRanks;     ///< global ranks on this host, ascending
+  int localRank = 0;               ///< index of `rank` in localRanks
+  int nHosts = 1;
+
+  int localSize() const { return static_cast<int>(localRanks.size()); }
+  bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
+};
+
+/// This process's host identity: RCCLX_HOST_ID if set, else hostname + boot id + the mount
+/// and pid namespaces (so containers that cannot share /dev/shm or see each other's pids are
+/// different hosts).
+std::string hostIdentity();
+
+/// Exchanges host identities and pids through the bootstrap (collective).
+Topology discoverTopology(Bootstrap& bootstrap);
+
+/// True unless the process `pid` on this host has exited (or is a zombie).
+bool processAlive(int64_t pid);
+
+}  // namespace ctran

@@ -1,0 +1,71 @@
+// The transport interface: how one rank reaches the registered windows of its peers.
+//
+// A window is memory every rank of a PeerGroup registers collectively (see window.hpp). Each
+// transport exports the local window in its own way (a shared-memory segment name, nothing at
+// all for tcp, a CUDA IPC handle for device memory) and imports peers' windows as PeerWindows:
+// directly loadable pointers where the memory can be mapped, put/signal messages where not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ctran/store.hpp"
+#include "ctran/wait.hpp"
+
+namespace ctran {
+
+/// How a rank reaches a peer.
+enum class TransportKind {
+  kSelf,     ///< the rank itself
+  kShm,      ///< same host: POSIX shared memory, direct loads and stores
+  kTcp,      ///< another host (or forced): sockets, put / signal messages
+  kCudaIpc,  ///< same host, device memory: CUDA IPC mappings over NVLink / PCIe
+};
+
+/// "self", "shm", "tcp", "cuda_ipc".
+const char* transportName(TransportKind kind);
+
+/// A local window as transports see it.
+struct LocalWindow {
+  uint64_t id = 0;             ///< the same on every rank (windows are created collectively)
+  void* data = nullptr;        ///< the window's bytes
+  size_t bytes = 0;
+  SignalCell* signals = nullptr;  ///< the window's signal slots
+  int numSignals = 0;
+  std::string segmentName;     ///< shared-memory name of the backing segment (host windows)
+};
+
+/// One peer's window, as reached through one transport.
+class PeerWindow {
+ public:
+  virtual ~PeerWindow() = default;
+  /// The peer's bytes mapped into this process, or nullptr when only put/signal reach them.
+  virtual void* directData() = 0;
+  /// The peer's signal slots mapped into this process, or nullptr.
+  virtual SignalCell* directSignals() = 0;
+  /// Copies `bytes` from `src` to the peer's window at `offset`. Completes locally on return
+  /// (src may be reused); becomes visible to the peer no later than a following signal().
+  virtual void put(size_t offset, const void* src, size_t bytes) = 0;
+  /// Adds `delta` to the peer's signal `slot` (release: earlier puts are visible first).
+  virtual void signal(int slot, uint64_t delta) = 0;
+};
+
+/// One transport of a PeerGroup, serving every peer reached by its kind.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual TransportKind kind() const = 0;
+  /// Called when a local window is created; returns the handle its peers import.
+  virtual Bytes exportWindow(const LocalWindow& window) = 0;
+  /// Maps or connects to `peer`'s window described by the handle it exported.
+  virtual std::unique_ptr<PeerWindow> importWindow(int peer, const LocalWindow& mine,
+                                                   const Bytes& handle) = 0;
+  /// Called when a local window is destroyed.
+  virtual void releaseWindow(uint64_t windowId) = 0;
+  /// Throws RemoteError when `peer` is known to have died or disconnected.
+  virtual void checkPeer(int peer) = 0;
+};
+
+}  // namespace ctran

@@ -1,0 +1,221 @@
+// Implementation of bootstrap.hpp: unique ids, store-based allgather / barrier / messages.
+#include "ctran/bootstrap.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+#include "ctran/logging.hpp"
+#include "socket.hpp"
+
+namespace ctran {
+namespace {
+
+constexpr char kIdMagic[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '1'};
+constexpr size_t kIdHostOffset = 16;
+constexpr size_t kIdHostBytes = 96;
+
+// Servers this process hosts, by port, shared with the Bootstraps that use them.
+std::mutex gServersMu;
+std::map<int, std::shared_ptr<TcpStoreServer>> gServers;
+
+std::string toString(const Bytes& b) { return std::string(b.begin(), b.end()); }
+Bytes toBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+int envInt(const char* name) {
+  const char* v = std::getenv(name);
+  CTRAN_CHECK(v && *v, InvalidArgument, "environment variable ", name,
+              " is not set (bootstrap from the environment needs MASTER_ADDR, MASTER_PORT, RANK,"
+              " WORLD_SIZE)");
+  try {
+    size_t used = 0;
+    int x = std::stoi(v, &used);
+    if (used == std::strlen(v)) return x;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument(strCat("environment variable ", name, "='", v, "' is not an integer"));
+}
+
+}  // namespace
+
+UniqueId createUniqueId() {
+  auto server = std::make_shared<TcpStoreServer>(0);
+  UniqueId id;
+  std::memcpy(id.bytes.data(), kIdMagic, sizeof(kIdMagic));
+  uint32_t port = static_cast<uint32_t>(server->port());
+  std::memcpy(id.bytes.data() + 8, &port, 4);
+  std::random_device rd;
+  uint32_t nonce = rd();
+  std::memcpy(id.bytes.data() + 12, &nonce, 4);
+  std::string host = advertisedHost();
+  CTRAN_CHECK(host.size() < kIdHostBytes, InvalidArgument, "bootstrap address '", host,
+              "' is too long for a unique id");
+  std::memcpy(id.bytes.data() + kIdHostOffset, host.data(), host.size());
+  std::lock_guard<std::mutex> lock(gServersMu);
+  gServers[server->port()] = server;
+  return id;
+}
+
+std::string describeUniqueId(const UniqueId& id) {
+  CTRAN_CHECK(std::memcmp(id.bytes.data(), kIdMagic, sizeof(kIdMagic)) == 0, InvalidArgument,
+              "unique id is not an RCCLX unique id (bad magic bytes)");
+  uint32_t port = 0;
+  std::memcpy(&port, id.bytes.data() + 8, 4);
+  const char* host = reinterpret_cast<const char*>(id.bytes.data() + kIdHostOffset);
+  size_t len = strnlen(host, kIdHostBytes);
+  CTRAN_CHECK(len > 0 && len < kIdHostBytes && port > 0 && port < 65536, InvalidArgument,
+              "unique id is corrupt (host or port out of range)");
+  return strCat(std::string(host, len), ":", port);
+}
+
+Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix)
+    : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
+  CTRAN_CHECK(store_ != nullptr, InvalidArgument, "bootstrap: store is null");
+  CTRAN_CHECK(nranks >= 1, InvalidArgument, "bootstrap: nranks ", nranks, " must be at least 1");
+  CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "bootstrap: rank ", rank,
+              " is out of range for nranks ", nranks);
+  if (!prefix_.empty() && prefix_.back() != '/') prefix_ += '/';
+  sendSeq_.assign(nranks, 0);
+  recvSeq_.assign(nranks, 0);
+  localHost_ = advertisedHost();
+  if (auto* tcp = dynamic_cast<TcpStore*>(store_.get()); tcp && knob::RCCLX_BOOTSTRAP_ADDR().empty()) {
+    localHost_ = tcp->localHost();  // the interface that reaches the root reaches peers too
+  }
+  int64_t joined = store_->add(key(strCat("join/", rank)), 1);
+  CTRAN_CHECK(joined == 1, InvalidUsage, "bootstrap: rank ", rank,
+              " joined twice (another process already uses this rank)");
+  store_->set(key(strCat("nranks/", rank)), toBytes(std::to_string(nranks)));
+  // Compare with rank 0's (or rank 1's, for rank 0) declared size before any collective step,
+  // so a size mismatch is an error and not a hang.
+  if (nranks > 1) {
+    int other = rank == 0 ? 1 : 0;
+    Bytes theirs = store_->get(key(strCat("nranks/", other)), Deadline::after());
+    CTRAN_CHECK(toString(theirs) == std::to_string(nranks), InvalidArgument,
+                "bootstrap: rank ", rank, " was created with nranks ", nranks, " but rank ", other,
+                " with nranks ", toString(theirs));
+  }
+  log::setRank(rank);
+}
+
+Bootstrap::~Bootstrap() = default;
+
+std::unique_ptr<Bootstrap> Bootstrap::fromUniqueId(const UniqueId& id, int rank, int nranks) {
+  SocketAddress addr = parseAddress(describeUniqueId(id), "unique id address");
+  std::shared_ptr<TcpStoreServer> hosted;
+  {
+    std::lock_guard<std::mutex> lock(gServersMu);
+    auto it = gServers.find(addr.port);
+    if (it != gServers.end()) hosted = it->second;
+  }
+  auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after());
+  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "");
+  b->keepAlive_ = hosted;
+  CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through unique id ", addr.str());
+  return b;
+}
+
+std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
+  const char* host = std::getenv("MASTER_ADDR");
+  CTRAN_CHECK(host && *host, InvalidArgument,
+              "environment variable MASTER_ADDR is not set (bootstrap from the environment needs"
+              " MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
+  int masterPort = envInt("MASTER_PORT");
+  int rank = envInt("RANK");
+  int nranks = envInt("WORLD_SIZE");
+  int port = static_cast<int>(knob::RCCLX_BOOTSTRAP_PORT());
+  if (port == 0) port = masterPort + 1;
+  CTRAN_CHECK(port > 0 && port < 65536, InvalidArgument, "bootstrap port ", port,
+              " (from MASTER_PORT / RCCLX_BOOTSTRAP_PORT) is out of range");
+  CTRAN_CHECK(nranks >= 1, InvalidArgument, "WORLD_SIZE=", nranks, " must be at least 1");
+  CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "RANK=", rank,
+              " is out of range for WORLD_SIZE=", nranks);
+  std::shared_ptr<TcpStoreServer> server;
+  if (rank == 0) server = std::make_shared<TcpStoreServer>(port);
+  auto store = std::make_shared<TcpStore>(host, port, Deadline::after());
+  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "");
+  b->keepAlive_ = server;
+  CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port);
+  return b;
+}
+
+void Bootstrap::checkPeer(int peer, const char* what) const {
+  CTRAN_CHECK(peer >= 0 && peer < nranks_, InvalidArgument, "bootstrap ", what, ": peer ", peer,
+              " is out of range for nranks ", nranks_);
+}
+
+std::vector<Bytes> Bootstrap::allGather(const Bytes& mine) {
+  uint64_t seq = allGatherSeq_++;
+  store_->set(key(strCat("ag/", seq, "/", rank_)), mine);
+  std::vector<Bytes> all(nranks_);
+  Deadline deadline = Deadline::after();
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) {
+      all[r] = mine;
+      continue;
+    }
+    try {
+      all[r] = store_->get(key(strCat("ag/", seq, "/", r)), deadline);
+    } catch (const TimeoutError& e) {
+      throw TimeoutError(strCat("bootstrap allgather: rank ", r, " did not arrive: ", e.what()));
+    }
+  }
+  return all;
+}
+
+void Bootstrap::barrier() {
+  uint64_t seq = barrierSeq_++;
+  int64_t arrived = store_->add(key(strCat("bar/", seq)), 1);
+  if (arrived == nranks_) store_->set(key(strCat("bar/", seq, "/done")), Bytes{1});
+  try {
+    store_->get(key(strCat("bar/", seq, "/done")), Deadline::after());
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(strCat("bootstrap barrier: not every rank arrived: ", e.what()));
+  }
+}
+
+void Bootstrap::send(int peer, const Bytes& message) {
+  checkPeer(peer, "send");
+  uint64_t seq = sendSeq_[peer]++;
+  store_->set(key(strCat("p2p/", rank_, "/", peer, "/", seq)), message);
+}
+
+Bytes Bootstrap::recv(int peer) {
+  checkPeer(peer, "recv");
+  uint64_t seq = recvSeq_[peer]++;
+  std::string k = key(strCat("p2p/", peer, "/", rank_, "/", seq));
+  Bytes out;
+  try {
+    out = store_->get(k, Deadline::after());
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(strCat("bootstrap recv: no message from rank ", peer, ": ", e.what()));
+  }
+  store_->erase(k);
+  return out;
+}
+
+std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,
+                                               const std::string& tag) {
+  int newRank = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    checkPeer(ranks[i], "subgroup");
+    for (size_t j = 0; j < i; ++j) {
+      CTRAN_CHECK(ranks[j] != ranks[i], InvalidArgument, "subgroup: rank ", ranks[i],
+                  " is listed twice");
+    }
+    if (ranks[i] == rank_) newRank = static_cast<int>(i);
+  }
+  CTRAN_CHECK(newRank >= 0, InvalidArgument, "subgroup: this rank (", rank_,
+              ") is not among the listed ranks");
+  auto b = std::make_unique<Bootstrap>(store_, newRank, static_cast<int>(ranks.size()),
+                                       prefix_ + "sub/" + tag);
+  b->keepAlive_ = keepAlive_;
+  b->localHost_ = localHost_;
+  log::setRank(rank_);  // logs keep the global rank
+  return b;
+}
+
+}  // namespace ctran

@@ -1,0 +1,162 @@
+// The knob registry: declaration tables, parsing and the dump.
+#include "ctran/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+
+#include "ctran/checks.hpp"
+
+namespace ctran::config {
+namespace {
+
+const KnobSpec kCtranKnobs[] = {
+#define CTRAN_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION) \
+  {#NAME, KnobType::k##TYPE, DEFAULT, CHOICES, DESCRIPTION},
+#include "ctran/knobs.def"
+#undef CTRAN_KNOB
+};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<const KnobSpec*> tables;
+  std::vector<KnobSpec> specs;
+
+  Registry() { add(kCtranKnobs, sizeof(kCtranKnobs) / sizeof(kCtranKnobs[0])); }
+
+  void add(const KnobSpec* table, size_t n) {
+    if (std::find(tables.begin(), tables.end(), table) != tables.end()) return;
+    tables.push_back(table);
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& s : specs) {
+        CTRAN_ASSERT(std::string(s.name) != table[i].name, "knob ", s.name, " declared twice");
+      }
+      specs.push_back(table[i]);
+    }
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\n");
+  size_t e = s.find_last_not_of(" \t\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Effective raw value: the environment's when set (and non-empty), else the default.
+std::string raw(const KnobSpec& s, bool* fromEnv = nullptr) {
+  const char* env = std::getenv(s.name);
+  bool set = env != nullptr && *env != '\0';
+  if (fromEnv) *fromEnv = set;
+  return set ? trim(env) : std::string(s.defaultValue);
+}
+
+std::vector<std::string> splitChoices(const char* choices) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = choices; *p; ++p) {
+    if (*p == '|') {
+      out.push_back(lower(cur));
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  if (!cur.empty()) out.push_back(lower(cur));
+  return out;
+}
+
+[[noreturn]] void badValue(const KnobSpec& s, const std::string& v, const char* expected) {
+  throw InvalidArgument(strCat("environment variable ", s.name, "='", v, "' is not ", expected));
+}
+
+}  // namespace
+
+void declare(const KnobSpec* specs, size_t count) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.add(specs, count);
+}
+
+const KnobSpec& spec(const std::string& name) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& s : r.specs) {
+    if (name == s.name) return s;
+  }
+  throw InvalidArgument(strCat("unknown knob '", name, "'"));
+}
+
+std::vector<KnobValue> dump() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<KnobValue> out;
+  for (const auto& s : r.specs) {
+    bool fromEnv = false;
+    std::string v = raw(s, &fromEnv);
+    out.push_back({s, v, fromEnv});
+  }
+  return out;
+}
+
+bool getBool(const char* name) {
+  const KnobSpec& s = spec(name);
+  std::string v = lower(raw(s));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
+  badValue(s, v, "a boolean (0/1, true/false, yes/no, on/off)");
+}
+
+int64_t getInt(const char* name) {
+  const KnobSpec& s = spec(name);
+  std::string v = raw(s);
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used, 0);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  badValue(s, v, "an integer");
+}
+
+int64_t getBytes(const char* name) {
+  const KnobSpec& s = spec(name);
+  std::string v = raw(s);
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used, 0);
+    std::string suffix = lower(v.substr(used));
+    int64_t mult = 1;
+    if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = int64_t{1} << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = int64_t{1} << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = int64_t{1} << 30;
+    else if (!suffix.empty()) badValue(s, v, "a byte size (e.g. 4096, 64K, 16M, 1G)");
+    if (x >= 0) return x * mult;
+  } catch (const std::invalid_argument&) {
+  } catch (const std::out_of_range&) {
+  }
+  badValue(s, v, "a non-negative byte size (e.g. 4096, 64K, 16M, 1G)");
+}
+
+std::string getString(const char* name) { return raw(spec(name)); }
+
+std::string getEnum(const char* name) {
+  const KnobSpec& s = spec(name);
+  std::string v = lower(raw(s));
+  for (const auto& c : splitChoices(s.choices)) {
+    if (c == v) return v;
+  }
+  badValue(s, v, strCat("one of ", s.choices).c_str());
+}
+
+}  // namespace ctran::config

@@ -1,0 +1,220 @@
+// Implementation of socket.hpp.
+#include "socket.hpp"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+
+namespace ctran {
+
+Socket& Socket::operator=(Socket&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+void Socket::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void Socket::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+Socket Socket::connect(const SocketAddress& addr, const Deadline& deadline) {
+  struct addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  std::string port = std::to_string(addr.port);
+  int rc = getaddrinfo(addr.host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) {
+    throw InvalidArgument(strCat("cannot resolve address '", addr.host, "': ", gai_strerror(rc)));
+  }
+  int lastErr = 0;
+  int napMs = 1;
+  for (;;) {
+    for (auto* ai = res; ai; ai = ai->ai_next) {
+      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) {
+        lastErr = errno;
+        continue;
+      }
+      if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        freeaddrinfo(res);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return Socket(fd);
+      }
+      lastErr = errno;
+      ::close(fd);
+    }
+    if (deadline.expired()) {
+      freeaddrinfo(res);
+      throwTimeout(deadline, strCat("a connection to ", addr.str(), " (last error: ",
+                                    std::strerror(lastErr), ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(napMs));
+    napMs = std::min(napMs * 2, 100);
+  }
+}
+
+void Socket::sendAll(const void* data, size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::send(fd_, p, bytes, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw RemoteError(strCat("socket send failed: ", std::strerror(errno)));
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+bool Socket::recvAll(void* data, size_t bytes, const Deadline* deadline) {
+  char* p = static_cast<char*>(data);
+  size_t got = 0;
+  while (got < bytes) {
+    if (deadline) {
+      struct pollfd pfd = {fd_, POLLIN, 0};
+      int rc = ::poll(&pfd, 1, 50);
+      if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+      if (rc <= 0) {
+        if (deadline->expired()) throwTimeout(*deadline, "a reply on a socket");
+        continue;
+      }
+    }
+    ssize_t n = ::recv(fd_, p + got, bytes - got, 0);
+    if (n == 0) {
+      if (got == 0) return false;
+      throw RemoteError("connection closed by the peer in the middle of a message");
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw RemoteError(strCat("socket receive failed: ", std::strerror(errno)));
+    }
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+SocketAddress Socket::localAddress() const {
+  struct sockaddr_storage ss = {};
+  socklen_t len = sizeof(ss);
+  CTRAN_SYSCHECK(getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len), "getsockname");
+  char host[INET6_ADDRSTRLEN] = {};
+  SocketAddress out;
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    out.port = ntohs(in->sin_port);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    out.port = ntohs(in6->sin6_port);
+  }
+  out.host = host;
+  return out;
+}
+
+Listener::Listener(int port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CTRAN_SYSCHECK(fd_, "socket");
+  int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    int err = errno;
+    ::close(fd_);
+    throwSystemError(strCat("bind to port ", port), err);
+  }
+  CTRAN_SYSCHECK(::listen(fd_, 1024), "listen");
+  socklen_t len = sizeof(sa);
+  CTRAN_SYSCHECK(getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len), "getsockname");
+  port_ = ntohs(sa.sin_port);
+}
+
+Listener::~Listener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Listener::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+Socket Listener::accept() {
+  for (;;) {
+    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return Socket(fd);
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    return Socket();  // shut down (EINVAL) or fatal: the caller stops accepting
+  }
+}
+
+std::string advertisedHost() {
+  std::string forced = knob::RCCLX_BOOTSTRAP_ADDR();
+  if (!forced.empty()) return forced;
+  struct ifaddrs* ifs = nullptr;
+  std::string found = "127.0.0.1";
+  if (getifaddrs(&ifs) == 0) {
+    for (auto* i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+      if (i->ifa_flags & IFF_LOOPBACK) continue;
+      if (!(i->ifa_flags & IFF_UP)) continue;
+      char buf[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+      found = buf;
+      break;
+    }
+    freeifaddrs(ifs);
+  }
+  return found;
+}
+
+SocketAddress parseAddress(const std::string& text, const char* what) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    throw InvalidArgument(strCat(what, " '", text, "' is not of the form host:port"));
+  }
+  SocketAddress a;
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') {
+    a.host = a.host.substr(1, a.host.size() - 2);
+  }
+  try {
+    a.port = std::stoi(text.substr(colon + 1));
+  } catch (const std::exception&) {
+    throw InvalidArgument(strCat(what, " '", text, "' has no valid port"));
+  }
+  if (a.port <= 0 || a.port > 65535) {
+    throw InvalidArgument(strCat(what, " '", text, "': port ", a.port, " is out of range"));
+  }
+  return a;
+}
+
+}  // namespace ctran

@@ -1,0 +1,77 @@
+// Thin RAII wrappers over blocking TCP sockets, used by the TCP store and the tcp transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ctran/wait.hpp"
+
+namespace ctran {
+
+/// An IPv4/IPv6 address and port in printable form ("10.0.0.2", 29500).
+struct SocketAddress {
+  std::string host;
+  int port = 0;
+  std::string str() const { return host + ":" + std::to_string(port); }
+};
+
+/// A connected stream socket. Move-only; closes on destruction.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Socket& operator=(Socket&& o) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket() { close(); }
+
+  /// Connects, retrying refused connections until the deadline (the server may start later).
+  static Socket connect(const SocketAddress& addr, const Deadline& deadline);
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void close();
+  /// Shuts both directions down (unblocks a thread reading it) without closing the fd.
+  void shutdown();
+
+  /// Writes all bytes; throws RemoteError when the peer is gone.
+  void sendAll(const void* data, size_t bytes);
+  /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a
+  /// partial message, an error, or when `deadline` (if given) passes.
+  bool recvAll(void* data, size_t bytes, const Deadline* deadline = nullptr);
+  /// Address this end is bound to (the interface that reaches the peer).
+  SocketAddress localAddress() const;
+
+ private:
+  int fd_ = -1;
+};
+
+/// A listening socket bound to all interfaces.
+class Listener {
+ public:
+  /// Binds to `port` (0: any free port) and listens.
+  explicit Listener(int port = 0);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  int port() const { return port_; }
+  /// Blocks until a connection arrives; returns an invalid Socket once shutdown() was called.
+  Socket accept();
+  void shutdown();
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+/// The address other hosts reach this process at: RCCLX_BOOTSTRAP_ADDR, else the first
+/// non-loopback IPv4 interface address, else 127.0.0.1.
+std::string advertisedHost();
+
+/// Parses "host:port"; throws InvalidArgument naming `what` on malformed input.
+SocketAddress parseAddress(const std::string& text, const char* what);
+
+}  // namespace ctran

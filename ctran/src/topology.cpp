@@ -1,0 +1,86 @@
+// Implementation of topology.hpp.
+#include "ctran/topology.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+
+namespace ctran {
+namespace {
+
+std::string readFirstLine(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+std::string namespaceInode(const char* path) {
+  struct stat st = {};
+  if (::stat(path, &st) != 0) return "?";
+  return std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
+}  // namespace
+
+std::string hostIdentity() {
+  std::string forced = knob::RCCLX_HOST_ID();
+  if (!forced.empty()) return forced;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return strCat(host, "|", readFirstLine("/proc/sys/kernel/random/boot_id"), "|mnt:",
+                namespaceInode("/proc/self/ns/mnt"), "|pid:", namespaceInode("/proc/self/ns/pid"));
+}
+
+bool processAlive(int64_t pid) {
+  if (pid <= 0) return true;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  // A killed child that its parent has not reaped yet still answers kill(): read its state.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string all;
+  if (!std::getline(f, all)) return true;  // cannot tell: assume alive
+  size_t close = all.rfind(')');
+  if (close == std::string::npos || close + 2 >= all.size()) return true;
+  char state = all[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+Topology discoverTopology(Bootstrap& bootstrap) {
+  Topology t;
+  t.rank = bootstrap.rank();
+  t.nranks = bootstrap.nranks();
+  t.hostId = hostIdentity();
+  std::string mine = strCat(static_cast<long long>(getpid()), "\n", t.hostId);
+  auto all = bootstrap.allGather(Bytes(mine.begin(), mine.end()));
+  std::map<std::string, int> hostIndex;
+  t.hostOf.resize(t.nranks);
+  t.pids.resize(t.nranks);
+  for (int r = 0; r < t.nranks; ++r) {
+    std::string s(all[r].begin(), all[r].end());
+    size_t nl = s.find('\n');
+    CTRAN_ASSERT(nl != std::string::npos, "malformed topology record from rank ", r);
+    t.pids[r] = std::stoll(s.substr(0, nl));
+    std::string id = s.substr(nl + 1);
+    auto it = hostIndex.find(id);
+    if (it == hostIndex.end()) it = hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first;
+    t.hostOf[r] = it->second;
+  }
+  t.nHosts = static_cast<int>(hostIndex.size());
+  for (int r = 0; r < t.nranks; ++r) {
+    if (t.hostOf[r] == t.hostOf[t.rank]) {
+      if (r == t.rank) t.localRank = t.localSize();
+      t.localRanks.push_back(r);
+    }
+  }
+  return t;
+}
+
+}  // namespace ctran

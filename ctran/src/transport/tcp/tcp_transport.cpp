@@ -1,0 +1,211 @@
+// Implementation of tcp_transport.hpp.
+#include "tcp_transport.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "ctran/checks.hpp"
+#include "ctran/logging.hpp"
+
+namespace ctran {
+namespace {
+
+enum class MsgType : uint32_t { kPut = 1, kSignal = 2 };
+
+struct MsgHeader {
+  uint32_t type;
+  int32_t slot;
+  uint64_t windowId;
+  uint64_t offset;
+  uint64_t value;  // payload bytes (put) or delta (signal)
+};
+
+class TcpPeerWindow : public PeerWindow {
+ public:
+  TcpPeerWindow(TcpTransport* t, int peer, uint64_t id, size_t bytes, int numSignals)
+      : transport_(t), peer_(peer), id_(id), bytes_(bytes), numSignals_(numSignals) {}
+  void* directData() override { return nullptr; }
+  SignalCell* directSignals() override { return nullptr; }
+  void put(size_t offset, const void* src, size_t bytes) override {
+    CTRAN_ASSERT(offset + bytes <= bytes_, "put beyond the window checked by the caller");
+    transport_->sendPut(peer_, id_, offset, src, bytes);
+  }
+  void signal(int slot, uint64_t delta) override {
+    CTRAN_ASSERT(slot >= 0 && slot < numSignals_);
+    transport_->sendSignal(peer_, id_, slot, delta);
+  }
+
+ private:
+  TcpTransport* transport_;
+  int peer_;
+  uint64_t id_;
+  size_t bytes_;
+  int numSignals_;
+};
+
+}  // namespace
+
+TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers)
+    : rank_(bootstrap.rank()) {
+  conns_.resize(bootstrap.nranks());
+  Listener listener(0);
+  std::string me = strCat(bootstrap.localHost(), ":", listener.port());
+  auto addrs = bootstrap.allGather(Bytes(me.begin(), me.end()));
+  Deadline deadline = Deadline::after();
+  // Connect to higher ranks (the kernel queues these until the peer accepts), then accept
+  // from lower ranks; every connection opens with the connecting rank's number.
+  int expectAccepts = 0;
+  for (int p : peers) {
+    if (p < rank_) {
+      ++expectAccepts;
+      continue;
+    }
+    std::string text(addrs[p].begin(), addrs[p].end());
+    auto c = std::make_unique<Connection>();
+    c->socket = Socket::connect(parseAddress(text, "tcp peer address"), deadline);
+    int32_t r = rank_;
+    c->socket.sendAll(&r, 4);
+    conns_[p] = std::move(c);
+  }
+  for (int i = 0; i < expectAccepts; ++i) {
+    Socket s = listener.accept();
+    int32_t r = -1;
+    CTRAN_CHECK(s.valid() && s.recvAll(&r, 4, &deadline), RemoteError,
+                "tcp transport: a peer connected but did not identify itself");
+    CTRAN_CHECK(r >= 0 && r < rank_ && !conns_[r], RemoteError,
+                "tcp transport: unexpected connection from rank ", r);
+    conns_[r] = std::make_unique<Connection>();
+    conns_[r]->socket = std::move(s);
+  }
+  CTRAN_SYSCHECK(::pipe2(wakeFds_, O_CLOEXEC), "pipe2");
+  progress_ = std::thread([this] { progressLoop(); });
+  CTRAN_INFO("tcp transport: connected to ", peers.size(), " peers");
+}
+
+TcpTransport::~TcpTransport() {
+  char x = 1;
+  if (::write(wakeFds_[1], &x, 1) < 0) CTRAN_WARN("tcp transport: wake-up write failed");
+  if (progress_.joinable()) progress_.join();
+  for (auto& c : conns_) {
+    if (c) c->socket.shutdown();
+  }
+  ::close(wakeFds_[0]);
+  ::close(wakeFds_[1]);
+}
+
+Bytes TcpTransport::exportWindow(const LocalWindow& window) {
+  std::lock_guard<std::mutex> lock(regionsMu_);
+  regions_[window.id] = window;
+  return {};
+}
+
+std::unique_ptr<PeerWindow> TcpTransport::importWindow(int peer, const LocalWindow& mine,
+                                                       const Bytes&) {
+  return std::make_unique<TcpPeerWindow>(this, peer, mine.id, mine.bytes, mine.numSignals);
+}
+
+void TcpTransport::releaseWindow(uint64_t windowId) {
+  std::lock_guard<std::mutex> lock(regionsMu_);
+  regions_.erase(windowId);
+}
+
+void TcpTransport::checkPeer(int peer) {
+  auto& c = conns_[peer];
+  if (c && c->closed.load()) {
+    throw RemoteError(strCat("peer rank ", peer, " closed its tcp connection (it exited or failed)"));
+  }
+}
+
+void TcpTransport::sendPut(int peer, uint64_t windowId, size_t offset, const void* src,
+                           size_t bytes) {
+  Connection& c = *conns_[peer];
+  checkPeer(peer);
+  MsgHeader h{static_cast<uint32_t>(MsgType::kPut), 0, windowId, offset, bytes};
+  std::lock_guard<std::mutex> lock(c.sendMu);
+  c.socket.sendAll(&h, sizeof(h));
+  if (bytes) c.socket.sendAll(src, bytes);
+}
+
+void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta) {
+  Connection& c = *conns_[peer];
+  checkPeer(peer);
+  MsgHeader h{static_cast<uint32_t>(MsgType::kSignal), slot, windowId, 0, delta};
+  std::lock_guard<std::mutex> lock(c.sendMu);
+  c.socket.sendAll(&h, sizeof(h));
+}
+
+bool TcpTransport::handleMessage(int peer, Connection& c) {
+  MsgHeader h;
+  if (!c.socket.recvAll(&h, sizeof(h))) return false;
+  LocalWindow w;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(regionsMu_);
+    auto it = regions_.find(h.windowId);
+    if (it != regions_.end()) {
+      w = it->second;
+      known = true;
+    }
+  }
+  if (h.type == static_cast<uint32_t>(MsgType::kPut)) {
+    if (known && h.offset + h.value <= w.bytes) {
+      c.socket.recvAll(static_cast<char*>(w.data) + h.offset, h.value);
+    } else {
+      CTRAN_WARN("tcp transport: dropping a put of ", h.value, " bytes from rank ", peer,
+                 " to unknown window ", h.windowId, " or beyond its end");
+      std::vector<char> sink(h.value);
+      c.socket.recvAll(sink.data(), sink.size());
+    }
+  } else if (h.type == static_cast<uint32_t>(MsgType::kSignal)) {
+    if (known && h.slot >= 0 && h.slot < w.numSignals) {
+      signalAdd(w.signals + h.slot, h.value);
+    } else {
+      CTRAN_WARN("tcp transport: dropping a signal from rank ", peer, " to window ", h.windowId);
+    }
+  } else {
+    throw RemoteError(strCat("tcp transport: corrupt message type ", h.type, " from rank ", peer));
+  }
+  return true;
+}
+
+void TcpTransport::progressLoop() {
+  std::vector<int> peerOf;
+  std::vector<pollfd> fds;
+  fds.push_back({wakeFds_[0], POLLIN, 0});
+  peerOf.push_back(-1);
+  for (size_t p = 0; p < conns_.size(); ++p) {
+    if (!conns_[p]) continue;
+    fds.push_back({conns_[p]->socket.fd(), POLLIN, 0});
+    peerOf.push_back(static_cast<int>(p));
+  }
+  for (;;) {
+    int rc = ::poll(fds.data(), fds.size(), -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      CTRAN_WARN("tcp transport: poll failed, errno ", errno);
+      return;
+    }
+    if (fds[0].revents) return;  // destroy
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      int peer = peerOf[i];
+      Connection& c = *conns_[peer];
+      bool open = false;
+      try {
+        open = handleMessage(peer, c);
+      } catch (const Error& e) {
+        CTRAN_WARN("tcp transport: connection to rank ", peer, " failed: ", e.what());
+      }
+      if (!open) {
+        c.closed.store(true);
+        fds[i].fd = -1;  // poll ignores negative fds
+        CTRAN_INFO("tcp transport: rank ", peer, " disconnected");
+      }
+    }
+  }
+}
+
+}  // namespace ctran
