@@ -1,0 +1,139 @@
+// Communicator: a rank's membership in a group that runs collectives together.
+//
+// Semantics follow NCCL's: every rank calls the same collectives in the same order with
+// matching counts and datatypes; counts are in elements; buffers may alias (in-place) where
+// NCCL allows it. On the host, a call runs on the caller's thread (or, with
+// CallOptions::async, on the communicator's worker thread, in submission order) and returns
+// a Work handle. Allreduce results are bitwise identical on every rank for every algorithm.
+// A communicator is not safe to call from several threads at once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctran/bootstrap.hpp"
+#include "ctran/topology.hpp"
+#include "rcclx/selector.hpp"
+#include "rcclx/types.hpp"
+#include "rcclx/work.hpp"
+
+namespace ctran {
+class PeerGroup;
+}
+
+namespace rcclx {
+
+class Channels;
+class DirectArena;
+class Executor;
+struct P2POp;
+
+/// Per-call options.
+struct CallOptions {
+  bool async = false;        ///< return at once; the Work completes later
+  std::string algo;          ///< allreduce only: force an algorithm ("" = RCCLX_ALLREDUCE_ALGO)
+  double premulScalar = 1.0; ///< PREMUL_SUM only: this rank's scalar
+};
+
+class Communicator {
+ public:
+  /// Collective over the bootstrap's ranks: connects transports and allocates every buffer
+  /// the collectives need.
+  explicit Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  const ctran::Topology& topology() const;
+  /// True when the DDA algorithms can run (all ranks on this host, shared memory).
+  bool directAccess() const { return arena_ != nullptr; }
+
+  WorkPtr allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                    const CallOptions& opts = {});
+  WorkPtr reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+                 const CallOptions& opts = {});
+  WorkPtr broadcast(const void* send, void* recv, size_t count, DataType type, int root,
+                    const CallOptions& opts = {});
+  /// recv holds size() blocks of sendCount elements, in rank order.
+  WorkPtr allGather(const void* send, void* recv, size_t sendCount, DataType type,
+                    const CallOptions& opts = {});
+  /// recv holds block r of recvCounts[r] elements, packed in rank order.
+  WorkPtr allGatherV(const void* send, size_t sendCount, void* recv,
+                     const std::vector<size_t>& recvCounts, DataType type,
+                     const CallOptions& opts = {});
+  /// send holds size() blocks of recvCount elements; block r, reduced, lands on rank r.
+  WorkPtr reduceScatter(const void* send, void* recv, size_t recvCount, DataType type, RedOp op,
+                        const CallOptions& opts = {});
+  /// send holds block r of counts[r] elements, packed in rank order.
+  WorkPtr reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
+                         DataType type, RedOp op, const CallOptions& opts = {});
+  /// Block p of send (countPerRank elements) goes to rank p, into its block `rank()`.
+  WorkPtr allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
+                   const CallOptions& opts = {});
+  /// Counts and displacements in elements, one per rank.
+  WorkPtr allToAllV(const void* send, const std::vector<size_t>& sendCounts,
+                    const std::vector<size_t>& sendDispls, void* recv,
+                    const std::vector<size_t>& recvCounts, const std::vector<size_t>& recvDispls,
+                    DataType type, const CallOptions& opts = {});
+  /// recv (root only) holds size() blocks of sendCount elements.
+  WorkPtr gather(const void* send, void* recv, size_t sendCount, DataType type, int root,
+                 const CallOptions& opts = {});
+  /// send (root only) holds size() blocks of recvCount elements.
+  WorkPtr scatter(const void* send, void* recv, size_t recvCount, DataType type, int root,
+                  const CallOptions& opts = {});
+  WorkPtr send(const void* buf, size_t count, DataType type, int peer, const CallOptions& opts = {});
+  WorkPtr recv(void* buf, size_t count, DataType type, int peer, const CallOptions& opts = {});
+  WorkPtr barrier(const CallOptions& opts = {});
+
+  /// Between groupStart() and groupEnd(), calls are recorded, then run together by groupEnd()
+  /// (collectives in order, then all sends and receives progressed at once). Groups nest.
+  void groupStart();
+  WorkPtr groupEnd(bool async = false);
+
+  /// Collective over this communicator: ranks passing the same color form a new communicator,
+  /// ordered by (key, rank); a negative color returns nullptr.
+  std::unique_ptr<Communicator> split(int color, int key);
+  /// Collective over this communicator: the listed ranks (in that order) form a new
+  /// communicator; other ranks get nullptr.
+  std::unique_ptr<Communicator> splitRanks(const std::vector<int>& ranks);
+
+  /// The selector's choice for an allreduce of `bytes` here (for tests and tools).
+  Selection selectAllReduce(size_t bytes, DataType type, RedOp op, const std::string& hint) const;
+
+  /// Waits for all submitted work.
+  void finalize();
+  /// Finalizes and releases every resource. A second call throws InvalidUsage.
+  void destroy();
+  /// Releases resources without waiting for peers; later calls throw InvalidUsage.
+  void abort();
+  bool destroyed() const { return destroyed_; }
+
+ private:
+  WorkPtr submit(const std::string& what, std::function<void()> fn, bool async);
+  uint64_t nextTag(int kind);
+  void checkUsable(const char* what) const;
+  void checkRoot(int root, const char* what) const;
+  void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                    const CallOptions& opts, uint64_t tag);
+
+  int rank_;
+  int nranks_;
+  std::unique_ptr<ctran::PeerGroup> group_;
+  std::unique_ptr<Channels> channels_;
+  std::unique_ptr<DirectArena> arena_;
+  std::unique_ptr<Executor> executor_;
+  uint64_t collSeq_ = 0;
+  uint64_t splitSeq_ = 0;
+  int groupDepth_ = 0;
+  std::vector<std::function<void()>> groupedCollectives_;
+  std::vector<P2POp> groupedP2P_;
+  bool destroyed_ = false;
+};
+
+}  // namespace rcclx

@@ -1,0 +1,65 @@
+"""rcclx_core: communicators and collectives on host memory.
+
+Create a communicator on every rank (by unique id, the torchrun environment, or a store), then
+call collectives on any contiguous array (numpy, torch CPU tensors, anything with DLPack or the
+buffer protocol). Calls run synchronously unless ``async_op=True``, which returns a ``Work``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ctran import (
+    Error,
+    InvalidArgumentError,
+    InvalidUsageError,
+    RemoteError,
+    SystemCallError,
+    TimeoutError,
+)
+
+from rcclx_core._C import (
+    Communicator,
+    DataType,
+    RedOp,
+    Work,
+    config_dump,
+    create_unique_id,
+    datatype_size,
+    refresh_logging,
+    select_all_reduce,
+)
+
+
+@contextlib.contextmanager
+def _group(self: Communicator, async_op: bool = False):
+    """Records the calls made inside the ``with`` block and runs them together on exit."""
+    self.group_start()
+    try:
+        yield
+    except BaseException:
+        self.group_end()
+        raise
+    self.group_end(async_op=async_op)
+
+
+Communicator.group = _group
+
+__all__ = [
+    "Communicator",
+    "DataType",
+    "Error",
+    "InvalidArgumentError",
+    "InvalidUsageError",
+    "RedOp",
+    "RemoteError",
+    "SystemCallError",
+    "TimeoutError",
+    "Work",
+    "config_dump",
+    "create_unique_id",
+    "datatype_size",
+    "refresh_logging",
+    "select_all_reduce",
+]
+__version__ = "0.1.0"

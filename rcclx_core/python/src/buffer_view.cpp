@@ -1,0 +1,201 @@
+// Implementation of buffer_view.hpp. The DLPack structures below follow the DLPack ABI.
+#include "buffer_view.hpp"
+
+#include "ctran/checks.hpp"
+
+namespace py = pybind11;
+
+namespace rcclx::python {
+namespace {
+
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+
+enum DLCode : uint8_t {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLBfloat = 4,
+  kDLBool = 6,
+  kDLFloat8_e4m3fn = 10,
+  kDLFloat8_e5m2 = 12,
+};
+
+std::optional<DataType> fromDLPack(DLDataType t) {
+  if (t.lanes != 1) return std::nullopt;
+  switch (t.code) {
+    case kDLInt:
+      if (t.bits == 8) return DataType::kInt8;
+      if (t.bits == 32) return DataType::kInt32;
+      if (t.bits == 64) return DataType::kInt64;
+      break;
+    case kDLUInt:
+      if (t.bits == 8) return DataType::kUint8;
+      if (t.bits == 32) return DataType::kUint32;
+      if (t.bits == 64) return DataType::kUint64;
+      break;
+    case kDLBool:
+      if (t.bits == 8) return DataType::kUint8;
+      break;
+    case kDLFloat:
+      if (t.bits == 16) return DataType::kFloat16;
+      if (t.bits == 32) return DataType::kFloat32;
+      if (t.bits == 64) return DataType::kFloat64;
+      break;
+    case kDLBfloat:
+      if (t.bits == 16) return DataType::kBfloat16;
+      break;
+    case kDLFloat8_e4m3fn:
+      if (t.bits == 8) return DataType::kFloat8E4M3;
+      break;
+    case kDLFloat8_e5m2:
+      if (t.bits == 8) return DataType::kFloat8E5M2;
+      break;
+  }
+  return std::nullopt;
+}
+
+// Python buffer-protocol format characters (native byte order).
+std::optional<DataType> fromFormat(const std::string& f) {
+  std::string c = f;
+  if (!c.empty() && (c[0] == '@' || c[0] == '=' || c[0] == '<')) c = c.substr(1);
+  if (c == "b") return DataType::kInt8;
+  if (c == "B" || c == "?" || c == "c") return DataType::kUint8;
+  if (c == "i" || (c == "l" && sizeof(long) == 4)) return DataType::kInt32;
+  if (c == "I") return DataType::kUint32;
+  if (c == "q" || (c == "l" && sizeof(long) == 8)) return DataType::kInt64;
+  if (c == "Q" || (c == "L" && sizeof(long) == 8)) return DataType::kUint64;
+  if (c == "e") return DataType::kFloat16;
+  if (c == "f") return DataType::kFloat32;
+  if (c == "d") return DataType::kFloat64;
+  return std::nullopt;
+}
+
+void applyDtype(BufferView& v, size_t nbytes, std::optional<DataType> detected,
+                std::optional<DataType> requested, const std::string& name,
+                const std::string& typeText) {
+  if (requested) {
+    size_t elem = dataTypeSize(*requested);
+    CTRAN_CHECK(nbytes % elem == 0, ctran::InvalidArgument, name, ": ", nbytes,
+                " bytes is not a whole number of ", dataTypeName(*requested), " elements");
+    v.type = *requested;
+    v.count = nbytes / elem;
+    return;
+  }
+  CTRAN_CHECK(detected.has_value(), ctran::InvalidArgument, name, ": element type ", typeText,
+              " is not supported (pass dtype= to reinterpret the bytes)");
+  v.type = *detected;
+  v.count = nbytes / dataTypeSize(v.type);
+}
+
+bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<DataType> dtype,
+               BufferView& v) {
+  if (!py::hasattr(obj, "__dlpack__")) return false;
+  py::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")();
+  } catch (py::error_already_set&) {
+    return false;  // e.g. numpy refuses read-only arrays: try the buffer protocol
+  }
+  auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (!mt) {
+    PyErr_Clear();
+    return false;
+  }
+  const DLTensor& t = mt->dl_tensor;
+  int64_t n = 1;
+  for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+  if (t.strides && n > 0) {
+    int64_t expect = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (t.shape[i] != 1 && t.strides[i] != expect) {
+        std::string shape, strides;
+        for (int j = 0; j < t.ndim; ++j) {
+          shape += std::to_string(t.shape[j]) + (j + 1 < t.ndim ? ", " : "");
+          strides += std::to_string(t.strides[j]) + (j + 1 < t.ndim ? ", " : "");
+        }
+        throw ctran::InvalidArgument(ctran::strCat(name, " must be contiguous, but has shape (",
+                                                   shape, ") and strides (", strides, ")"));
+      }
+      expect *= t.shape[i];
+    }
+  }
+  size_t elemBytes = (static_cast<size_t>(t.dtype.bits) * t.dtype.lanes + 7) / 8;
+  v.data = static_cast<char*>(t.data) + t.byte_offset;
+  v.deviceType = t.device.device_type;
+  v.deviceId = t.device.device_id;
+  v.owner = py::reinterpret_borrow<py::object>(obj);
+  applyDtype(v, static_cast<size_t>(n) * elemBytes, fromDLPack(t.dtype), dtype, name,
+             ctran::strCat("(DLPack code ", int(t.dtype.code), ", ", int(t.dtype.bits), " bits)"));
+  // `capsule` is dropped unconsumed: its destructor calls the deleter, while `owner` keeps
+  // the memory alive for as long as this view needs it.
+  return true;
+}
+
+void viaBufferProtocol(const py::handle& obj, const std::string& name,
+                       std::optional<DataType> dtype, BufferView& v) {
+  Py_buffer view;
+  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+  bool writable = true;
+  if (PyObject_GetBuffer(obj.ptr(), &view, flags | PyBUF_WRITABLE) != 0) {
+    PyErr_Clear();
+    writable = false;
+    if (PyObject_GetBuffer(obj.ptr(), &view, flags) != 0) {
+      PyErr_Clear();
+      std::string type = py::str(py::type::handle_of(obj).attr("__name__"));
+      throw ctran::InvalidArgument(ctran::strCat(
+          name, ": expected a contiguous array (numpy, torch, or any DLPack or buffer-protocol "
+          "object), got ", type));
+    }
+  }
+  std::string fmt = view.format ? view.format : "B";
+  v.data = view.buf;
+  v.writable = writable;
+  v.owner = py::reinterpret_borrow<py::object>(obj);
+  size_t nbytes = static_cast<size_t>(view.len);
+  PyBuffer_Release(&view);  // the exporter stays alive through `owner`
+  applyDtype(v, nbytes, fromFormat(fmt), dtype, name, "'" + fmt + "'");
+}
+
+}  // namespace
+
+std::string BufferView::deviceName() const {
+  switch (static_cast<DeviceKind>(deviceType)) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kCudaHost: return "cpu (pinned)";
+    case DeviceKind::kCuda: return ctran::strCat("cuda:", deviceId);
+    case DeviceKind::kRocm: return ctran::strCat("rocm:", deviceId);
+  }
+  return ctran::strCat("device type ", deviceType, ":", deviceId);
+}
+
+BufferView viewBuffer(const py::handle& obj, const std::string& name,
+                      std::optional<DataType> dtype) {
+  CTRAN_CHECK(!obj.is_none(), ctran::InvalidArgument, name, " is None");
+  BufferView v;
+  if (!viaDLPack(obj, name, dtype, v)) viaBufferProtocol(obj, name, dtype, v);
+  return v;
+}
+
+}  // namespace rcclx::python

@@ -1,0 +1,36 @@
+// BufferView: the memory of any array a Python caller passes, through DLPack (numpy, torch,
+// cupy...) or, failing that, the buffer protocol (bytes-like, read-only numpy arrays).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "rcclx/types.hpp"
+
+namespace rcclx::python {
+
+/// Device kinds as DLPack numbers them.
+enum class DeviceKind : int { kCpu = 1, kCuda = 2, kCudaHost = 3, kRocm = 10 };
+
+struct BufferView {
+  void* data = nullptr;
+  size_t count = 0;  ///< elements of `type`
+  DataType type = DataType::kFloat32;
+  int deviceType = static_cast<int>(DeviceKind::kCpu);
+  int deviceId = 0;
+  bool writable = true;
+  pybind11::object owner;  ///< keeps the exporter (and its capsule) alive
+
+  size_t bytes() const { return count * dataTypeSize(type); }
+  std::string deviceName() const;
+};
+
+/// Views `obj` (named `name` in errors, e.g. "all_reduce: sendbuf"). Requires C-contiguous
+/// memory. With `dtype`, the bytes are reinterpreted as that type (the size must divide).
+BufferView viewBuffer(const pybind11::handle& obj, const std::string& name,
+                      std::optional<DataType> dtype = std::nullopt);
+
+}  // namespace rcclx::python

@@ -1,0 +1,411 @@
+// Binding of Communicator: converts arrays to (pointer, count, type), checks their sizes
+// against each other, releases the GIL while the collective runs, and keeps the arrays of
+// asynchronous calls alive until their work completes.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <numeric>
+
+#include "bootstrap_py.hpp"
+#include "buffer_view.hpp"
+#include "ctran/checks.hpp"
+#include "rcclx/communicator.hpp"
+
+namespace py = pybind11;
+
+namespace rcclx::python {
+namespace {
+
+using ctran::InvalidArgument;
+using ctran::strCat;
+
+// A communicator plus the arrays its unfinished asynchronous calls use.
+class PyCommunicator {
+ public:
+  explicit PyCommunicator(std::unique_ptr<Communicator> c) : comm_(std::move(c)) {}
+  ~PyCommunicator() {
+    if (comm_ && !comm_->destroyed()) {
+      py::gil_scoped_release nogil;
+      try {
+        comm_->destroy();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  Communicator& comm() {
+    CTRAN_CHECK(comm_ != nullptr, ctran::InvalidUsage, "communicator is not initialised");
+    return *comm_;
+  }
+
+  // Runs `call` without the GIL; an async Work keeps `arrays` alive until it completes.
+  py::object run(bool async, std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
+    prune();
+    WorkPtr work;
+    {
+      py::gil_scoped_release nogil;
+      work = call();
+    }
+    if (!async || !work) return py::none();
+    pending_.push_back({work, std::move(arrays)});
+    return py::cast(work);
+  }
+
+  void prune() {
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [](const Pending& p) { return p.work->isCompleted(); }),
+                   pending_.end());
+  }
+
+ private:
+  struct Pending {
+    WorkPtr work;
+    std::vector<py::object> arrays;
+  };
+  std::unique_ptr<Communicator> comm_;
+  std::vector<Pending> pending_;
+};
+
+std::optional<DataType> dtypeArg(const py::object& d) {
+  if (d.is_none()) return std::nullopt;
+  return checkDataType(d.cast<int>(), "dtype");
+}
+
+BufferView hostBuffer(const py::handle& obj, const char* op, const char* arg,
+                      std::optional<DataType> dtype, bool needWritable) {
+  BufferView v = viewBuffer(obj, strCat(op, ": ", arg), dtype);
+  CTRAN_CHECK(v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
+                  v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
+              InvalidArgument, op, ": ", arg, " is on device ", v.deviceName(),
+              ", but this build runs collectives on host memory only");
+  CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
+  return v;
+}
+
+void sameType(const BufferView& a, const BufferView& b, const char* op) {
+  CTRAN_CHECK(a.type == b.type, InvalidArgument, op, ": sendbuf is ", dataTypeName(a.type),
+              " but recvbuf is ", dataTypeName(b.type));
+}
+
+void expectCount(const BufferView& v, size_t want, const char* op, const char* arg,
+                 const std::string& why) {
+  CTRAN_CHECK(v.count == want, InvalidArgument, op, ": ", arg, " has ", v.count,
+              " elements but needs ", want, " (", why, ")");
+}
+
+RedOp opArg(int op, DataType t, const char* what) { return checkRedOp(op, t, what); }
+
+CallOptions optionsOf(bool async, const py::object& algo = py::none(), const py::object& scalar = py::none()) {
+  CallOptions o;
+  o.async = async;
+  if (!algo.is_none()) o.algo = algo.cast<std::string>();
+  if (!scalar.is_none()) o.premulScalar = scalar.cast<double>();
+  return o;
+}
+
+std::vector<size_t> countsArg(const py::object& obj, int n, const char* op, const char* arg) {
+  auto v = obj.cast<std::vector<int64_t>>();
+  CTRAN_CHECK(v.size() == static_cast<size_t>(n), InvalidArgument, op, ": ", arg, " has ",
+              v.size(), " entries for ", n, " ranks");
+  std::vector<size_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    CTRAN_CHECK(v[i] >= 0, InvalidArgument, op, ": ", arg, "[", i, "]=", v[i], " is negative");
+    out.push_back(static_cast<size_t>(v[i]));
+  }
+  return out;
+}
+
+std::vector<size_t> packed(const std::vector<size_t>& counts) {
+  std::vector<size_t> d(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
+  return d;
+}
+
+void checkFits(const BufferView& v, const std::vector<size_t>& counts,
+               const std::vector<size_t>& displs, const char* op, const char* arg) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    CTRAN_CHECK(displs[i] + counts[i] <= v.count, InvalidArgument, op, ": ", arg, " block ", i,
+                " (displacement ", displs[i], ", count ", counts[i], ") ends past its ", v.count,
+                " elements");
+  }
+}
+
+std::unique_ptr<PyCommunicator> wrap(std::unique_ptr<Communicator> c) {
+  if (!c) return nullptr;
+  return std::make_unique<PyCommunicator>(std::move(c));
+}
+
+}  // namespace
+
+void registerCommunicator(py::module_& m) {
+  py::class_<Work, WorkPtr>(m, "Work", "Handle of an asynchronous operation.")
+      .def("wait", [](Work& w, std::optional<double> timeout) {
+            py::gil_scoped_release nogil;
+            w.wait(timeout ? static_cast<int64_t>(*timeout * 1000) : -1);
+            return true;
+          }, py::arg("timeout") = py::none(),
+          "Waits (at most `timeout` seconds) and raises the operation's error, if any.")
+      .def("is_completed", &Work::isCompleted)
+      .def_property_readonly("description", &Work::description);
+
+  using PC = PyCommunicator;
+  py::class_<PC>(m, "Communicator", "A rank's membership in a group running collectives.")
+      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks) {
+            ctran::UniqueId id = ctran::python::uniqueIdFromPy(uid);
+            py::gil_scoped_release nogil;
+            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromUniqueId(id, rank, nranks));
+            py::gil_scoped_acquire gil;
+            return wrap(std::move(c));
+          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
+      .def_static("from_env", [] {
+            py::gil_scoped_release nogil;
+            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromEnv());
+            py::gil_scoped_acquire gil;
+            return wrap(std::move(c));
+          })
+      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix) {
+            auto s = ctran::python::storeFromPy(store);
+            py::gil_scoped_release nogil;
+            auto c = std::make_unique<Communicator>(
+                std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix));
+            py::gil_scoped_acquire gil;
+            return wrap(std::move(c));
+          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx")
+      .def_property_readonly("rank", [](PC& c) { return c.comm().rank(); })
+      .def_property_readonly("size", [](PC& c) { return c.comm().size(); })
+      .def_property_readonly("local_rank", [](PC& c) { return c.comm().topology().localRank; })
+      .def_property_readonly("local_size", [](PC& c) { return c.comm().topology().localSize(); })
+      .def_property_readonly("num_hosts", [](PC& c) { return c.comm().topology().nHosts; })
+      .def_property_readonly("direct_access", [](PC& c) { return c.comm().directAccess(); })
+      .def("all_reduce", [](PC& c, py::object send, py::object recv, int op, py::object algo,
+                            py::object scalar, bool async, py::object dtype) {
+            const char* o = "all_reduce";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
+            auto r = recv.is_none() ? s : hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
+            RedOp red = opArg(op, s.type, o);
+            auto opts = optionsOf(async, algo, scalar);
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
+          py::arg("algo") = py::none(), py::arg("scalar") = py::none(),
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          "recv = op over ranks of send (in place when recvbuf is None).")
+      .def("reduce", [](PC& c, py::object send, py::object recv, int root, int op,
+                        py::object scalar, bool async, py::object dtype) {
+            const char* o = "reduce";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
+            BufferView r = s;
+            if (!recv.is_none()) r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            bool isRoot = c.comm().rank() == root;
+            if (isRoot) {
+              sameType(s, r, o);
+              expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
+            }
+            RedOp red = opArg(op, s.type, o);
+            auto opts = optionsOf(async, py::none(), scalar);
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().reduce(s.data, isRoot ? r.data : nullptr, s.count, s.type, red, root, opts);
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          py::arg("op") = 0, py::arg("scalar") = py::none(), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def("broadcast", [](PC& c, py::object send, py::object recv, int root, bool async,
+                           py::object dtype) {
+            const char* o = "broadcast";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
+            auto r = recv.is_none() ? s : hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().broadcast(s.data, r.data, s.count, s.type, root, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("all_gather", [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+            const char* o = "all_gather";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            int n = c.comm().size();
+            expectCount(r, s.count * n, o, "recvbuf", strCat(n, " ranks x ", s.count));
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().allGather(s.data, r.data, s.count, s.type, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def("all_gather_v", [](PC& c, py::object send, py::object recv, py::object counts,
+                              bool async, py::object dtype) {
+            const char* o = "all_gather_v";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            auto cnt = countsArg(counts, c.comm().size(), o, "recv_counts");
+            size_t total = std::accumulate(cnt.begin(), cnt.end(), size_t{0});
+            expectCount(r, total, o, "recvbuf", "the sum of recv_counts");
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("reduce_scatter", [](PC& c, py::object send, py::object recv, int op, py::object scalar,
+                                bool async, py::object dtype) {
+            const char* o = "reduce_scatter";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            int n = c.comm().size();
+            expectCount(s, r.count * n, o, "sendbuf", strCat(n, " ranks x ", r.count));
+            RedOp red = opArg(op, s.type, o);
+            auto opts = optionsOf(async, py::none(), scalar);
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().reduceScatter(s.data, r.data, r.count, s.type, red, opts);
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0,
+          py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("reduce_scatter_v", [](PC& c, py::object send, py::object recv, py::object counts,
+                                  int op, py::object scalar, bool async, py::object dtype) {
+            const char* o = "reduce_scatter_v";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            auto cnt = countsArg(counts, c.comm().size(), o, "counts");
+            size_t total = std::accumulate(cnt.begin(), cnt.end(), size_t{0});
+            expectCount(s, total, o, "sendbuf", "the sum of counts");
+            expectCount(r, cnt[c.comm().rank()], o, "recvbuf", "counts[rank]");
+            RedOp red = opArg(op, s.type, o);
+            auto opts = optionsOf(async, py::none(), scalar);
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().reduceScatterV(s.data, r.data, cnt, s.type, red, opts);
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
+          py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("all_to_all", [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+            const char* o = "all_to_all";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            int n = c.comm().size();
+            CTRAN_CHECK(s.count % n == 0, InvalidArgument, o, ": sendbuf has ", s.count,
+                        " elements, not a multiple of ", n, " ranks");
+            expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().allToAll(s.data, r.data, s.count / n, s.type, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def("all_to_all_v", [](PC& c, py::object send, py::object recv, py::object sendCounts,
+                              py::object recvCounts, py::object sendDispls, py::object recvDispls,
+                              bool async, py::object dtype) {
+            const char* o = "all_to_all_v";
+            int n = c.comm().size();
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            sameType(s, r, o);
+            auto sc = countsArg(sendCounts, n, o, "send_counts");
+            auto rc = countsArg(recvCounts, n, o, "recv_counts");
+            auto sd = sendDispls.is_none() ? packed(sc) : countsArg(sendDispls, n, o, "send_displs");
+            auto rd = recvDispls.is_none() ? packed(rc) : countsArg(recvDispls, n, o, "recv_displs");
+            checkFits(s, sc, sd, o, "sendbuf");
+            checkFits(r, rc, rd, o, "recvbuf");
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().allToAllV(s.data, sc, sd, r.data, rc, rd, s.type, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("send_counts"),
+          py::arg("recv_counts"), py::arg("send_displs") = py::none(),
+          py::arg("recv_displs") = py::none(), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def("gather", [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+            const char* o = "gather";
+            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+            void* rp = nullptr;
+            if (c.comm().rank() == root) {
+              auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+              sameType(s, r, o);
+              expectCount(r, s.count * c.comm().size(), o, "recvbuf",
+                          strCat(c.comm().size(), " ranks x ", s.count));
+              rp = r.data;
+            }
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().gather(s.data, rp, s.count, s.type, root, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("scatter", [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+            const char* o = "scatter";
+            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const void* sp = nullptr;
+            if (c.comm().rank() == root) {
+              auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
+              sameType(s, r, o);
+              expectCount(s, r.count * c.comm().size(), o, "sendbuf",
+                          strCat(c.comm().size(), " ranks x ", r.count));
+              sp = s.data;
+            }
+            return c.run(async, {send, recv}, [&] {
+              return c.comm().scatter(sp, r.data, r.count, r.type, root, optionsOf(async));
+            });
+          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0,
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("send", [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
+            auto b = hostBuffer(buf, "send", "buf", dtypeArg(dtype), false);
+            return c.run(async, {buf}, [&] {
+              return c.comm().send(b.data, b.count, b.type, peer, optionsOf(async));
+            });
+          }, py::arg("buf"), py::arg("peer"), py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("recv", [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
+            auto b = hostBuffer(buf, "recv", "buf", dtypeArg(dtype), true);
+            return c.run(async, {buf}, [&] {
+              return c.comm().recv(b.data, b.count, b.type, peer, optionsOf(async));
+            });
+          }, py::arg("buf"), py::arg("peer"), py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def("barrier", [](PC& c, bool async) {
+            return c.run(async, {}, [&] { return c.comm().barrier(optionsOf(async)); });
+          }, py::arg("async_op") = false)
+      .def("group_start", [](PC& c) { c.comm().groupStart(); })
+      .def("group_end", [](PC& c, bool async) {
+            return c.run(async, {}, [&] { return c.comm().groupEnd(async); });
+          }, py::arg("async_op") = false)
+      .def("split", [](PC& c, int color, std::optional<int> key) {
+            std::unique_ptr<Communicator> sub;
+            {
+              py::gil_scoped_release nogil;
+              sub = c.comm().split(color, key.value_or(c.comm().rank()));
+            }
+            return wrap(std::move(sub));
+          }, py::arg("color"), py::arg("key") = py::none(),
+          "Ranks with the same color form a new communicator (None for a negative color).")
+      .def("split_ranks", [](PC& c, const std::vector<int>& ranks) {
+            std::unique_ptr<Communicator> sub;
+            {
+              py::gil_scoped_release nogil;
+              sub = c.comm().splitRanks(ranks);
+            }
+            return wrap(std::move(sub));
+          }, py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
+      .def("select_all_reduce", [](PC& c, size_t nbytes, int dtype, int op, py::object algo) {
+            DataType t = checkDataType(dtype, "select_all_reduce");
+            Selection s = c.comm().selectAllReduce(nbytes, t, checkRedOp(op, t, "select_all_reduce"),
+                                                   algo.is_none() ? "" : algo.cast<std::string>());
+            return py::make_tuple(algoName(s.algo), s.reason);
+          }, py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none())
+      .def("finalize", [](PC& c) {
+            py::gil_scoped_release nogil;
+            c.comm().finalize();
+          })
+      .def("destroy", [](PC& c) {
+            {
+              py::gil_scoped_release nogil;
+              c.comm().destroy();
+            }
+            c.prune();
+          })
+      .def("abort", [](PC& c) {
+            py::gil_scoped_release nogil;
+            c.comm().abort();
+          })
+      .def_property_readonly("destroyed", [](PC& c) { return c.comm().destroyed(); });
+}
+
+}  // namespace rcclx::python

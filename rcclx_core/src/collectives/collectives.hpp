@@ -1,0 +1,49 @@
+// The collectives other than allreduce, on host memory, over point-to-point channels.
+// Counts are in elements; every function handles count 0 and a single rank. AVG and
+// PREMUL_SUM arrive lowered to SUM (see communicator.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "rcclx/types.hpp"
+
+namespace rcclx {
+
+class Channels;
+
+/// One message of a grouped exchange.
+struct P2POp {
+  bool isSend = false;
+  int peer = 0;
+  char* buffer = nullptr;  // source for a send, destination for a recv
+  size_t bytes = 0;
+};
+
+/// Progresses every message of `ops` together until all are done (no ordering between
+/// peers, so any pattern of sends and receives completes). Messages to or from one peer are
+/// matched in order. All carry `tag`.
+void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag);
+
+/// Pipelined chain from `root`: rank root+1 receives first, forwards, and so on.
+void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
+                    uint64_t tag);
+
+/// Pipelined chain toward `root`, starting at root+1; combined in chain order. recv is
+/// written on the root only.
+void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type,
+                 RedOp op, int root, uint64_t tag);
+
+/// Ring all-gather of blocks of `counts[b]` elements placed at `displs[b]` in recv; this
+/// rank's block comes from send (which may already sit at its place in recv).
+void ringAllGatherV(Channels& ch, const void* send, void* recv, const std::vector<size_t>& counts,
+                    const std::vector<size_t>& displs, size_t elemBytes, uint64_t tag);
+
+/// Ring reduce-scatter: send holds block b (counts[b] elements) at displs[b]; this rank's
+/// reduced block goes to recv.
+void ringReduceScatterV(Channels& ch, const void* send, void* recv,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        DataType type, RedOp op, uint64_t tag);
+
+}  // namespace rcclx

@@ -1,0 +1,24 @@
+// Registration of rcclx_core's knob table.
+#include "rcclx/config.hpp"
+
+namespace rcclx {
+namespace {
+
+const ctran::KnobSpec kKnobs[] = {
+#define RCCLX_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION) \
+  {#NAME, ctran::KnobType::k##TYPE, DEFAULT, CHOICES, DESCRIPTION},
+#include "rcclx/knobs.def"
+#undef RCCLX_KNOB
+};
+
+}  // namespace
+
+void declareKnobs() {
+  static const bool declared = [] {
+    ctran::config::declare(kKnobs, sizeof(kKnobs) / sizeof(kKnobs[0]));
+    return true;
+  }();
+  (void)declared;
+}
+
+}  // namespace rcclx
