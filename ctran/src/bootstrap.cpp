@@ -163,6 +163,7 @@ std::vector<Bytes> Bootstrap::allGather(const Bytes& mine) {
       throw TimeoutError(strCat("bootstrap allgather: rank ", r, " did not arrive: ", e.what()));
     }
   }
+  waitForReaders(strCat("ag/", seq));
   return all;
 }
 
@@ -174,6 +175,35 @@ void Bootstrap::barrier() {
     store_->get(key(strCat("bar/", seq, "/done")), Deadline::after());
   } catch (const TimeoutError& e) {
     throw TimeoutError(strCat("bootstrap barrier: not every rank arrived: ", e.what()));
+  }
+  waitForReaders(strCat("bar/", seq));
+}
+
+// The process hosting the store server (the unique id's creator, or rank 0 bootstrapped from
+// the environment) may exit as soon as its last bootstrap call returns. So that its exit does
+// not cut peers off in the middle of reading that call's result, every rank reports when it
+// has read it and the host waits for all reports. The call has succeeded by then, so neither
+// failing to report (the host may have gone as soon as the last report landed, before it was
+// acknowledged) nor a rank that never reports (it died) is an error of this call: the first
+// only ends the report, the second delays the host until the deadline.
+void Bootstrap::waitForReaders(const std::string& op) {
+  if (nranks_ == 1) return;
+  if (!keepAlive_) {
+    try {
+      if (store_->add(key(op + "/read"), 1) == nranks_) store_->set(key(op + "/allread"), Bytes{1});
+    } catch (const RemoteError& e) {
+      CTRAN_INFO("bootstrap ", op, ": could not confirm reading the result: ", e.what());
+    }
+    return;
+  }
+  if (store_->add(key(op + "/read"), 1) == nranks_) {
+    store_->set(key(op + "/allread"), Bytes{1});
+    return;
+  }
+  try {
+    store_->get(key(op + "/allread"), Deadline::after());
+  } catch (const TimeoutError& e) {
+    CTRAN_WARN("bootstrap ", op, ": not every rank confirmed reading the result: ", e.what());
   }
 }
 

@@ -49,14 +49,17 @@ constexpr int64_t kSleepSliceNs = 2'000'000;  // re-check liveness and deadline 
 
 Deadline Deadline::after(int64_t ms) {
   Deadline d;
+  d.fromKnob_ = ms < 0;
   d.timeoutMs_ = ms >= 0 ? ms : knob::RCCLX_TIMEOUT_MS();
   d.at_ = Clock::now() + std::chrono::milliseconds(d.timeoutMs_);
   return d;
 }
 
 void throwTimeout(const Deadline& deadline, const std::string& what) {
-  throw TimeoutError(strCat("timed out after ", deadline.timeoutMs(), " ms waiting for ", what,
-                            " (RCCLX_TIMEOUT_MS=", deadline.timeoutMs(), ")"));
+  std::string knob =
+      deadline.fromKnob() ? strCat(" (RCCLX_TIMEOUT_MS=", deadline.timeoutMs(), ")") : "";
+  throw TimeoutError(
+      strCat("timed out after ", deadline.timeoutMs(), " ms waiting for ", what, knob));
 }
 
 Backoff::Backoff() : start_(Clock::now()), spinUs_(knob::RCCLX_SPIN_US()) {}

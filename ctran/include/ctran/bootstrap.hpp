@@ -53,7 +53,9 @@ class Bootstrap {
   std::vector<Bytes> allGather(const Bytes& mine);
   /// Returns when every rank has entered.
   void barrier();
-  /// Sends a small control message to `peer` (ordered per pair).
+  /// Sends a small control message to `peer` (ordered per pair). The message lives in the
+  /// store: a process hosting the store must not exit before its messages were received
+  /// (allGather and barrier wait for that themselves).
   void send(int peer, const Bytes& message);
   /// Receives the next control message from `peer`.
   Bytes recv(int peer);
@@ -65,6 +67,8 @@ class Bootstrap {
  private:
   std::string key(const std::string& k) const { return prefix_ + k; }
   void checkPeer(int peer, const char* what) const;
+  /// Called at the end of a collective call `op`; see bootstrap.cpp.
+  void waitForReaders(const std::string& op);
 
   std::shared_ptr<Store> store_;
   std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this process hosts it

@@ -47,7 +47,8 @@ class TcpStoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A client of TcpStoreServer.
+/// A client of TcpStoreServer. A get that times out leaves the connection usable; a lost
+/// connection makes every later call throw RemoteError.
 class TcpStore : public Store {
  public:
   /// Connects to host:port, retrying until `deadline` (the server may start later).

@@ -22,10 +22,13 @@ class Deadline {
   bool expired() const { return std::chrono::steady_clock::now() >= at_; }
   int64_t timeoutMs() const { return timeoutMs_; }
   std::chrono::steady_clock::time_point at() const { return at_; }
+  /// True when the length came from RCCLX_TIMEOUT_MS (timeout messages then name the knob).
+  bool fromKnob() const { return fromKnob_; }
 
  private:
   std::chrono::steady_clock::time_point at_;
   int64_t timeoutMs_ = 0;
+  bool fromKnob_ = false;
 };
 
 /// Escalating pause for polling loops: spin, then sched_yield, then sleep in growing naps.

@@ -5,7 +5,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "ctran/checks.hpp"
 #include "ctran/store.hpp"
@@ -26,8 +29,17 @@ class PyStore : public Store {
     });
   }
 
-  // The Python store's own timeout applies; `deadline` is only checked between polls.
-  Bytes get(const std::string& key, const Deadline&) override {
+  // torch.distributed.Store.get takes no timeout (the store's own applies), so the deadline is
+  // honoured by polling check() with growing naps until the key exists, and only then get().
+  Bytes get(const std::string& key, const Deadline& deadline) override {
+    auto nap = std::chrono::microseconds(50);
+    while (!check(key)) {
+      if (deadline.expired()) {
+        throwTimeout(deadline, strCat("store key '", key, "' in a python store"));
+      }
+      std::this_thread::sleep_for(nap);
+      nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(2));
+    }
     Bytes out;
     call("get", [&] {
       std::string s = obj_->attr("get")(key).cast<std::string>();

@@ -1,8 +1,12 @@
 // TcpStoreServer and TcpStore: a length-prefixed request/reply protocol over TCP.
 //
 // Request: u8 op | u32 key length | key | u64 value length | value.
-// Replies: SET/ERASE -> u8 ack; GET -> u64 length | value (sent once the key exists);
+// A GET's value is its i64 timeout in milliseconds (absent: no limit).
+// Replies: SET/ERASE -> u8 ack; GET -> u64 length | value once the key exists, or the length
+// kGetTimedOut alone when the timeout passed first (the connection stays usable);
 // ADD -> i64 new value; CHECK -> u8 present.
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -21,6 +25,10 @@ enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kErase = 5 }
 
 constexpr uint32_t kMaxKeyBytes = 1 << 16;
 constexpr uint64_t kMaxValueBytes = uint64_t{1} << 30;
+constexpr uint64_t kGetTimedOut = ~uint64_t{0};
+// How long past its deadline a client waits for the server's timed-out reply before it gives
+// the connection up (the server, not the client, decides that a get timed out).
+constexpr int64_t kReplyGraceMs = 5000;
 
 void sendRequest(Socket& s, Op op, const std::string& key, const void* value, uint64_t vlen) {
   std::vector<uint8_t> msg(1 + 4 + key.size() + 8 + vlen);
@@ -104,7 +112,19 @@ struct TcpStoreServer::Impl {
         Bytes out;
         {
           std::unique_lock<std::mutex> lock(mu);
-          changed.wait(lock, [&] { return stopping || data.count(key) != 0; });
+          auto ready = [&] { return stopping || data.count(key) != 0; };
+          if (value.size() == 8) {
+            int64_t timeoutMs = 0;
+            std::memcpy(&timeoutMs, value.data(), 8);
+            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+            if (!changed.wait_until(lock, until, ready)) {
+              lock.unlock();
+              s.sendAll(&kGetTimedOut, 8);
+              return true;
+            }
+          } else {
+            changed.wait(lock, ready);
+          }
           if (stopping) return false;
           out = data[key];
         }
@@ -183,12 +203,20 @@ struct TcpStore::Impl {
                 " is unusable after an earlier timeout or failure");
   }
 
+  // Runs one request/reply exchange. Any failure leaves the protocol out of step, so the
+  // connection is given up; errors name the server.
   template <typename Fn>
   auto guarded(Fn&& fn) {
     std::lock_guard<std::mutex> lock(mu);
     checkUsable();
     try {
       return fn();
+    } catch (const TimeoutError&) {
+      broken = true;
+      throw;
+    } catch (const RemoteError& e) {
+      broken = true;
+      throw RemoteError(strCat("store server ", server.str(), ": ", e.what()));
     } catch (const Error&) {
       broken = true;
       throw;
@@ -197,7 +225,7 @@ struct TcpStore::Impl {
 
   void recvOrFail(void* p, size_t n, const Deadline* d) {
     if (!socket.recvAll(p, n, d)) {
-      throw RemoteError(strCat("store server ", server.str(), " closed the connection"));
+      throw RemoteError("the server closed the connection");
     }
   }
 };
@@ -220,18 +248,30 @@ void TcpStore::set(const std::string& key, const Bytes& value) {
 }
 
 Bytes TcpStore::get(const std::string& key, const Deadline& deadline) {
-  return impl_->guarded([&] {
-    sendRequest(impl_->socket, Op::kGet, key, nullptr, 0);
+  auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline.at() - std::chrono::steady_clock::now());
+  int64_t timeoutMs = std::max<int64_t>(0, remaining.count());
+  Deadline replyDeadline = Deadline::after(timeoutMs + kReplyGraceMs);
+  bool timedOut = false;
+  Bytes out = impl_->guarded([&] {
+    sendRequest(impl_->socket, Op::kGet, key, &timeoutMs, 8);
     uint64_t n = 0;
     try {
-      impl_->recvOrFail(&n, 8, &deadline);
+      impl_->recvOrFail(&n, 8, &replyDeadline);
     } catch (const TimeoutError&) {
-      throwTimeout(deadline, strCat("store key '", key, "' at ", impl_->server.str()));
+      throwTimeout(deadline, strCat("store key '", key, "' at ", impl_->server.str(),
+                                    " (the server did not answer)"));
     }
-    Bytes out(n);
-    if (n) impl_->recvOrFail(out.data(), n, &deadline);
-    return out;
+    if (n == kGetTimedOut) {
+      timedOut = true;
+      return Bytes{};
+    }
+    Bytes value(n);
+    if (n) impl_->recvOrFail(value.data(), n, &replyDeadline);
+    return value;
   });
+  if (timedOut) throwTimeout(deadline, strCat("store key '", key, "' at ", impl_->server.str()));
+  return out;
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {

@@ -1,0 +1,111 @@
+"""A peer killed mid-operation: survivors raise RemoteError naming it; /dev/shm stays clean."""
+
+import ctran_helpers
+import pytest
+
+from launcher import launch
+
+TIMEOUT_MS = 3000
+
+
+def _victim_rank(ctx, how, victim):
+    import os
+    import signal
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(4096, num_signals=2)
+    group.bootstrap.barrier()
+    if ctx.rank == victim:
+        time.sleep(0.1)  # let the survivors start waiting
+        if how == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(3)
+    start = time.monotonic()
+    try:
+        win.wait_signal(0, 1, from_peer=victim)
+        outcome = ("returned", "")
+    except ctran.Error as e:
+        outcome = (type(e).__name__, str(e), isinstance(e, ctran.RemoteError))
+    elapsed = time.monotonic() - start
+    tag = group.job_tag
+    after = []
+    for call in (
+        lambda: group.check_peer(victim),
+        lambda: win.put(victim, 0, b"x"),
+        lambda: win.signal(victim, 0),
+    ):
+        try:
+            call()
+            after.append(("ok", ""))
+        except ctran.Error as e:
+            after.append((type(e).__name__, str(e)))
+    # The survivors can still clean up their side.
+    win.destroy()
+    group.destroy()
+    return {"outcome": outcome, "elapsed": elapsed, "job_tag": tag, "after": after}
+
+
+CASES = [(n, t, "sigkill") for n in (2, 3, 4) for t in ("shm", "tcp")]
+CASES += [(3, t, "exit") for t in ("shm", "tcp")]
+
+
+@pytest.mark.parametrize(("nranks", "transport", "how"), CASES)
+def test_dead_peer_is_reported(nranks, transport, how):
+    # SIGKILL takes the last rank; os._exit takes rank 0, which hosts the bootstrap store.
+    victim = nranks - 1 if how == "sigkill" else 0
+    before = ctran_helpers.rcclx_shm_files()
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    results = launch(_victim_rank, nranks, how, victim, env=env, expect_errors=True, timeout=30)
+    assert results[victim].error_type == "Died"
+    assert results[victim].exitcode == (-9 if how == "sigkill" else 3)
+    tags = set()
+    for res in results:
+        if res.rank == victim:
+            continue
+        assert res.ok, f"rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback}"
+        kind, message, is_remote = res.value["outcome"]
+        assert is_remote, f"rank {res.rank}: {kind}: {message}"
+        assert f"rank {victim}" in message
+        # Detected from the peer's death, not by running into the deadline.
+        assert res.value["elapsed"] < TIMEOUT_MS / 1000 * 0.8, res.value
+        tags.add(res.value["job_tag"])
+        # Once the death is known, checking the peer fails, and over tcp so do put and signal
+        # (over shm they store into memory the dead process shared, which is harmless).
+        checked, put, signalled = res.value["after"]
+        assert checked[0] == "RemoteError" and f"rank {victim}" in checked[1], checked
+        if transport == "tcp":
+            for kind, message in (put, signalled):
+                assert kind == "RemoteError" and f"rank {victim}" in message, (kind, message)
+    assert len(tags) == 1
+    (tag,) = tags
+    leftovers = ctran_helpers.leftover_shm_files(before)
+    assert not leftovers
+    assert not [name for name in ctran_helpers.rcclx_shm_files() if tag in name]
+
+
+def _missing_rank(ctx):
+    import time
+
+    import ctran
+
+    uid = ctx.unique_id()
+    if ctx.rank == ctx.nranks - 1:
+        return None  # never joins
+    start = time.monotonic()
+    try:
+        ctran.PeerGroup.from_unique_id(uid, ctx.rank, ctx.nranks)
+    except ctran.Error as e:
+        return type(e).__name__, str(e), time.monotonic() - start
+    return "joined", "", time.monotonic() - start
+
+
+def test_a_rank_that_never_joins_times_out_naming_it():
+    results = launch(_missing_rank, 3, env={"RCCLX_TIMEOUT_MS": 500}, timeout=30)
+    for res in results[:2]:
+        kind, message, elapsed = res.value
+        assert kind == "TimeoutError", message
+        assert "rank 2" in message and "RCCLX_TIMEOUT_MS=500" in message
+        assert 0.4 < elapsed < 5
