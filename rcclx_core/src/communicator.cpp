@@ -13,13 +13,15 @@
 #include "ctran/peer_group.hpp"
 #include "direct/direct_arena.hpp"
 #include "executor.hpp"
+#include "gpu/gpu_allreduce.hpp"
 #include "p2p/channels.hpp"
 #include "rcclx/config.hpp"
 #include "tags.hpp"
 
 namespace rcclx {
 
-Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap) {
+Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int device)
+    : device_(device < 0 ? -1 : device) {
   declareKnobs();
   CTRAN_CHECK(bootstrap != nullptr, ctran::InvalidArgument, "communicator: bootstrap is null");
   // Read every knob before any collective step, so a bad value fails on every rank alike.
@@ -30,6 +32,9 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap) {
   selectorConfigFromEnv();  // validates RCCLX_ALLREDUCE_ALGO and the thresholds
   CTRAN_CHECK(ddaChunk >= 4096, ctran::InvalidArgument, "RCCLX_DDA_CHUNK_BYTES=", ddaChunk,
               " must be at least 4096");
+  const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_MAX_BYTES());
+  const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
+  const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));
   rank_ = group_->rank();
   nranks_ = group_->nranks();
@@ -41,6 +46,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap) {
   }
   if (ddaEnable && allShm) arena_ = std::make_unique<DirectArena>(*group_, ddaChunk);
   executor_ = std::make_unique<Executor>();
+  initGpu(gpuFlatBytes, gpuStaging, gpuTuning);
   CTRAN_INFO("communicator: rank ", rank_, "/", nranks_, ", ", topology().nHosts, " host(s), ",
              arena_ ? "direct access (DDA available)" : "no direct access (ring only)");
 }
@@ -56,6 +62,35 @@ Communicator::~Communicator() {
 }
 
 const ctran::Topology& Communicator::topology() const { return group_->topology(); }
+
+void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, const std::string& tuning) {
+  gpu::Tuning().apply(tuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
+  // The staging is allocated collectively: every rank must agree on whether there is a GPU.
+  std::string mine = std::to_string(device_);
+  auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
+  int withDevice = 0;
+  std::string devices;
+  for (int r = 0; r < nranks_; ++r) {
+    std::string d(all[r].begin(), all[r].end());
+    withDevice += d != "-1";
+    devices += (r ? ", " : "") + d;
+  }
+  CTRAN_CHECK(withDevice == 0 || withDevice == nranks_, ctran::InvalidArgument, "communicator: ",
+              withDevice, " of ", nranks_, " ranks passed a device (devices by rank: [", devices,
+              "]); pass one on every rank or on none");
+  if (device_ < 0) return;
+  CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
+              "communicator: GPU collectives need every rank on one host, but the ranks span ",
+              topology().nHosts, " hosts");
+  gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes, tuning);
+}
+
+void Communicator::setGpuTuning(const std::string& spec) {
+  checkUsable("set_gpu_tuning");
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
+              "set_gpu_tuning: the communicator was created without a device");
+  gpu_->setTuning(spec);
+}
 
 void Communicator::checkUsable(const char* what) const {
   CTRAN_CHECK(!destroyed_, ctran::InvalidUsage, what,
@@ -80,14 +115,15 @@ WorkPtr Communicator::submit(const std::string& what, std::function<void()> fn, 
 }
 
 Selection Communicator::selectAllReduce(size_t bytes, DataType type, RedOp op,
-                                        const std::string& hint) const {
+                                        const std::string& hint, bool gpu) const {
   SelectorInput in;
   in.bytes = bytes;
   in.type = type;
   in.op = op;
   in.nranks = nranks_;
   in.nHosts = topology().nHosts;
-  in.directAccess = arena_ != nullptr;
+  in.directAccess = gpu ? gpu_ != nullptr : arena_ != nullptr;
+  in.gpu = gpu;
   return rcclx::selectAllReduce(in, selectorConfigFromEnv(hint));
 }
 
@@ -120,6 +156,17 @@ void Communicator::runAllReduce(const void* send, void* recv, size_t count, Data
   if (op == RedOp::kAvg) cpu::divide(recv, count, type, nranks_);
 }
 
+void Communicator::runGpuAllReduce(const void* send, void* recv, size_t count, DataType type,
+                                   RedOp op, const CallOptions& opts) {
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage, "all_reduce: the buffers are on a GPU but ",
+              "the communicator was created without a device");
+  const size_t bytes = count * dataTypeSize(type);
+  Selection sel = selectAllReduce(bytes, type, op, opts.algo, true);
+  CTRAN_INFO("all_reduce on GPU ", device_, ": ", bytes, " bytes ", dataTypeName(type), " ",
+             redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason, ")");
+  gpu_->run(sel.algo, send, recv, count, type, op, opts.stream);
+}
+
 WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, DataType type,
                                 RedOp op, const CallOptions& opts) {
   checkUsable("all_reduce");
@@ -127,6 +174,11 @@ WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, Data
               send ? "recvbuff" : "sendbuff", " is null (count ", count, ")");
   checkRedOp(static_cast<int>(op), type, "all_reduce");
   if (!opts.algo.empty()) parseAlgo(opts.algo, "all_reduce algo hint");
+  if (opts.onDevice) {
+    // Enqueued on the caller's stream now, also inside a group (it needs no host progress).
+    runGpuAllReduce(send, recv, count, type, op, opts);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllReduce));
   return submit(describeTag(tag), [=] { runAllReduce(send, recv, count, type, op, opts, tag); },
                 opts.async);
@@ -174,7 +226,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   std::vector<int> ranks;
   for (auto& m : members) ranks.push_back(m.second);
   auto sub = boot.subgroup(ranks, ctran::strCat("split", seq, "/color", color));
-  return std::make_unique<Communicator>(std::move(sub));
+  return std::make_unique<Communicator>(std::move(sub), device_);
 }
 
 std::unique_ptr<Communicator> Communicator::splitRanks(const std::vector<int>& ranks) {
@@ -197,7 +249,7 @@ std::unique_ptr<Communicator> Communicator::splitRanks(const std::vector<int>& r
   uint64_t seq = splitSeq_++;
   if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end()) return nullptr;
   auto sub = boot.subgroup(ranks, ctran::strCat("split", seq, "/list"));
-  return std::make_unique<Communicator>(std::move(sub));
+  return std::make_unique<Communicator>(std::move(sub), device_);
 }
 
 void Communicator::finalize() {
@@ -209,6 +261,8 @@ void Communicator::destroy() {
   checkUsable("destroy");
   executor_->stop();
   destroyed_ = true;
+  if (gpu_) gpu_->destroy(true);
+  gpu_.reset();
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();
@@ -222,6 +276,8 @@ void Communicator::abort() {
   // Queued work may be waiting on peers that will never come: let it fail on its deadline
   // rather than free memory under it.
   executor_->stop();
+  if (gpu_) gpu_->destroy(false);
+  gpu_.reset();
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();

@@ -12,23 +12,26 @@ const char* algoName(AllReduceAlgo algo) {
     case AllReduceAlgo::kRing: return "ring";
     case AllReduceAlgo::kDdaFlat: return "dda_flat";
     case AllReduceAlgo::kDdaTree: return "dda_tree";
+    case AllReduceAlgo::kDdaLarge: return "dda_large";
   }
   return "?";
 }
 
 AllReduceAlgo parseAlgo(const std::string& name, const std::string& what) {
   for (auto a : {AllReduceAlgo::kAuto, AllReduceAlgo::kRing, AllReduceAlgo::kDdaFlat,
-                 AllReduceAlgo::kDdaTree}) {
+                 AllReduceAlgo::kDdaTree, AllReduceAlgo::kDdaLarge}) {
     if (name == algoName(a)) return a;
   }
   throw ctran::InvalidArgument(ctran::strCat(what, ": unknown allreduce algorithm '", name,
-                                             "' (choose auto, ring, dda_flat or dda_tree)"));
+                                             "' (choose auto, ring, dda_flat, dda_tree or dda_large)"));
 }
 
 SelectorConfig selectorConfigFromEnv(const std::string& hint) {
   SelectorConfig cfg;
   cfg.flatMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES());
   cfg.treeMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES());
+  cfg.gpuFlatMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_MAX_BYTES());
+  cfg.gpuTreeMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_TREE_MAX_BYTES());
   if (!hint.empty() && hint != "auto") {
     cfg.forced = parseAlgo(hint, "all_reduce algo hint");
     cfg.forcedBy = "algo='" + hint + "'";
@@ -40,7 +43,43 @@ SelectorConfig selectorConfigFromEnv(const std::string& hint) {
   return cfg;
 }
 
+namespace {
+
+// Device buffers: dda_flat, dda_tree, dda_large on one host; nothing else yet.
+Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
+  if (in.nHosts > 1 || !in.directAccess) {
+    throw ctran::InvalidArgument(ctran::strCat(
+        "all_reduce on GPU buffers needs every rank on one host with the GPU staging mapped "
+        "(a communicator created with a device), but the communicator spans ", in.nHosts,
+        " host(s)", in.directAccess ? "" : " and has no GPU staging"));
+  }
+  if (cfg.forced == AllReduceAlgo::kRing) {
+    throw ctran::InvalidArgument(ctran::strCat(
+        "all_reduce: algorithm ring is not implemented on GPU buffers (", cfg.forcedBy,
+        "); use auto, dda_flat, dda_tree or dda_large"));
+  }
+  if (cfg.forced != AllReduceAlgo::kAuto) return {cfg.forced, "forced by " + cfg.forcedBy};
+  if (in.bytes <= cfg.gpuFlatMaxBytes) {
+    return {AllReduceAlgo::kDdaFlat,
+            ctran::strCat("GPU, ", in.bytes, " bytes <= flat max ", cfg.gpuFlatMaxBytes)};
+  }
+  if (in.bytes <= cfg.gpuTreeMaxBytes) {
+    return {AllReduceAlgo::kDdaTree,
+            ctran::strCat("GPU, ", in.bytes, " bytes <= tree max ", cfg.gpuTreeMaxBytes)};
+  }
+  return {AllReduceAlgo::kDdaLarge,
+          ctran::strCat("GPU, ", in.bytes, " bytes > tree max ", cfg.gpuTreeMaxBytes)};
+}
+
+}  // namespace
+
 Selection selectAllReduce(const SelectorInput& in, const SelectorConfig& cfg) {
+  if (in.gpu) return selectGpu(in, cfg);
+  if (cfg.forced == AllReduceAlgo::kDdaLarge) {
+    throw ctran::InvalidArgument(ctran::strCat(
+        "all_reduce: algorithm dda_large runs on GPU buffers only (", cfg.forcedBy,
+        "); host buffers use auto, ring, dda_flat or dda_tree"));
+  }
   const bool ddaPossible = in.nHosts == 1 && in.directAccess;
   if (cfg.forced != AllReduceAlgo::kAuto) {
     bool dda = cfg.forced == AllReduceAlgo::kDdaFlat || cfg.forced == AllReduceAlgo::kDdaTree;

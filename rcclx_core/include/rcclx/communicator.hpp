@@ -5,6 +5,10 @@
 // NCCL allows it. On the host, a call runs on the caller's thread (or, with
 // CallOptions::async, on the communicator's worker thread, in submission order) and returns
 // a Work handle. Allreduce results are bitwise identical on every rank for every algorithm.
+// GPU buffers (allreduce only, so far): a communicator created with a device allocates its
+// device staging at creation; a call with CallOptions::onDevice enqueues one kernel on
+// CallOptions::stream and returns at once (no Work: the stream orders it, as with NCCL).
+// Device calls of one communicator must be ordered (one stream, or events between streams).
 // A communicator is not safe to call from several threads at once.
 #pragma once
 
@@ -27,6 +31,9 @@ class PeerGroup;
 
 namespace rcclx {
 
+namespace gpu {
+class GpuAllReduce;
+}
 class Channels;
 class DirectArena;
 class Executor;
@@ -37,13 +44,16 @@ struct CallOptions {
   bool async = false;        ///< return at once; the Work completes later
   std::string algo;          ///< allreduce only: force an algorithm ("" = RCCLX_ALLREDUCE_ALGO)
   double premulScalar = 1.0; ///< PREMUL_SUM only: this rank's scalar
+  bool onDevice = false;     ///< allreduce only: the buffers are on the communicator's GPU
+  void* stream = nullptr;    ///< with onDevice: the cudaStream_t to enqueue on (null: legacy default)
 };
 
 class Communicator {
  public:
   /// Collective over the bootstrap's ranks: connects transports and allocates every buffer
-  /// the collectives need.
-  explicit Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap);
+  /// the collectives need. With `device` >= 0 (every rank must pass one, or none), also
+  /// allocates and maps the GPU staging on that GPU (ranks on one host only).
+  explicit Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int device = -1);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -53,6 +63,8 @@ class Communicator {
   const ctran::Topology& topology() const;
   /// True when the DDA algorithms can run (all ranks on this host, shared memory).
   bool directAccess() const { return arena_ != nullptr; }
+  /// The GPU this communicator's device calls run on, or -1.
+  int device() const { return device_; }
 
   WorkPtr allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts = {});
@@ -104,7 +116,10 @@ class Communicator {
   std::unique_ptr<Communicator> splitRanks(const std::vector<int>& ranks);
 
   /// The selector's choice for an allreduce of `bytes` here (for tests and tools).
-  Selection selectAllReduce(size_t bytes, DataType type, RedOp op, const std::string& hint) const;
+  Selection selectAllReduce(size_t bytes, DataType type, RedOp op, const std::string& hint,
+                            bool gpu = false) const;
+  /// Replaces the GPU kernels' launch shapes ("name=value,..."; see RCCLX_GPU_TUNING).
+  void setGpuTuning(const std::string& spec);
 
   /// Waits for all submitted work.
   void finalize();
@@ -121,6 +136,9 @@ class Communicator {
   void checkRoot(int root, const char* what) const;
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts, uint64_t tag);
+  void initGpu(size_t flatBytes, size_t stagingBytes, const std::string& tuning);
+  void runGpuAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                       const CallOptions& opts);
 
   int rank_;
   int nranks_;
@@ -128,6 +146,8 @@ class Communicator {
   std::unique_ptr<Channels> channels_;
   std::unique_ptr<DirectArena> arena_;
   std::unique_ptr<Executor> executor_;
+  int device_ = -1;
+  std::unique_ptr<gpu::GpuAllReduce> gpu_;
   uint64_t collSeq_ = 0;
   uint64_t splitSeq_ = 0;
   int groupDepth_ = 0;

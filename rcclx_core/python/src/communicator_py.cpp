@@ -76,7 +76,25 @@ BufferView hostBuffer(const py::handle& obj, const char* op, const char* arg,
   CTRAN_CHECK(v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
                   v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
               InvalidArgument, op, ": ", arg, " is on device ", v.deviceName(),
-              ", but this build runs collectives on host memory only");
+              ", but only all_reduce runs on GPU buffers so far (pass host arrays)");
+  CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
+  return v;
+}
+
+// A view of an all_reduce buffer: host memory, or device memory of the communicator's GPU.
+BufferView reduceBuffer(const py::handle& obj, const char* op, const char* arg,
+                        std::optional<DataType> dtype, bool needWritable, int commDevice) {
+  BufferView v = viewBuffer(obj, strCat(op, ": ", arg), dtype);
+  const bool cuda = v.deviceType == static_cast<int>(DeviceKind::kCuda);
+  CTRAN_CHECK(cuda || v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
+                  v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
+              InvalidArgument, op, ": ", arg, " is on device ", v.deviceName(),
+              ", which this build cannot reach");
+  CTRAN_CHECK(!cuda || commDevice >= 0, InvalidArgument, op, ": ", arg, " is on ",
+              v.deviceName(), " but the communicator was created without a device (pass "
+              "device= when creating it)");
+  CTRAN_CHECK(!cuda || v.deviceId == commDevice, InvalidArgument, op, ": ", arg, " is on ",
+              v.deviceName(), " but the communicator runs on cuda:", commDevice);
   CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
   return v;
 }
@@ -149,49 +167,80 @@ void registerCommunicator(py::module_& m) {
 
   using PC = PyCommunicator;
   py::class_<PC>(m, "Communicator", "A rank's membership in a group running collectives.")
-      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks) {
+      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks,
+                                       std::optional<int> device) {
             ctran::UniqueId id = ctran::python::uniqueIdFromPy(uid);
             py::gil_scoped_release nogil;
-            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromUniqueId(id, rank, nranks));
+            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromUniqueId(id, rank, nranks),
+                                                    device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
-      .def_static("from_env", [] {
+          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"), py::arg("device") = py::none(),
+          "Joins the group named by unique_id. With device (a GPU index; every rank passes one, "
+          "or none), the communicator also runs all_reduce on that GPU's buffers.")
+      .def_static("from_env", [](std::optional<int> device) {
             py::gil_scoped_release nogil;
-            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromEnv());
+            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromEnv(), device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          })
-      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix) {
+          }, py::arg("device") = py::none())
+      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix,
+                                   std::optional<int> device) {
             auto s = ctran::python::storeFromPy(store);
             py::gil_scoped_release nogil;
             auto c = std::make_unique<Communicator>(
-                std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix));
+                std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix), device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx")
+          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx",
+          py::arg("device") = py::none())
       .def_property_readonly("rank", [](PC& c) { return c.comm().rank(); })
       .def_property_readonly("size", [](PC& c) { return c.comm().size(); })
       .def_property_readonly("local_rank", [](PC& c) { return c.comm().topology().localRank; })
       .def_property_readonly("local_size", [](PC& c) { return c.comm().topology().localSize(); })
       .def_property_readonly("num_hosts", [](PC& c) { return c.comm().topology().nHosts; })
       .def_property_readonly("direct_access", [](PC& c) { return c.comm().directAccess(); })
+      .def_property_readonly("device", [](PC& c) -> py::object {
+            int d = c.comm().device();
+            return d < 0 ? py::object(py::none()) : py::object(py::int_(d));
+          }, "The GPU index all_reduce on device buffers runs on, or None.")
+      .def("set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
+          py::arg("spec"), "Replaces the GPU kernels' launch shapes ('name=value,...', as "
+          "RCCLX_GPU_TUNING); for tuning tools.")
       .def("all_reduce", [](PC& c, py::object send, py::object recv, int op, py::object algo,
-                            py::object scalar, bool async, py::object dtype) {
+                            py::object scalar, bool async, py::object dtype,
+                            std::optional<uintptr_t> stream) {
             const char* o = "all_reduce";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
-            auto r = recv.is_none() ? s : hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = reduceBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
+            auto r = recv.is_none() ? s : reduceBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, algo, scalar);
+            const bool sCuda = s.deviceType == static_cast<int>(DeviceKind::kCuda);
+            const bool rCuda = r.deviceType == static_cast<int>(DeviceKind::kCuda);
+            CTRAN_CHECK(sCuda == rCuda, InvalidArgument, o, ": sendbuf is on ", s.deviceName(),
+                        " but recvbuf is on ", r.deviceName());
+            if (sCuda) {
+              // Enqueued on `stream` (the legacy default stream when None); returns at once.
+              opts.onDevice = true;
+              opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
+              c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
+              return py::object(py::none());
+            }
+            CTRAN_CHECK(!stream.has_value(), InvalidArgument, o,
+                        ": stream= applies to GPU buffers only, but the buffers are on the host");
             return c.run(async, {send, recv}, [&] {
               return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
             });
           }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
           py::arg("algo") = py::none(), py::arg("scalar") = py::none(),
-          py::arg("async_op") = false, py::arg("dtype") = py::none(),
-          "recv = op over ranks of send (in place when recvbuf is None).")
+          py::arg("async_op") = false, py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          "recv = op over ranks of send (in place when recvbuf is None). GPU buffers (on the "
+          "communicator's device): enqueued on `stream` (a cudaStream_t as an int, e.g. "
+          "torch.cuda.current_stream().cuda_stream; default the legacy default stream 0), "
+          "returns None at once; capturable in a CUDA graph.")
       .def("reduce", [](PC& c, py::object send, py::object recv, int root, int op,
                         py::object scalar, bool async, py::object dtype) {
             const char* o = "reduce";
@@ -384,12 +433,14 @@ void registerCommunicator(py::module_& m) {
             }
             return wrap(std::move(sub));
           }, py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
-      .def("select_all_reduce", [](PC& c, size_t nbytes, int dtype, int op, py::object algo) {
+      .def("select_all_reduce", [](PC& c, size_t nbytes, int dtype, int op, py::object algo,
+                                   bool gpu) {
             DataType t = checkDataType(dtype, "select_all_reduce");
             Selection s = c.comm().selectAllReduce(nbytes, t, checkRedOp(op, t, "select_all_reduce"),
-                                                   algo.is_none() ? "" : algo.cast<std::string>());
+                                                   algo.is_none() ? "" : algo.cast<std::string>(), gpu);
             return py::make_tuple(algoName(s.algo), s.reason);
-          }, py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none())
+          }, py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none(),
+          py::arg("gpu") = false)
       .def("finalize", [](PC& c) {
             py::gil_scoped_release nogil;
             c.comm().finalize();

@@ -50,7 +50,8 @@ void registerSelector(py::module_& m) {
   m.def(
       "select_all_reduce",
       [](size_t nbytes, int dtype, int op, int nranks, int nHosts, bool directAccess,
-         std::string forced, size_t flatMax, size_t treeMax) {
+         std::string forced, size_t flatMax, size_t treeMax, bool gpu, size_t gpuFlatMax,
+         size_t gpuTreeMax) {
         SelectorInput in;
         in.bytes = nbytes;
         in.type = checkDataType(dtype, "select_all_reduce");
@@ -58,17 +59,22 @@ void registerSelector(py::module_& m) {
         in.nranks = nranks;
         in.nHosts = nHosts;
         in.directAccess = directAccess;
+        in.gpu = gpu;
         SelectorConfig cfg;
         cfg.forced = parseAlgo(forced, "select_all_reduce");
         cfg.forcedBy = "forced='" + forced + "'";
         cfg.flatMaxBytes = flatMax;
         cfg.treeMaxBytes = treeMax;
+        cfg.gpuFlatMaxBytes = gpuFlatMax;
+        cfg.gpuTreeMaxBytes = gpuTreeMax;
         Selection s = selectAllReduce(in, cfg);
         return py::make_tuple(algoName(s.algo), s.reason);
       },
       py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("nranks") = 2,
       py::arg("num_hosts") = 1, py::arg("direct_access") = true, py::arg("forced") = "auto",
       py::arg("flat_max_bytes") = 32 << 10, py::arg("tree_max_bytes") = size_t{1} << 30,
+      py::arg("gpu") = false, py::arg("gpu_flat_max_bytes") = SelectorConfig().gpuFlatMaxBytes,
+      py::arg("gpu_tree_max_bytes") = SelectorConfig().gpuTreeMaxBytes,
       "The pure allreduce selector: (algorithm, reason) for the given call and thresholds.");
 }
 

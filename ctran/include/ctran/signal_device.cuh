@@ -1,0 +1,109 @@
+// Device side of DeviceWindow signalling: system-scope release / acquire flags, epochs kept in
+// device memory, and bounded waits. Include from GPU translation units only.
+//
+// Memory model (what a kernel relies on):
+//  * Producer: every thread of a block stores its data (to a peer's window, plain stores), the
+//    block meets at __syncthreads(), then one thread per destination stores the flag with
+//    signalRelease() (st.release.sys): the barrier orders the block's stores before the release,
+//    and the release is cumulative, so a consumer that acquires the flag sees all of them.
+//  * Consumer: one thread per source polls its local flag with signalAcquire()
+//    (ld.acquire.sys) until it reaches the expected value, the block meets at __syncthreads(),
+//    then every thread loads the data.
+//  * Flags only grow, so waits test ">= expected"; a flag never needs resetting.
+//  * Epochs: a kernel never takes its sequence number as an argument (a captured graph would
+//    replay the same one); block b reads epochs[b] at entry (epochLoad) and, before it ends,
+//    writes epoch + 1 into every slot congruent to b modulo gridDim.x (epochAdvance). Every
+//    slot thus advances by one per kernel whatever the grid size, and no block reads a slot
+//    another block of the same kernel writes. Kernels using one window must run in order.
+//  * Waits are bounded: past `timeoutNs` (from the first unsuccessful poll) the kernel prints
+//    what it waited for and traps, so a dead peer becomes a launch error, not a hung GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "ctran/device_window.hpp"
+#include "ctran/gpu_runtime.hpp"
+
+namespace ctran::device {
+
+/// Nanoseconds from a global clock (coarse: it ticks about every microsecond).
+__device__ __forceinline__ uint64_t globalTimerNs() {
+#if RCCLX_GPU_HIP
+  return wall_clock64() * 10;  // 100 MHz constant clock on MI-series GPUs
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+/// Stores `v` to `flag` (local or a peer's) with system-scope release semantics.
+__device__ __forceinline__ void signalRelease(uint64_t* flag, uint64_t v) {
+#if RCCLX_GPU_HIP
+  __hip_atomic_store(flag, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flag), "l"(v) : "memory");
+#endif
+}
+
+/// Loads `flag` with system-scope acquire semantics.
+__device__ __forceinline__ uint64_t signalAcquire(const uint64_t* flag) {
+#if RCCLX_GPU_HIP
+  return __hip_atomic_load(flag, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
+  return v;
+#endif
+}
+
+/// Reports a timed-out wait and stops the kernel (the launch fails with an error).
+__device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int peer,
+                                                 uint64_t expected, uint64_t seen,
+                                                 uint64_t timeoutNs) {
+  printf("rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
+         "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
+         rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000),
+         what, peer, (unsigned long long)expected, (unsigned long long)seen);
+  __trap();
+}
+
+/// Tracks a bounded wait: call expired() after each unsuccessful poll.
+struct WaitClock {
+  uint64_t timeoutNs;
+  uint64_t start = 0;
+  uint32_t polls = 0;
+  __device__ explicit WaitClock(uint64_t t) : timeoutNs(t) {}
+  /// True once the wait has lasted more than timeoutNs (checks the clock every 256 polls).
+  __device__ __forceinline__ bool expired() {
+    if ((++polls & 255u) != 0) return false;
+    uint64_t now = globalTimerNs();
+    if (start == 0) start = now;
+    return now - start > timeoutNs;
+  }
+};
+
+/// Waits until the local `flag` is >= `expected` (acquire). `peer` names the rank that signals
+/// it in the timeout message.
+__device__ __forceinline__ void signalWait(const uint64_t* flag, uint64_t expected, int rank,
+                                           int peer, uint64_t timeoutNs, const char* what) {
+  uint64_t v = signalAcquire(flag);
+  if (v >= expected) return;
+  WaitClock clock(timeoutNs);
+  while ((v = signalAcquire(flag)) < expected) {
+    if (clock.expired()) waitTimedOut(what, rank, peer, expected, v, timeoutNs);
+  }
+}
+
+/// This block's epoch (the number of kernels run on the window before this one, plus one).
+__device__ __forceinline__ uint32_t epochLoad(const DeviceWindowHandle& h) {
+  return *reinterpret_cast<volatile uint32_t*>(&h.epochs[blockIdx.x]) + 1u;
+}
+
+/// Advances the epochs for the next kernel; call once per block, after the block's last use of
+/// the epoch (any thread; the others may have exited).
+__device__ __forceinline__ void epochAdvance(const DeviceWindowHandle& h, uint32_t epoch) {
+  for (int i = blockIdx.x; i < kMaxEpochSlots; i += gridDim.x) h.epochs[i] = epoch;
+}
+
+}  // namespace ctran::device

@@ -1,0 +1,181 @@
+// Implementation of device_window.hpp: allocation, the collective handle exchange, release.
+#include "ctran/device_window.hpp"
+
+#include "ctran/checks.hpp"
+#include "ctran/logging.hpp"
+#include "ctran/peer_group.hpp"
+
+#ifdef RCCLX_HAVE_CUDA
+#include "ctran/device.hpp"
+#include "ctran/gpu_runtime.hpp"
+#include "transport/cuda_ipc/cuda_ipc_transport.hpp"
+#endif
+
+namespace ctran {
+namespace {
+
+size_t roundUp256(size_t x) { return (x + 255) & ~size_t{255}; }
+
+#ifdef RCCLX_HAVE_CUDA
+// Every rank contributes either its payload ('K' + payload) or its error ('E' + message);
+// when any rank failed, every rank throws CudaError naming the first failing rank, so no rank
+// is left waiting on a peer that gave up.
+std::vector<Bytes> agree(Bootstrap& boot, const Bytes& payload, const std::string& error,
+                         const char* stage) {
+  Bytes mine;
+  if (error.empty()) {
+    mine.push_back('K');
+    mine.insert(mine.end(), payload.begin(), payload.end());
+  } else {
+    mine.push_back('E');
+    mine.insert(mine.end(), error.begin(), error.end());
+  }
+  auto all = boot.allGather(mine);
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty() && all[r][0] == 'E') {
+      std::string msg(all[r].begin() + 1, all[r].end());
+      throw CudaError(strCat("DeviceWindow: ", stage, " failed on rank ", r, ": ", msg));
+    }
+    if (!all[r].empty()) all[r].erase(all[r].begin());
+  }
+  return all;
+}
+#endif
+
+}  // namespace
+
+DeviceWindowLayout DeviceWindowLayout::of(size_t dataBytes, int numSignals) {
+  DeviceWindowLayout l;
+  l.epochsOffset = 0;
+  l.signalsOffset = roundUp256(sizeof(uint32_t) * kMaxEpochSlots);
+  l.dataOffset = l.signalsOffset + roundUp256(sizeof(uint64_t) * static_cast<size_t>(numSignals));
+  l.totalBytes = l.dataOffset + roundUp256(dataBytes);
+  return l;
+}
+
+DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int numSignals)
+    : group_(&group), device_(device) {
+  const Topology& topo = group.topology();
+  CTRAN_CHECK(topo.nranks <= kMaxDeviceRanks, InvalidArgument, "DeviceWindow: ", topo.nranks,
+              " ranks, but device windows support at most ", kMaxDeviceRanks);
+  CTRAN_CHECK(topo.nHosts == 1, InvalidArgument, "DeviceWindow: the group spans ", topo.nHosts,
+              " hosts; device windows need every rank on one host");
+  CTRAN_CHECK(dataBytes > 0 && numSignals >= 0, InvalidArgument, "DeviceWindow: dataBytes ",
+              dataBytes, " and numSignals ", numSignals, " must be positive");
+#ifndef RCCLX_HAVE_CUDA
+  throw CudaError("DeviceWindow: this build has no GPU code (built without a CUDA compiler)");
+#else
+  const int rank = topo.rank;
+  const int nranks = topo.nranks;
+  const DeviceWindowLayout layout = DeviceWindowLayout::of(dataBytes, numSignals);
+  allocBytes_ = layout.totalBytes;
+  CudaIpcTransport ipc(device);
+  Bytes record;
+  std::string error;
+  try {
+    std::string why;
+    int ndev = ::ctran::device::count(&why);
+    CTRAN_CHECK(ndev > 0, CudaError, why);
+    CTRAN_CHECK(device >= 0 && device < ndev, InvalidArgument, "GPU ", device,
+                " is out of range for ", ndev, " GPUs on this host");
+    CTRAN_GPU_CHECK(gpuSetDevice(device), "GPU ", device);
+    CTRAN_GPU_CHECK(gpuMalloc(&base_, layout.totalBytes), "allocating ", layout.totalBytes,
+                    " bytes (", dataBytes, " data, ", numSignals, " signals) on GPU ", device);
+    CTRAN_GPU_CHECK(gpuMemset(base_, 0, layout.totalBytes), "zeroing ", layout.totalBytes, " bytes");
+    CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "zeroing the window on GPU ", device);
+    record = ipc.exportMemory(base_, layout.totalBytes);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  std::vector<Bytes> records;
+  try {
+    records = agree(group.bootstrap(), record, error, "allocation");
+  } catch (...) {
+    release();
+    throw;
+  }
+  imported_.assign(nranks, nullptr);
+  handle_.rank = rank;
+  handle_.nranks = nranks;
+  handle_.dataBytes = dataBytes;
+  handle_.numSignals = numSignals;
+  handle_.epochs = reinterpret_cast<uint32_t*>(static_cast<char*>(base_) + layout.epochsOffset);
+  for (int p = 0; p < nranks && error.empty(); ++p) {
+    char* base = static_cast<char*>(base_);
+    if (p != rank) {
+      try {
+        auto im = ipc.importMemory(p, records[p], layout.totalBytes);
+        if (im.opened) imported_[p] = im.ptr;
+        base = static_cast<char*>(im.ptr);
+      } catch (const Error& e) {
+        error = e.what();
+        break;
+      }
+    }
+    handle_.data[p] = base + layout.dataOffset;
+    handle_.signals[p] = reinterpret_cast<uint64_t*>(base + layout.signalsOffset);
+  }
+  try {
+    agree(group.bootstrap(), {}, error, "mapping peers");
+  } catch (...) {
+    release();
+    throw;
+  }
+  CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ",
+             layout.totalBytes, " bytes, peers mapped by CUDA IPC");
+#endif
+}
+
+DeviceWindow::~DeviceWindow() {
+  if (!destroyed_) {
+    try {
+      destroy(false);
+    } catch (const std::exception& e) {
+      CTRAN_WARN("device window destroy: ", e.what());
+    }
+  }
+}
+
+void DeviceWindow::destroy(bool collective) {
+  CTRAN_CHECK(!destroyed_, InvalidUsage, "DeviceWindow::destroy: already destroyed");
+  destroyed_ = true;
+#ifdef RCCLX_HAVE_CUDA
+  if (collective) {
+    gpuError_t err = gpuSetDevice(device_);
+    if (err == gpuSuccess) err = gpuDeviceSynchronize();
+    if (err != gpuSuccess) {
+      gpuGetLastError();
+      CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ", gpuGetErrorString(err));
+    }
+    try {
+      group_->bootstrap().barrier();
+    } catch (const std::exception& e) {
+      CTRAN_WARN("device window destroy: barrier: ", e.what());
+    }
+  }
+#endif
+  release();
+}
+
+void DeviceWindow::release() {
+#ifdef RCCLX_HAVE_CUDA
+  CudaIpcTransport ipc(device_);
+  for (void* p : imported_) {
+    if (p) ipc.release({p, true, 0, -1});
+  }
+  imported_.clear();
+  if (base_) {
+    gpuSetDevice(device_);
+    gpuError_t err = gpuFree(base_);
+    if (err != gpuSuccess) {
+      gpuGetLastError();
+      CTRAN_WARN("device window: freeing ", allocBytes_, " bytes on GPU ", device_, ": ",
+                 gpuGetErrorString(err));
+    }
+    base_ = nullptr;
+  }
+#endif
+  handle_ = DeviceWindowHandle{};
+}
+
+}  // namespace ctran

@@ -1,0 +1,44 @@
+// The cuda_ipc transport: how ranks of one host reach each other's device memory.
+//
+// A rank exports an allocation as a small record (the CUDA IPC handle, its process id, device
+// and pointer); a peer imports it by opening the handle, which maps the memory into its own
+// address space with peer access enabled (NVLink or PCIe). A record from the importer's own
+// process (one process driving several GPUs) cannot be opened: the raw pointer is used instead,
+// after enabling peer access between the two devices. Compiled only in builds with GPU code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ctran/store.hpp"
+
+namespace ctran {
+
+class CudaIpcTransport {
+ public:
+  /// Serves allocations on GPU `device` of this process.
+  explicit CudaIpcTransport(int device) : device_(device) {}
+
+  /// The record peers import `ptr` (the base of a cudaMalloc allocation of `bytes`) from.
+  Bytes exportMemory(void* ptr, size_t bytes) const;
+
+  /// What importing a peer's record gave.
+  struct Imported {
+    void* ptr = nullptr;  ///< the peer's allocation, usable from this process on device_
+    bool opened = false;  ///< true when an IPC mapping was opened (close it with release())
+    size_t bytes = 0;
+    int device = -1;      ///< the peer's GPU
+  };
+  /// Maps `peer`'s record; throws CudaError (naming the peer, its device and pid) on failure
+  /// and InvalidArgument for a malformed record or a size other than `expectBytes`.
+  Imported importMemory(int peer, const Bytes& record, size_t expectBytes) const;
+
+  /// Closes a mapping importMemory opened (no-op for same-process pointers). Never throws:
+  /// returns false and logs a warning when the runtime refuses.
+  bool release(const Imported& imported) const;
+
+ private:
+  int device_;
+};
+
+}  // namespace ctran

@@ -1,0 +1,28 @@
+// dda_tree on GPU buffers: the two-shot push kernel (two_shot.cu) shaped for latency. The grid
+// grows with the message (at least treeMinBlockUnits units per block and segment, at most
+// treeMaxBlocks blocks) and one round covers the whole message when the staging holds it, so a
+// call costs two one-way trips and two release fences; larger messages take several rounds.
+#include "ctran/checks.hpp"
+#include "gpu/launch.hpp"
+
+namespace rcclx::gpu {
+
+void launchDdaTree(const LaunchArgs& args) {
+  const Tuning& tu = args.tuning;
+  const size_t seg = twoShotSegmentUnits(args);
+  const size_t minUnits = tu.treeMinBlockUnits > 0 ? tu.treeMinBlockUnits : 1;
+  size_t want = (seg + minUnits - 1) / minUnits;
+  const size_t maxBlocks = static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
+  TwoShotShape shape;
+  shape.blocks = static_cast<int>(want < 1 ? 1 : (want > maxBlocks ? maxBlocks : want));
+  shape.threads = tu.treeThreads;
+  shape.chunkUnits = (seg + shape.blocks - 1) / shape.blocks;
+  shape.slots = 1;
+  if (shape.chunkUnits > twoShotMaxChunkUnits(args, shape.blocks, 1)) {
+    shape.slots = 2;
+    shape.chunkUnits = twoShotMaxChunkUnits(args, shape.blocks, 2);
+  }
+  launchTwoShot(args, shape, "dda_tree");
+}
+
+}  // namespace rcclx::gpu

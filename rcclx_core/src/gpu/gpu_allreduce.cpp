@@ -1,0 +1,173 @@
+// Implementation of gpu_allreduce.hpp, and the host-side helpers of launch.hpp (layout,
+// tuning, supported types). The kernels are in dda_flat.cu and two_shot.cu.
+#include "gpu/gpu_allreduce.hpp"
+
+#include <cstdlib>
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+#include "ctran/device_window.hpp"
+#include "ctran/logging.hpp"
+#include "ctran/peer_group.hpp"
+
+#ifdef RCCLX_HAVE_CUDA
+#include "ctran/gpu_runtime.hpp"
+#endif
+
+namespace rcclx::gpu {
+namespace {
+
+size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes) {
+  StagingLayout l;
+  l.llSlotBytes = roundUp(flatBytes, kUnitBytes) / kUnitBytes * kLlBytesPerUnit;
+  l.llOffset = 0;
+  l.rawOffset = roundUp(static_cast<size_t>(nranks) * l.llSlotBytes, 256);
+  l.rawBytes = roundUp(rawBytes, 256);
+  l.halfBytes = l.rawOffset + l.rawBytes;
+  return l;
+}
+
+void Tuning::apply(const std::string& spec) {
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    CTRAN_CHECK(eq != std::string::npos, ctran::InvalidArgument, "GPU tuning: '", item,
+                "' is not name=value (in '", spec, "')");
+    const std::string name = item.substr(0, eq);
+    const std::string text = item.substr(eq + 1);
+    char* stop = nullptr;
+    const long long v = std::strtoll(text.c_str(), &stop, 10);
+    CTRAN_CHECK(!text.empty() && *stop == '\0' && v > 0, ctran::InvalidArgument, "GPU tuning: ",
+                name, "=", text, " must be a positive integer");
+    auto threads = [&](int& field) {
+      CTRAN_CHECK(v % 32 == 0 && v <= kMaxThreads, ctran::InvalidArgument, "GPU tuning: ", name,
+                  "=", v, " must be a multiple of 32 up to ", kMaxThreads);
+      field = static_cast<int>(v);
+    };
+    auto blocks = [&](int& field) {
+      CTRAN_CHECK(v <= kMaxBlocks, ctran::InvalidArgument, "GPU tuning: ", name, "=", v,
+                  " exceeds the ", kMaxBlocks, "-block limit");
+      field = static_cast<int>(v);
+    };
+    if (name == "flat_threads") threads(flatThreads);
+    else if (name == "flat_max_blocks") blocks(flatMaxBlocks);
+    else if (name == "tree_threads") threads(treeThreads);
+    else if (name == "tree_max_blocks") blocks(treeMaxBlocks);
+    else if (name == "tree_min_block_units") treeMinBlockUnits = static_cast<size_t>(v);
+    else if (name == "large_threads") threads(largeThreads);
+    else if (name == "large_blocks") blocks(largeBlocks);
+    else if (name == "large_chunk_units") largeChunkUnits = static_cast<size_t>(v);
+    else
+      throw ctran::InvalidArgument(ctran::strCat(
+          "GPU tuning: unknown name '", name, "' (flat_threads, flat_max_blocks, tree_threads, "
+          "tree_max_blocks, tree_min_block_units, large_threads, large_blocks, large_chunk_units)"));
+  }
+}
+
+bool gpuSupports(DataType type, RedOp op, std::string* why) {
+  const bool typeOk = type != DataType::kFloat8E4M3 && type != DataType::kFloat8E5M2;
+  const bool opOk = op == RedOp::kSum || op == RedOp::kProd || op == RedOp::kMin ||
+                    op == RedOp::kMax || op == RedOp::kAvg;
+  if (typeOk && opOk) return true;
+  if (why) {
+    *why = !typeOk ? ctran::strCat("datatype ", dataTypeName(type),
+                                   " is not supported on GPU buffers yet")
+                   : ctran::strCat("op ", redOpName(op),
+                                   " is not supported on GPU buffers yet (sum, prod, min, max, avg are)");
+  }
+  return false;
+}
+
+GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes,
+                           size_t rawBytes, const std::string& tuning)
+    : device_(device), nranks_(group.nranks()) {
+  tuning_.apply(tuning);
+  layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes);
+  const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
+  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
+  window_ = std::make_unique<ctran::DeviceWindow>(group, device, layout_.totalBytes(), kNumSignals);
+}
+
+GpuAllReduce::~GpuAllReduce() = default;
+
+void GpuAllReduce::setTuning(const std::string& spec) {
+  Tuning t;
+  t.apply(spec);
+  tuning_ = t;
+}
+
+void GpuAllReduce::destroy(bool collective) {
+  if (window_ && !window_->destroyed()) window_->destroy(collective);
+  window_.reset();
+}
+
+void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t count,
+                       DataType type, RedOp op, void* stream) {
+  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
+              "all_reduce on GPU buffers: the GPU state was already released");
+  std::string why;
+  CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "all_reduce: ", why);
+  if (count == 0) return;
+#ifdef RCCLX_HAVE_CUDA
+  int current = -1;
+  CTRAN_GPU_CHECK(gpuGetDevice(&current), "all_reduce");
+  if (current != device_) CTRAN_GPU_CHECK(gpuSetDevice(device_), "all_reduce: GPU ", device_);
+  const size_t elem = dataTypeSize(type);
+  if (nranks_ == 1) {
+    if (send != recv) {
+      CTRAN_GPU_CHECK(gpuMemcpyAsync(recv, send, count * elem, gpuMemcpyDeviceToDevice,
+                                     static_cast<gpuStream_t>(stream)),
+                      "all_reduce on one rank: copying ", count * elem, " bytes");
+    }
+    return;
+  }
+  LaunchArgs a;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.type = type;
+  a.op = op;
+  a.window = window_->handle();
+  a.layout = layout_;
+  a.tuning = tuning_;
+  a.stream = stream;
+  a.timeoutNs = timeoutNs_;
+  switch (algo) {
+    case AllReduceAlgo::kDdaFlat: {
+      // Pieces of whole 16-byte units, so every piece keeps the buffers' alignment.
+      const size_t piece = flatCapacityBytes() / kUnitBytes * (kUnitBytes / elem);
+      for (size_t done = 0; done < count; done += piece) {
+        a.send = static_cast<const char*>(send) + done * elem;
+        a.recv = static_cast<char*>(recv) + done * elem;
+        a.count = count - done < piece ? count - done : piece;
+        launchDdaFlat(a);
+      }
+      break;
+    }
+    case AllReduceAlgo::kDdaTree:
+      launchDdaTree(a);
+      break;
+    case AllReduceAlgo::kDdaLarge:
+      launchDdaLarge(a);
+      break;
+    default:
+      throw ctran::InvalidArgument(ctran::strCat("all_reduce on GPU buffers: algorithm ",
+                                                 algoName(algo), " is not implemented on GPU "
+                                                 "(use auto, dda_flat, dda_tree or dda_large)"));
+  }
+#else
+  (void)send, (void)recv, (void)stream, (void)algo;
+  throw ctran::CudaError("all_reduce on GPU buffers: this build has no GPU code");
+#endif
+}
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,58 @@
+// GpuAllReduce: a communicator's GPU allreduce state (the device window with its staging, the
+// layout and launch shapes) and the host side of a call: checks, then one kernel enqueued on
+// the caller's stream. Nothing here allocates or synchronises with the host per call, so calls
+// can be captured in a CUDA graph. Builds without GPU code compile this too: the constructor
+// then throws CudaError.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "gpu/launch.hpp"
+#include "rcclx/selector.hpp"
+#include "rcclx/types.hpp"
+
+namespace ctran {
+class DeviceWindow;
+class PeerGroup;
+}  // namespace ctran
+
+namespace rcclx::gpu {
+
+class GpuAllReduce {
+ public:
+  /// Collective over `group` (all ranks on one host, one GPU each): allocates the staging on
+  /// GPU `device`: flat slots of `flatBytes` per rank and `rawBytes` of two-shot staging, each
+  /// twice (parity halves). `tuning` is a Tuning::apply() spec ("" for the defaults).
+  GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
+               const std::string& tuning);
+  ~GpuAllReduce();
+  GpuAllReduce(const GpuAllReduce&) = delete;
+  GpuAllReduce& operator=(const GpuAllReduce&) = delete;
+
+  int device() const { return device_; }
+  /// Payload bytes one dda_flat kernel handles; larger forced dda_flat calls run in pieces.
+  size_t flatCapacityBytes() const { return layout_.llSlotBytes / kLlBytesPerUnit * kUnitBytes; }
+
+  /// Enqueues recv = op over ranks of send on `stream` (send and recv on this GPU; they may be
+  /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge. Throws InvalidArgument for a type or
+  /// operator the kernels lack, CudaError when the launch fails.
+  void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type,
+           RedOp op, void* stream);
+
+  /// Replaces the launch shapes (applied to the defaults); for tuning tools.
+  void setTuning(const std::string& spec);
+  /// Releases the staging (collective unless `collective` is false, as for abort).
+  void destroy(bool collective);
+
+ private:
+  int device_;
+  int nranks_;
+  std::unique_ptr<ctran::DeviceWindow> window_;
+  StagingLayout layout_;
+  Tuning tuning_;
+  uint64_t timeoutNs_ = 0;
+};
+
+}  // namespace rcclx::gpu

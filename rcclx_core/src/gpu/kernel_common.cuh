@@ -1,0 +1,260 @@
+// Device building blocks shared by the GPU allreduce kernels: 16-byte units of any element type
+// (vector loads and stores, with element-wise handling of a partial last unit or a misaligned
+// buffer), reduction in a fixed rank order with a wider accumulator for 16-bit floats, LL lines,
+// and the dispatch from (DataType, RedOp) to a kernel instantiation.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ctran/gpu_runtime.hpp"
+#include "ctran/signal_device.cuh"
+#include "gpu/launch.hpp"
+
+#if RCCLX_GPU_HIP
+#include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
+using rcclx_half = __half;
+using rcclx_bf16 = __hip_bfloat16;
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+using rcclx_half = __half;
+using rcclx_bf16 = __nv_bfloat16;
+#endif
+
+namespace rcclx::gpu {
+
+/// Reduction operators the kernels instantiate (AVG is SUM plus a division in the last step).
+enum class Op { kSum, kProd, kMin, kMax };
+
+template <typename T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<rcclx_half> {
+  using type = float;
+};
+template <>
+struct AccOf<rcclx_bf16> {
+  using type = float;
+};
+
+template <typename T>
+__device__ __forceinline__ typename AccOf<T>::type toAcc(T v) {
+  if constexpr (std::is_same_v<T, rcclx_half>) {
+    return __half2float(v);
+  } else if constexpr (std::is_same_v<T, rcclx_bf16>) {
+    return __bfloat162float(v);
+  } else {
+    return v;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T fromAcc(typename AccOf<T>::type v) {
+  if constexpr (std::is_same_v<T, rcclx_half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, rcclx_bf16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+template <Op O, typename A>
+__device__ __forceinline__ A combine(A a, A b) {
+  if constexpr (O == Op::kSum) return a + b;
+  if constexpr (O == Op::kProd) return a * b;
+  if constexpr (O == Op::kMin) return b < a ? b : a;
+  if constexpr (O == Op::kMax) return a < b ? b : a;
+}
+
+/// Elements per 16-byte unit.
+template <typename T>
+constexpr int kPerUnit = static_cast<int>(kUnitBytes / sizeof(T));
+
+/// What every kernel knows about the user's buffers.
+struct Buffers {
+  const void* send;
+  void* recv;
+  size_t count;     ///< elements
+  size_t units;     ///< ceil(count / kPerUnit)
+  bool aligned;     ///< send and recv are 16-byte aligned
+  int avgDivisor;   ///< nranks for AVG, else 1
+};
+
+/// Loads unit `u` of `src` (zero-filled past `count`).
+template <typename T>
+__device__ __forceinline__ uint4 loadUnit(const void* src, size_t u, size_t count, bool aligned) {
+  constexpr int N = kPerUnit<T>;
+  const size_t e0 = u * N;
+  const T* s = static_cast<const T*>(src);
+  if (aligned && e0 + N <= count) return *reinterpret_cast<const uint4*>(s + e0);
+  uint4 v = make_uint4(0, 0, 0, 0);
+  T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (e0 + i < count) e[i] = s[e0 + i];
+  }
+  return v;
+}
+
+/// Stores unit `u` into `dst` (only the elements below `count`).
+template <typename T>
+__device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, bool aligned, uint4 v) {
+  constexpr int N = kPerUnit<T>;
+  const size_t e0 = u * N;
+  T* d = static_cast<T*>(dst);
+  if (aligned && e0 + N <= count) {
+    *reinterpret_cast<uint4*>(d + e0) = v;
+    return;
+  }
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (e0 + i < count) d[e0 + i] = e[i];
+  }
+}
+
+/// Loads a staged unit that a peer stored (bypassing L1: the line may be stale there).
+__device__ __forceinline__ uint4 loadStaged(const uint4* p) { return __ldcg(p); }
+
+/// Accumulates units in the order they are added; every rank adding the same units in the same
+/// order gets the same bits.
+template <typename T, Op O>
+struct UnitReducer {
+  using A = typename AccOf<T>::type;
+  static constexpr int N = kPerUnit<T>;
+  A acc[N];
+
+  __device__ __forceinline__ void first(uint4 v) {
+    const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = toAcc<T>(e[i]);
+  }
+  __device__ __forceinline__ void add(uint4 v) {
+    const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = combine<O, A>(acc[i], toAcc<T>(e[i]));
+  }
+  /// The result, divided by `divisor` when it is above 1 (AVG).
+  __device__ __forceinline__ uint4 result(int divisor) const {
+    uint4 v;
+    T* e = reinterpret_cast<T*>(&v);
+    if (divisor > 1) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) e[i] = fromAcc<T>(acc[i] / static_cast<A>(divisor));
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) e[i] = fromAcc<T>(acc[i]);
+    }
+    return v;
+  }
+};
+
+/// Stores a unit as two LL lines {data, flag, data, flag} at `dst` (a peer's LL slot). Each
+/// 8-byte half of a line lands atomically, so a reader that sees both flags sees the data.
+__device__ __forceinline__ void llStoreUnit(char* dst, uint4 v, uint32_t flag) {
+#if RCCLX_GPU_HIP
+  volatile uint64_t* d = reinterpret_cast<volatile uint64_t*>(dst);
+  d[0] = (static_cast<uint64_t>(flag) << 32) | v.x;
+  d[1] = (static_cast<uint64_t>(flag) << 32) | v.y;
+  d[2] = (static_cast<uint64_t>(flag) << 32) | v.z;
+  d[3] = (static_cast<uint64_t>(flag) << 32) | v.w;
+#else
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.x),
+               "r"(flag), "r"(v.y), "r"(flag)
+               : "memory");
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst + 16), "r"(v.z),
+               "r"(flag), "r"(v.w), "r"(flag)
+               : "memory");
+#endif
+}
+
+/// Reads one LL line; true when both of its flags equal `flag`.
+__device__ __forceinline__ bool llTryLine(const char* src, uint32_t flag, uint32_t& d0, uint32_t& d1) {
+#if RCCLX_GPU_HIP
+  const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(src);
+  uint64_t a = s[0], b = s[1];
+  d0 = static_cast<uint32_t>(a);
+  d1 = static_cast<uint32_t>(b);
+  return static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag;
+#else
+  uint32_t f0, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+               : "l"(src)
+               : "memory");
+  return f0 == flag && f1 == flag;
+#endif
+}
+
+/// Waits for the unit a peer stored at `src` with llStoreUnit(..., flag) and returns it.
+__device__ __forceinline__ uint4 llLoadUnit(const char* src, uint32_t flag, int rank, int peer,
+                                            uint64_t timeoutNs) {
+  uint4 v;
+  if (!llTryLine(src, flag, v.x, v.y)) {
+    ctran::device::WaitClock clock(timeoutNs);
+    while (!llTryLine(src, flag, v.x, v.y)) {
+      if (clock.expired()) ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+    }
+  }
+  if (!llTryLine(src + 16, flag, v.z, v.w)) {
+    ctran::device::WaitClock clock(timeoutNs);
+    while (!llTryLine(src + 16, flag, v.z, v.w)) {
+      if (clock.expired()) ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+    }
+  }
+  return v;
+}
+
+/// Calls fn(T{}, std::integral_constant<Op, O>{}) for the runtime (type, op); AVG maps to SUM.
+/// Unsupported combinations never get here (gpuSupports() is checked first).
+template <typename Fn>
+void dispatch(DataType type, RedOp op, Fn&& fn) {
+  auto withOp = [&](auto tag) {
+    using T = decltype(tag);
+    switch (op) {
+      case RedOp::kProd: return fn(T{}, std::integral_constant<Op, Op::kProd>{});
+      case RedOp::kMin: return fn(T{}, std::integral_constant<Op, Op::kMin>{});
+      case RedOp::kMax: return fn(T{}, std::integral_constant<Op, Op::kMax>{});
+      default: return fn(T{}, std::integral_constant<Op, Op::kSum>{});
+    }
+  };
+  switch (type) {
+    case DataType::kInt8: return withOp(int8_t{});
+    case DataType::kUint8: return withOp(uint8_t{});
+    case DataType::kInt32: return withOp(int32_t{});
+    case DataType::kUint32: return withOp(uint32_t{});
+    case DataType::kInt64: return withOp(int64_t{});
+    case DataType::kUint64: return withOp(uint64_t{});
+    case DataType::kFloat16: return withOp(rcclx_half{});
+    case DataType::kFloat32: return withOp(float{});
+    case DataType::kFloat64: return withOp(double{});
+    case DataType::kBfloat16: return withOp(rcclx_bf16{});
+    default: break;
+  }
+}
+
+/// The Buffers of a call.
+inline Buffers buffersOf(const LaunchArgs& a) {
+  const size_t per = kUnitBytes / dataTypeSize(a.type);
+  Buffers b;
+  b.send = a.send;
+  b.recv = a.recv;
+  b.count = a.count;
+  b.units = (a.count + per - 1) / per;
+  b.aligned = ((reinterpret_cast<uintptr_t>(a.send) | reinterpret_cast<uintptr_t>(a.recv)) % 16) == 0;
+  b.avgDivisor = a.op == RedOp::kAvg ? a.window.nranks : 1;
+  return b;
+}
+
+/// Throws CudaError naming `what` if the launch just made failed.
+inline void checkLaunch(const char* what, int blocks, int threads) {
+  CTRAN_GPU_CHECK(gpuGetLastError(), "launching ", what, " (", blocks, " blocks x ", threads,
+                  " threads)");
+}
+
+}  // namespace rcclx::gpu

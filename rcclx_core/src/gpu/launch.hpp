@@ -1,0 +1,119 @@
+// The GPU allreduce kernels' host entry points, shared by gpu_allreduce.cpp (which fills the
+// arguments) and the .cu files (one algorithm each). No GPU runtime types appear here, so
+// host-only translation units can include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ctran/device_window.hpp"
+#include "rcclx/types.hpp"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define RCCLX_HOST_DEVICE __host__ __device__
+#else
+#define RCCLX_HOST_DEVICE
+#endif
+
+namespace rcclx::gpu {
+
+/// Most thread blocks any GPU allreduce kernel launches (flags are laid out for this many).
+constexpr int kMaxBlocks = 128;
+static_assert(kMaxBlocks <= ctran::kMaxEpochSlots, "every block needs an epoch slot");
+/// Most threads per block of any GPU allreduce kernel (their __launch_bounds__).
+constexpr int kMaxThreads = 512;
+/// The unit of staging, vector loads and stores: 16 bytes.
+constexpr size_t kUnitBytes = 16;
+/// An LL (low-latency) line carries 8 payload bytes and two copies of a 32-bit flag in 16 bytes,
+/// so a 16-byte unit takes two lines.
+constexpr size_t kLlBytesPerUnit = 32;
+
+/// Phases of the two-shot algorithms, as indices into the signal layout.
+enum Phase : int { kReduceScatter = 0, kAllGather = 1 };
+
+/// Signal flags: one per (parity half, phase, source rank, block, round slot).
+constexpr int kNumSignals = 2 * 2 * ctran::kMaxDeviceRanks * kMaxBlocks * 2;
+/// Index of a flag in a rank's signal area (host and device agree on it).
+RCCLX_HOST_DEVICE inline constexpr int signalIndex(int half, int phase, int src, int block, int slot) {
+  return (((half * 2 + phase) * ctran::kMaxDeviceRanks + src) * kMaxBlocks + block) * 2 + slot;
+}
+
+/// Where things live in every rank's DeviceWindow data area. Kernels with epoch e use half
+/// e % 2 only, so back-to-back calls need no barrier between them: a rank starts call e+2
+/// only after every peer has finished call e.
+struct StagingLayout {
+  size_t halfBytes = 0;    ///< bytes per parity half
+  size_t llOffset = 0;     ///< LL region, in each half: one slot per source rank
+  size_t llSlotBytes = 0;  ///< bytes of one LL slot (kLlBytesPerUnit per unit)
+  size_t rawOffset = 0;    ///< raw region of the two-shot algorithms, in each half
+  size_t rawBytes = 0;
+  size_t totalBytes() const { return 2 * halfBytes; }
+  /// Layout for `nranks` with flat slots of `flatBytes` payload and `rawBytes` of raw staging.
+  static StagingLayout of(int nranks, size_t flatBytes, size_t rawBytes);
+};
+
+/// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.md).
+struct Tuning {
+  int flatThreads = 512;
+  int flatMaxBlocks = 32;
+  int treeThreads = 512;
+  int treeMaxBlocks = 64;
+  size_t treeMinBlockUnits = 512;  ///< tree: at least this many units per block and segment
+  int largeThreads = 512;
+  int largeBlocks = 64;
+  size_t largeChunkUnits = 4096;   ///< large: units per block, segment and round
+  /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
+  /// InvalidArgument naming an unknown name or a bad value.
+  void apply(const std::string& spec);
+};
+
+/// One allreduce, as the launchers receive it.
+struct LaunchArgs {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;          ///< elements (> 0)
+  DataType type = DataType::kFloat32;
+  RedOp op = RedOp::kSum;    ///< kSum, kProd, kMin, kMax or kAvg
+  ctran::DeviceWindowHandle window;
+  StagingLayout layout;
+  Tuning tuning;
+  void* stream = nullptr;    ///< cudaStream_t / hipStream_t
+  uint64_t timeoutNs = 0;    ///< bound of every in-kernel wait
+};
+
+/// The two-shot kernel's launch shape (see two_shot.cu).
+struct TwoShotShape {
+  int blocks = 1;
+  int threads = 512;
+  size_t chunkUnits = 0;  ///< units per block, segment and round
+  int slots = 1;          ///< 1 when one round covers the message, else 2
+};
+
+/// Units in each of the nranks segments of a call (the last may be shorter).
+inline size_t twoShotSegmentUnits(const LaunchArgs& a) {
+  const size_t per = kUnitBytes / dataTypeSize(a.type);
+  const size_t units = (a.count + per - 1) / per;
+  const size_t n = static_cast<size_t>(a.window.nranks);
+  return (units + n - 1) / n;
+}
+
+/// Most chunk units per block that `blocks` blocks with `slots` slots fit into the raw staging.
+inline size_t twoShotMaxChunkUnits(const LaunchArgs& a, int blocks, int slots) {
+  const size_t perUnit = kUnitBytes * 2 * static_cast<size_t>(a.window.nranks);
+  return a.layout.rawBytes / (perUnit * static_cast<size_t>(blocks) * static_cast<size_t>(slots));
+}
+
+/// Element types and operators the GPU kernels implement; false with the reason otherwise.
+bool gpuSupports(DataType type, RedOp op, std::string* why);
+
+/// One-shot push with LL lines: count must fit the flat slot (the caller splits larger calls).
+void launchDdaFlat(const LaunchArgs& args);
+/// Runs the two-shot kernel with `shape`; `what` names the algorithm in errors.
+void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what);
+/// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented.
+void launchDdaTree(const LaunchArgs& args);
+/// Two-shot push with many blocks, pipelined through the staging in rounds; bandwidth-oriented.
+void launchDdaLarge(const LaunchArgs& args);
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,174 @@
+// The two-shot push allreduce kernel shared by dda_tree (few blocks, one round when the message fits
+// the staging) and dda_large (many blocks, pipelined rounds).
+//
+// The units are split into nranks segments; rank s reduces segment s. Block b of a grid of G
+// handles, in round k, units [(k*G + b)*C, +C) of every segment (C = chunk units):
+//   1. reduce-scatter: for each peer p, store my units of segment p into p's RS area [me]
+//      (plain stores over NVLink), then release-signal p's RS flag [me][b][slot];
+//   2. wait for the RS flags of all peers, reduce segment `me` in rank order (my input and the
+//      peers' staged units), write the result to my output and into every peer's AG area [me],
+//      then release-signal their AG flags;
+//   3. wait for the AG flags of all peers and copy their results into my output.
+// Each element is reduced by exactly one rank, so every rank ends with the same bits.
+//
+// Reuse: round k uses slot k % S of the block's area (S = 2 when there are several rounds).
+// A peer stores round k + 2 into a slot only after it got my round k + 1 RS flag, which I send
+// after finishing round k; so two slots suffice with no extra acknowledgement. Flag values are
+// (epoch << 32) | (k + 1): they grow in every flag, so waits test ">=".
+#include "gpu/kernel_common.cuh"
+
+namespace rcclx::gpu {
+namespace {
+
+struct TwoShotArgs {
+  Buffers buf;
+  ctran::DeviceWindowHandle win;
+  size_t halfBytes;
+  size_t rawOffset;
+  size_t segUnits;    ///< units per segment (the last may be shorter)
+  size_t chunkUnits;  ///< C: units per block, segment and round
+  int slots;          ///< S: 1 (single round) or 2
+  uint64_t timeoutNs;
+};
+
+/// Units a thread moves per batch: loads issued together before their stores.
+constexpr int kBatch = 4;
+
+template <typename T, Op O>
+__global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
+  using ctran::device::signalRelease;
+  using ctran::device::signalWait;
+  const ctran::DeviceWindowHandle& h = a.win;
+  const uint32_t epoch = ctran::device::epochLoad(h);
+  const int half = static_cast<int>(epoch & 1u);
+  const int me = h.rank;
+  const int n = h.nranks;
+  const int b = blockIdx.x;
+  const int G = gridDim.x;
+  const int tid = threadIdx.x;
+  const int nthr = blockDim.x;
+  const size_t C = a.chunkUnits;
+  const size_t U = a.buf.units;
+  const size_t areaUnits = 2 * static_cast<size_t>(n) * C;
+
+  for (uint32_t k = 0;; ++k) {
+    const size_t j0 = (static_cast<size_t>(k) * G + b) * C;
+    if (j0 >= a.segUnits) break;
+    const size_t jn = a.segUnits - j0 < C ? a.segUnits - j0 : C;
+    const int slot = static_cast<int>(k % static_cast<uint32_t>(a.slots));
+    const uint64_t flag = (static_cast<uint64_t>(epoch) << 32) | (k + 1);
+    const size_t areaOffset = static_cast<size_t>(b * a.slots + slot) * areaUnits;
+    auto area = [&](int q) {
+      return reinterpret_cast<uint4*>(h.data[q] + static_cast<size_t>(half) * a.halfBytes +
+                                      a.rawOffset) + areaOffset;
+    };
+
+    // 1. Reduce-scatter: my share of segment p to rank p.
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      uint4* dst = area(p) + static_cast<size_t>(me) * C;
+      const size_t base = static_cast<size_t>(p) * a.segUnits + j0;
+      for (size_t t0 = tid; t0 < jn; t0 += kBatch * nthr) {
+        uint4 v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const size_t t = t0 + static_cast<size_t>(i) * nthr;
+          if (t < jn && base + t < U) v[i] = loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const size_t t = t0 + static_cast<size_t>(i) * nthr;
+          if (t < jn && base + t < U) dst[t] = v[i];
+        }
+      }
+    }
+    __syncthreads();
+    if (tid < n && tid != me) {
+      signalRelease(h.signals[tid] + signalIndex(half, kReduceScatter, me, b, slot), flag);
+      signalWait(h.signals[me] + signalIndex(half, kReduceScatter, tid, b, slot), flag, me, tid,
+                 a.timeoutNs, "reduce-scatter data");
+    }
+    __syncthreads();
+
+    // 2. Reduce my segment in rank order; keep the result and send it to every peer.
+    const uint4* mine = area(me);
+    const size_t base = static_cast<size_t>(me) * a.segUnits + j0;
+    for (size_t t = tid; t < jn && base + t < U; t += nthr) {
+      UnitReducer<T, O> r;
+      for (int q = 0; q < n; ++q) {
+        const uint4 v = q == me ? loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned)
+                                : loadStaged(mine + static_cast<size_t>(q) * C + t);
+        if (q == 0) {
+          r.first(v);
+        } else {
+          r.add(v);
+        }
+      }
+      const uint4 res = r.result(a.buf.avgDivisor);
+      storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res);
+      for (int p = 0; p < n; ++p) {
+        if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res;
+      }
+    }
+    __syncthreads();
+    if (tid < n && tid != me) {
+      signalRelease(h.signals[tid] + signalIndex(half, kAllGather, me, b, slot), flag);
+      signalWait(h.signals[me] + signalIndex(half, kAllGather, tid, b, slot), flag, me, tid,
+                 a.timeoutNs, "all-gather data");
+    }
+    __syncthreads();
+
+    // 3. All-gather: the peers' results into my output.
+    for (int q = 0; q < n; ++q) {
+      if (q == me) continue;
+      const uint4* src = mine + static_cast<size_t>(n + q) * C;
+      const size_t qbase = static_cast<size_t>(q) * a.segUnits + j0;
+      for (size_t t0 = tid; t0 < jn; t0 += kBatch * nthr) {
+        uint4 v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const size_t t = t0 + static_cast<size_t>(i) * nthr;
+          if (t < jn && qbase + t < U) v[i] = loadStaged(src + t);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          const size_t t = t0 + static_cast<size_t>(i) * nthr;
+          if (t < jn && qbase + t < U) storeUnit<T>(a.buf.recv, qbase + t, a.buf.count, a.buf.aligned, v[i]);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  if (tid == 0) ctran::device::epochAdvance(h, epoch);
+}
+
+}  // namespace
+
+void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what) {
+  CTRAN_CHECK(shape.chunkUnits > 0 && shape.blocks > 0 && shape.blocks <= kMaxBlocks &&
+                  (shape.slots == 1 || shape.slots == 2),
+              ctran::InvalidArgument, what, ": no launch shape fits (", shape.blocks,
+              " blocks, chunk ", shape.chunkUnits, " units, ", shape.slots, " slots, staging ",
+              args.layout.rawBytes, " bytes)");
+  CTRAN_CHECK(shape.chunkUnits <= twoShotMaxChunkUnits(args, shape.blocks, shape.slots),
+              ctran::InvalidArgument, what, ": chunk of ", shape.chunkUnits, " units x ",
+              shape.blocks, " blocks x ", shape.slots, " slots exceeds the staging of ",
+              args.layout.rawBytes, " bytes");
+  TwoShotArgs a;
+  a.buf = buffersOf(args);
+  a.win = args.window;
+  a.halfBytes = args.layout.halfBytes;
+  a.rawOffset = args.layout.rawOffset;
+  a.segUnits = twoShotSegmentUnits(args);
+  a.chunkUnits = shape.chunkUnits;
+  a.slots = shape.slots;
+  a.timeoutNs = args.timeoutNs;
+  auto stream = static_cast<gpuStream_t>(args.stream);
+  dispatch(args.type, args.op, [&](auto t, auto o) {
+    using T = decltype(t);
+    twoShotKernel<T, decltype(o)::value><<<shape.blocks, shape.threads, 0, stream>>>(a);
+  });
+  checkLaunch(what, shape.blocks, shape.threads);
+}
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,55 @@
+"""all_reduce on GPU buffers (2 GPUs, one process each): every GPU algorithm over dtypes, ops
+and odd counts against a float64 reference with bitwise-identical results on every rank; graph
+capture then 100 replays on changing inputs; device memory returned after destroy; a peer
+that never joins becomes an error within the timeout. The checks live in
+tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+ctran = pytest.importorskip("ctran")
+if ctran.cuda_device_count()[0] < 2:
+    pytest.skip(f"needs 2 GPUs: {ctran.cuda_device_count()[1] or 'fewer than 2'}", allow_module_level=True)
+pytest.importorskip("torch")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gpu"))
+import allreduce_check as C  # noqa: E402
+from gpu_common import run_ranks  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def _assert_all(per_rank):
+    failures = []
+    for cases in zip(*per_rank):
+        errs = [f"rank {r}: {c['error']}" for r, c in enumerate(cases) if c["error"]]
+        if errs:
+            failures.append(f"{cases[0]['case']}: {'; '.join(errs)}")
+        elif len({c["digest"] for c in cases}) != 1:
+            failures.append(f"{cases[0]['case']}: ranks' results differ bitwise")
+    assert not failures, "\n".join(failures[:20])
+    assert len(per_rank[0]) > 0
+
+
+def test_all_reduce_every_algorithm():
+    _assert_all(run_ranks(C.correctness_rank, 2, (1, 1001, 65537), timeout=280))
+
+
+def test_graph_capture_100_replays():
+    _assert_all(run_ranks(C.graph_rank, 2, 100, timeout=280))
+
+
+def test_no_device_memory_left_after_destroy():
+    lost = run_ranks(C.leak_rank, 2, 3, timeout=120)
+    assert all(abs(d) < (4 << 20) for d in lost), f"device bytes not returned, by rank: {lost}"
+
+
+def test_stalled_peer_is_an_error_not_a_hang():
+    st = run_ranks(C.stalled_peer_rank, 2, 2000, timeout=60)[0]
+    assert st["error"] is not None, f"all_reduce without its peer completed: {st}"
+    assert st["seconds"] < 15, f"the error took {st['seconds']:.1f} s for a 2 s timeout"

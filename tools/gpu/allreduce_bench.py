@@ -1,0 +1,226 @@
+"""GPU allreduce benchmark, side by side in one run: rcclx (dda_flat, dda_tree, dda_large,
+auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot).
+
+    python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
+
+Every column is timed the same way: 20 ops captured in one CUDA graph, the graph replayed 15
+times after 3 warm-up replays, the median replay over 20 (microseconds per op, rank 0's
+reading). busbw = bytes / time * 2 (n - 1) / n. The table ends with the ratio of our best
+column to the best peer (below 1: faster). --sweep also times a few launch shapes
+(set_gpu_tuning) per size and reports them in the JSON and a second table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import run_ranks  # noqa: E402
+
+OURS = ("dda_flat", "dda_tree", "dda_large", "auto")
+PEERS = ("nccl", "symm_one_shot", "symm_two_shot")
+SIZES = [1 << k for k in range(10, 29, 2)]  # 1 KiB .. 256 MiB, x4
+SYMM_MAX = 64 << 20
+OPS_PER_GRAPH = 20
+REPLAYS = 15
+WARMUP = 3
+# Launch shapes tried by --sweep: (column, sizes, tuning spec).
+SWEEP = [
+    ("flat", (16 << 10, 64 << 10, 256 << 10), ("flat_max_blocks=8", "flat_max_blocks=16", "flat_max_blocks=64",
+                                               "flat_threads=256,flat_max_blocks=64")),
+    ("tree", (256 << 10, 1 << 20, 4 << 20, 16 << 20), ("tree_max_blocks=16", "tree_max_blocks=32",
+                                                       "tree_max_blocks=128", "tree_min_block_units=128",
+                                                       "tree_min_block_units=2048", "tree_threads=256")),
+    ("large", (16 << 20, 64 << 20, 256 << 20), ("large_blocks=32,large_chunk_units=8192",
+                                                "large_blocks=128,large_chunk_units=2048",
+                                                "large_blocks=64,large_chunk_units=2048",
+                                                "large_blocks=128,large_chunk_units=1024",
+                                                "large_threads=256")),
+]
+SWEEP_ALGO = {"flat": "dda_flat", "tree": "dda_tree", "large": "dda_large"}
+
+
+def _time_graph(torch, fn, barrier):
+    """Median microseconds per op of OPS_PER_GRAPH calls of fn captured in one graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(OPS_PER_GRAPH):
+            fn()
+    for _ in range(WARMUP):
+        g.replay()
+    torch.cuda.synchronize()
+    barrier()
+    times = []
+    for _ in range(REPLAYS):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        g.replay()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) * 1000.0 / OPS_PER_GRAPH)
+    del g
+    return statistics.median(times)
+
+
+def bench_rank(info, sizes, dtype_name, sweep):
+    import torch
+
+    dist = info.init_torch("nccl")
+    import torch.distributed._symmetric_memory as symm_mem
+
+    dev = torch.device("cuda", info.rank)
+    dtype = getattr(torch, dtype_name)
+    comm = info.communicator()
+    group_name = dist.group.WORLD.group_name
+    try:
+        symm_mem.enable_symm_mem_for_group(group_name)
+    except Exception:  # noqa: BLE001 - not needed on newer torch
+        pass
+    esize = torch.tensor([], dtype=dtype).element_size()
+    symm_buf = symm_mem.empty(SYMM_MAX // esize, dtype=dtype, device=dev)
+    symm_mem.rendezvous(symm_buf, group_name)
+    x = torch.ones(1, device=dev)
+    dist.all_reduce(x)  # NCCL's communicator exists before any capture
+    torch.cuda.synchronize()
+
+    def barrier():
+        comm.barrier()
+
+    def stream():
+        return torch.cuda.current_stream().cuda_stream
+
+    rows = []
+    for nbytes in sizes:
+        count = nbytes // esize
+        inp = torch.randn(count, device=dev).to(dtype)
+        out = torch.empty_like(inp)
+        row = {"bytes": nbytes}
+        for algo in OURS:
+            fn = lambda algo=algo: comm.all_reduce(inp, out, algo=algo, stream=stream())  # noqa: E731
+            row[algo] = _try(torch, fn, barrier)
+        row["auto_choice"] = comm.select_all_reduce(nbytes, dtype=9 if dtype_name == "bfloat16" else 7, gpu=True)[0]
+        nccl_buf = inp.clone()
+        row["nccl"] = _try(torch, lambda: dist.all_reduce(nccl_buf), barrier)
+        del nccl_buf
+        if nbytes <= SYMM_MAX:
+            sb = symm_buf.narrow(0, 0, count)
+            sb.copy_(inp)
+            row["symm_one_shot"] = _try(
+                torch, lambda: torch.ops.symm_mem.one_shot_all_reduce_out(sb, "sum", group_name, out), barrier)
+            row["symm_two_shot"] = _try(
+                torch, lambda: torch.ops.symm_mem.two_shot_all_reduce_(sb, "sum", group_name), barrier)
+        if sweep:
+            for column, sweep_sizes, specs in SWEEP:
+                if nbytes not in sweep_sizes:
+                    continue
+                for spec in specs:
+                    comm.set_gpu_tuning(spec)
+                    fn = lambda: comm.all_reduce(inp, out, algo=SWEEP_ALGO[column], stream=stream())  # noqa: E731
+                    row[f"{column}[{spec}]"] = _try(torch, fn, barrier)
+                comm.set_gpu_tuning("")
+        rows.append(row)
+        if info.rank == 0:
+            print(f"  {_fmt_bytes(nbytes)} done", flush=True)
+    comm.destroy()
+    dist.destroy_process_group()
+    return rows
+
+
+def _try(torch, fn, barrier):
+    try:
+        return _time_graph(torch, fn, barrier)
+    except Exception as e:  # noqa: BLE001 - recorded as a missing number
+        torch.cuda.synchronize()
+        return f"error: {type(e).__name__}: {str(e)[:160]}"
+
+
+def _fmt_bytes(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) else None
+
+
+def table(rows, nranks):
+    cols = list(OURS) + list(PEERS)
+    head = ["bytes"] + cols + ["auto=", "ours/peer", "busbw ours", "busbw nccl"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ours = [_num(r.get(c)) for c in OURS]
+        peers = [_num(r.get(c)) for c in PEERS]
+        best_ours = min([v for v in ours if v is not None], default=None)
+        best_peer = min([v for v in peers if v is not None], default=None)
+        ratio = f"{best_ours / best_peer:.2f}" if best_ours and best_peer else "-"
+        factor = 2 * (nranks - 1) / nranks
+
+        def bw(t):
+            return f"{r['bytes'] / (t * 1e-6) * factor / 1e9:.0f}" if t else "-"
+
+        cells = [_fmt_bytes(r["bytes"])]
+        cells += [f"{v:.1f}" if v is not None else ("err" if isinstance(r.get(c), str) else "-")
+                  for c, v in zip(cols, ours + peers)]
+        cells += [r.get("auto_choice", "-"), ratio, bw(best_ours), bw(_num(r.get("nccl")))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sweep_table(rows):
+    lines = []
+    for r in rows:
+        extra = {k: v for k, v in r.items() if "[" in k}
+        if not extra:
+            continue
+        base = {c: r.get(SWEEP_ALGO[c]) for c in SWEEP_ALGO}
+        parts = [f"{k}={v:.1f}" if _num(v) is not None else f"{k}=err" for k, v in extra.items()]
+        lines.append(f"{_fmt_bytes(r['bytes'])}: default " +
+                     ", ".join(f"{c}={_num(v) or 0:.1f}" for c, v in base.items()) + " | " + ", ".join(parts))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nranks", type=int, default=2)
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--max-bytes", type=int, default=256 << 20)
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    sizes = [s for s in SIZES if s <= args.max_bytes]
+    t0 = time.monotonic()
+    per_rank = run_ranks(bench_rank, args.nranks, sizes, args.dtype, args.sweep, timeout=540)
+    rows = per_rank[0]
+    errors = {(r["bytes"], k): v for r in rows for k, v in r.items() if isinstance(v, str) and v.startswith("error")}
+    for (b, k), v in errors.items():
+        print(f"{_fmt_bytes(b)} {k}: {v}")
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"nranks": args.nranks, "dtype": args.dtype, "ops_per_graph": OPS_PER_GRAPH,
+                       "replays": REPLAYS, "rank_rows": per_rank}, fh, indent=1)
+    if args.sweep:
+        print("\nlaunch-shape sweep (us per op):")
+        print(sweep_table(rows))
+    print(f"\nallreduce {args.dtype}, {args.nranks} GPUs, us per op (CUDA graph of {OPS_PER_GRAPH}, "
+          f"median of {REPLAYS} replays), {time.monotonic() - t0:.0f} s:")
+    print(table(rows, args.nranks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""GPU allreduce correctness on N GPUs (one process each): every algorithm, several dtypes and
+operators, odd counts, in place and out of place, misaligned buffers, multi-round messages,
+graph capture with replays on changing inputs, bitwise identity across ranks, no device memory
+left after destroy, and a peer that never joins turning into an error, not a hang.
+
+    python3 tools/gpu/allreduce_check.py [--nranks 2] [--out check.json]
+
+Inputs are random (seeded by case and rank, so every rank can rebuild every rank's input); the
+reference is computed in float64 (integers: exactly, wrapping in their own width). Each output
+is poisoned first, so an unwritten element fails. Prints one line per failure and a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import run_ranks  # noqa: E402
+
+ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
+# (dtype name, ops); ops by name.
+TYPE_OPS = [
+    ("bfloat16", ("SUM", "MAX", "AVG")),
+    ("float16", ("SUM", "MIN")),
+    ("float32", ("SUM", "PROD", "AVG")),
+    ("float64", ("SUM",)),
+    ("int32", ("SUM", "MAX", "AVG")),
+    ("int8", ("SUM",)),
+    ("uint8", ("MAX",)),
+    ("int64", ("SUM", "MIN")),
+]
+# (torch has too few operators on uint32 / uint64 tensors to check them this way.)
+COUNTS = (1, 3, 1001, 65537, (1 << 20) + 7)
+# Relative error bounds of ||out - ref|| / ||ref|| (the kernels accumulate 16-bit floats in fp32).
+TOL = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 1e-6, "float64": 1e-13}
+
+
+def _gen(torch, dtype, count, op, seed, rank, device):
+    g = torch.Generator(device=device).manual_seed(seed * 1009 + rank)
+    if dtype.is_floating_point:
+        if op == "PROD":
+            x = 1.0 + 0.05 * torch.randn(count, generator=g, device=device, dtype=torch.float64)
+        else:
+            x = torch.randn(count, generator=g, device=device, dtype=torch.float64)
+        return x.to(dtype)
+    lo, hi = (0, 256) if dtype == torch.uint8 else (-100, 101)
+    if dtype in (torch.uint32, torch.uint64):
+        lo, hi = 0, 1000
+    return torch.randint(lo, hi, (count,), generator=g, device=device, dtype=torch.int64).to(dtype)
+
+
+def _reference(torch, dtype, count, op, seed, nranks, device):
+    xs = [_gen(torch, dtype, count, op, seed, r, device) for r in range(nranks)]
+    if dtype.is_floating_point:
+        acc = [x.double() for x in xs]
+    else:
+        acc = [x.to(torch.int64) for x in xs]
+    out = acc[0].clone()
+    for x in acc[1:]:
+        if op in ("SUM", "AVG"):
+            out = out + x
+        elif op == "PROD":
+            out = out * x
+        elif op == "MAX":
+            out = torch.maximum(out, x)
+        elif op == "MIN":
+            out = torch.minimum(out, x)
+    if op == "AVG":
+        out = out / nranks if dtype.is_floating_point else torch.div(out, nranks, rounding_mode="trunc")
+    return out
+
+
+def _compare(torch, name, dtype, out, ref):
+    """None when right, else what is wrong."""
+    if dtype.is_floating_point:
+        o = out.double()
+        if not torch.isfinite(o).all():
+            bad = (~torch.isfinite(o)).nonzero()[:4].flatten().tolist()
+            return f"non-finite output at {bad} (unwritten?)"
+        err = (o - ref).norm().item() / max(ref.norm().item(), 1e-30)
+        return None if err <= TOL[name] else f"relative error {err:.3g} > {TOL[name]:g}"
+    want = ref.to(dtype)
+    if torch.equal(out, want):
+        return None
+    idx = (out != want).nonzero()[:4].flatten().tolist()
+    return f"{(out != want).sum().item()} wrong elements, first at {idx}: got {out[idx].tolist()} want {want[idx].tolist()}"
+
+
+def _digest(out) -> str:
+    return hashlib.sha1(out.cpu().contiguous().view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes()).hexdigest()
+
+
+def _poison(torch, t):
+    t.fill_(float("nan") if t.dtype.is_floating_point else 77)
+
+
+def correctness_rank(info, counts):
+    import torch
+    import rcclx_core as rc
+
+    torch.cuda.set_device(info.rank)
+    dev = torch.device("cuda", info.rank)
+    comm = info.communicator()
+    n = info.nranks
+    cases = []
+    seed = 0
+
+    def run_case(label, algo, name, op, count, mode):
+        nonlocal seed
+        seed += 1
+        dtype = getattr(torch, name)
+        x = _gen(torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, info.rank, dev)
+        ref = _reference(torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, n, dev)
+        if mode == "misaligned":
+            x, ref = x[1:], ref[1:]  # a 16-byte-misaligned view: the element-wise path
+            out = torch.empty(count + 1, dtype=dtype, device=dev)[1:]
+        else:
+            out = torch.empty_like(x)
+        _poison(torch, out)
+        stream = torch.cuda.current_stream().cuda_stream
+        try:
+            if mode == "inplace":
+                out.copy_(x)
+                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream)
+            else:
+                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream)
+            torch.cuda.synchronize()
+            problem = _compare(torch, name, dtype, out, ref)
+        except Exception as e:  # noqa: BLE001 - reported per case
+            problem = f"{type(e).__name__}: {e}"
+        cases.append({"case": label, "error": problem, "digest": _digest(out) if problem is None else None})
+
+    for algo in ALGOS:
+        for name, ops in TYPE_OPS:
+            for op in ops:
+                for count in counts:
+                    run_case(f"{algo} {name} {op} n={count}", algo, name, op, count, "out")
+        for name in ("bfloat16", "float32", "int8"):
+            for count in (5, 4099):
+                run_case(f"{algo} {name} SUM n={count} misaligned", algo, name, "SUM", count, "misaligned")
+        run_case(f"{algo} bfloat16 SUM n=70001 in-place", algo, "bfloat16", "SUM", 70001, "inplace")
+    # Several rounds through the staging (36 MB of fp32 > RCCLX_GPU_STAGING_BYTES / 2).
+    for algo in ("dda_tree", "dda_large"):
+        run_case(f"{algo} float32 SUM n=9000001 rounds", algo, "float32", "SUM", 9_000_001, "out")
+        run_case(f"{algo} bfloat16 MAX n=20000003 rounds in-place", algo, "bfloat16", "MAX", 20_000_003, "inplace")
+    comm.destroy()
+    return cases
+
+
+def graph_rank(info, replays):
+    """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
+    import torch
+    import rcclx_core as rc
+
+    torch.cuda.set_device(info.rank)
+    dev = torch.device("cuda", info.rank)
+    comm = info.communicator()
+    n = info.nranks
+    plan = [("dda_flat", "bfloat16", 1001), ("dda_tree", "float32", 65537), ("dda_large", "bfloat16", 3_000_001),
+            ("auto", "float32", 4097), ("dda_flat", "float32", 300_000)]
+    ins = [torch.empty(c, dtype=getattr(torch, t), device=dev) for _, t, c in plan]
+    outs = [torch.empty_like(x) for x in ins]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # eager warm-up, off the capture
+        for (algo, _, _), x, o in zip(plan, ins, outs):
+            x.normal_()
+            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for (algo, _, _), x, o in zip(plan, ins, outs):
+            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+    results = []
+    for rep in range(replays):
+        for i, ((algo, t, c), x, o) in enumerate(zip(plan, ins, outs)):
+            x.copy_(_gen(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, info.rank, dev))
+            _poison(torch, o)
+        g.replay()
+        torch.cuda.synchronize()
+        for i, ((algo, t, c), o) in enumerate(zip(plan, outs)):
+            ref = _reference(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, n, dev)
+            problem = _compare(torch, t, getattr(torch, t), o, ref)
+            results.append({"case": f"graph replay {rep} {algo} {t} n={c}", "error": problem,
+                            "digest": _digest(o) if problem is None else None})
+    del g
+    comm.destroy()
+    return results
+
+
+def leak_rank(info, rounds):
+    """Device memory is back after destroy: create and destroy communicators `rounds` times."""
+    import torch
+
+    torch.cuda.set_device(info.rank)
+    torch.zeros(1, device="cuda")  # the context exists before the first reading
+    torch.cuda.synchronize()
+    before = torch.cuda.mem_get_info()[0]
+    for _ in range(rounds):
+        c = info.communicator()
+        c.destroy()
+    torch.cuda.synchronize()
+    after = torch.cuda.mem_get_info()[0]
+    return before - after
+
+
+def stalled_peer_rank(info, timeout_ms):
+    """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms."""
+    os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
+    import torch
+
+    torch.cuda.set_device(info.rank)
+    comm = info.communicator()
+    if info.rank != 0:
+        time.sleep(timeout_ms / 1000 + 6)
+        return None
+    x = torch.ones(4096, device="cuda")
+    t0 = time.monotonic()
+    try:
+        comm.all_reduce(x, algo="dda_flat", stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        return {"error": None, "seconds": time.monotonic() - t0}
+    except Exception as e:  # noqa: BLE001 - the expected outcome
+        return {"error": f"{type(e).__name__}: {e}"[:200], "seconds": time.monotonic() - t0}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nranks", type=int, default=2)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--replays", type=int, default=8)
+    ap.add_argument("--skip-stall", action="store_true", help="skip the stalled-peer check")
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    summary = {}
+    failures = []
+
+    def fold(name, per_rank):
+        # every rank's cases, in the same order; digests must agree across ranks
+        n_ok = 0
+        for cases in zip(*per_rank):
+            errs = [(r, c["error"]) for r, c in enumerate(cases) if c["error"]]
+            digests = {c["digest"] for c in cases}
+            if errs:
+                failures.append(f"{cases[0]['case']}: " + "; ".join(f"rank {r}: {e}" for r, e in errs))
+            elif len(digests) != 1:
+                failures.append(f"{cases[0]['case']}: ranks' results differ bitwise")
+            else:
+                n_ok += 1
+        summary[name] = {"cases": len(per_rank[0]), "passed": n_ok}
+        print(f"{name}: {n_ok}/{len(per_rank[0])} cases passed ({time.monotonic() - t0:.0f} s)", flush=True)
+
+    fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
+    fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
+    leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
+    leak_ok = all(abs(d) < (4 << 20) for d in leaks)
+    summary["leak"] = {"bytes_lost_by_rank": leaks, "ok": leak_ok}
+    print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {'ok' if leak_ok else 'LEAK'}")
+    if not leak_ok:
+        failures.append(f"device memory not returned after destroy: {leaks}")
+    if not args.skip_stall:
+        try:
+            st = run_ranks(stalled_peer_rank, args.nranks, 2000, timeout=60)[0]
+        except Exception as e:  # noqa: BLE001
+            st = {"error": None, "seconds": -1, "launcher": str(e)[-500:]}
+        stall_ok = st["error"] is not None and 0 < st["seconds"] < 15
+        summary["stalled_peer"] = {**st, "ok": stall_ok}
+        print(f"stalled peer: {st} -> {'ok' if stall_ok else 'FAILED'}")
+        if not stall_ok:
+            failures.append(f"stalled peer did not turn into an error in time: {st}")
+    for f in failures:
+        print("FAIL", f)
+    summary["failures"] = failures
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(summary, fh, indent=1)
+    print(f"GPU correctness: {'PASS' if not failures else f'{len(failures)} FAILURES'} ({time.monotonic() - t0:.0f} s)")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Device check, in one call on a machine with GPUs (2 for the collectives): builds ctran and
+# rcclx_core with this machine's python3, runs the GPU correctness checks
+# (tools/gpu/allreduce_check.py), the GPU tests (tests/gpu, marker gpu), then the allreduce
+# benchmark against NCCL and torch symmetric memory (tools/gpu/allreduce_bench.py), and prints
+# the benchmark table last. Logs and JSON go to $OUT (default /tmp/rcclx_gpu_out).
+#
+#   tools/gpu_check.sh [--no-build] [--no-check] [--no-tests] [--no-bench] [--sweep] [--quick]
+#
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1): the
+# machines here require it. In-kernel waits give up after RCCLX_TIMEOUT_MS (20 s here).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export RCCLX_TIMEOUT_MS="${RCCLX_TIMEOUT_MS:-20000}" PYTHONUNBUFFERED=1
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${OUT:-/tmp/rcclx_gpu_out}"
+BUILD="${RCCLX_GPU_BUILD_DIR:-/tmp/rcclx_gpu_build}"
+SITE="$BUILD/site"
+PY="${PYTHON:-python3}"
+build=1 check=1 tests=1 bench=1 sweep="" quick=""
+for a in "$@"; do
+  case "$a" in
+    --no-build) build=0 ;; --no-check) check=0 ;; --no-tests) tests=0 ;; --no-bench) bench=0 ;;
+    --sweep) sweep="--sweep" ;; --quick) quick=1 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+status=0
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+step "machine"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader || true
+nvidia-smi topo -m 2>/dev/null | head -5 || true
+"$PY" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())'
+
+if [ "$build" = 1 ]; then
+  step "build (cmake, $(nproc) jobs)"
+  t0=$SECONDS
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRCCLX_PACKAGE=rcclx_core \
+    -DPython_EXECUTABLE="$(command -v "$PY")" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" \
+    -DRCCLX_CUDA_ARCHITECTURES="${RCCLX_CUDA_ARCHITECTURES:-90}" >"$OUT/cmake.log" 2>&1 \
+    || { tail -30 "$OUT/cmake.log"; exit 1; }
+  cmake --build "$BUILD" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -B2 -A12 -m5 "error" "$OUT/build.log" | head -80; exit 1; }
+  rm -rf "$SITE" && mkdir -p "$SITE"
+  cp -r "$ROOT/ctran/python/ctran" "$ROOT/rcclx_core/python/rcclx_core" "$SITE/"
+  cp "$BUILD"/ctran/_C*.so "$SITE/ctran/" && cp "$BUILD"/rcclx_core/_C*.so "$SITE/rcclx_core/" || exit 1
+  echo "built in $((SECONDS - t0)) s"
+fi
+export PYTHONPATH="$SITE:$ROOT/tests${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -c 'import ctran, rcclx_core; print("ctran built with CUDA:", ctran.built_with_cuda(), "GPUs:", ctran.cuda_device_count())' || exit 1
+ngpu=$("$PY" -c 'import ctran; print(ctran.cuda_device_count()[0])')
+
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ]; then
+  step "GPU correctness (tools/gpu/allreduce_check.py)"
+  timeout 600 "$PY" "$ROOT/tools/gpu/allreduce_check.py" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log" | grep -v "^\s*$" | tail -40
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$tests" = 1 ]; then
+  step "GPU tests (pytest -m gpu tests/gpu)"
+  (cd "$ROOT" && timeout 300 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest.log" | tail -15)
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ]; then
+  step "benchmark (tools/gpu/allreduce_bench.py)"
+  max=""
+  [ -n "$quick" ] && max="--max-bytes 16777216"
+  timeout 600 "$PY" "$ROOT/tools/gpu/allreduce_bench.py" $sweep $max --out "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -45
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+exit $status
