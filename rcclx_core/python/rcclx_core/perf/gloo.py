@@ -28,6 +28,8 @@ _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_sc
 
 
 class GlooBench:
+    """Joins the gloo group on creation; ``measure`` runs one size, ``close`` leaves the group."""
+
     def __init__(self, cfg: Config, world: World):
         self.cfg, self.world = cfg, world
         world.gloo_init()

@@ -16,12 +16,11 @@ from rcclx_core import DataType, RedOp, config_dump
 
 @dataclasses.dataclass(frozen=True)
 class DTypeSpec:
-    """An element type: its numpy storage, its rcclx and torch names, and its exact range."""
+    """An element type: its numpy storage, its rcclx type, and the values it holds exactly."""
 
     name: str
     storage: type  # numpy dtype of the array's memory (bfloat16 is stored as uint16)
     rcclx: DataType
-    torch_name: str
     is_float: bool
     exact_int: int  # the largest integer n such that every integer in [-n, n] is exact
     max_pow2: int  # the largest k such that 2**k is representable
@@ -39,16 +38,16 @@ class DTypeSpec:
 def _int(name: str, storage: type, rcclx: DataType) -> DTypeSpec:
     info = np.iinfo(storage)
     bits = info.bits - (1 if info.min < 0 else 0)
-    return DTypeSpec(name, storage, rcclx, name, False, int(info.max), bits - 1, 0.0)
+    return DTypeSpec(name, storage, rcclx, False, int(info.max), bits - 1, 0.0)
 
 
 DTYPES: dict[str, DTypeSpec] = {
     d.name: d
     for d in (
-        DTypeSpec("float32", np.float32, DataType.FLOAT32, "float32", True, 2**24, 127, 2.0**-23),
-        DTypeSpec("float16", np.float16, DataType.FLOAT16, "float16", True, 2**11, 15, 2.0**-10),
-        DTypeSpec("bfloat16", np.uint16, DataType.BFLOAT16, "bfloat16", True, 2**8, 127, 2.0**-7),
-        DTypeSpec("float64", np.float64, DataType.FLOAT64, "float64", True, 2**53, 1023, 2.0**-52),
+        DTypeSpec("float32", np.float32, DataType.FLOAT32, True, 2**24, 127, 2.0**-23),
+        DTypeSpec("float16", np.float16, DataType.FLOAT16, True, 2**11, 15, 2.0**-10),
+        DTypeSpec("bfloat16", np.uint16, DataType.BFLOAT16, True, 2**8, 127, 2.0**-7),
+        DTypeSpec("float64", np.float64, DataType.FLOAT64, True, 2**53, 1023, 2.0**-52),
         _int("int8", np.int8, DataType.INT8),
         _int("uint8", np.uint8, DataType.UINT8),
         _int("int32", np.int32, DataType.INT32),
@@ -177,14 +176,14 @@ class Config:
             size *= self.stepfactor
         return out
 
+    def blocks(self, nranks: int) -> int:
+        """How many blocks of ``count`` the larger per-rank buffer holds."""
+        return nranks if self.coll.blocked_send or self.coll.blocked_recv else 1
+
     def count_for(self, nbytes: int, nranks: int) -> int:
         """The count argument for a requested size (rounded down to whole elements and blocks)."""
-        per = self.dtype.itemsize * (
-            nranks if self.coll.blocked_send or self.coll.blocked_recv else 1
-        )
-        return nbytes // per
+        return nbytes // (self.blocks(nranks) * self.dtype.itemsize)
 
     def bytes_for(self, count: int, nranks: int) -> int:
         """The size reported for a count: the larger per-rank buffer, as nccl-tests reports."""
-        blocks = nranks if self.coll.blocked_send or self.coll.blocked_recv else 1
-        return count * blocks * self.dtype.itemsize
+        return count * self.blocks(nranks) * self.dtype.itemsize
