@@ -161,7 +161,7 @@ void DeviceWindow::release() {
 #ifdef RCCLX_HAVE_CUDA
   CudaIpcTransport ipc(device_);
   for (void* p : imported_) {
-    if (p) ipc.release({p, true, 0, -1});
+    if (p) ipc.release({p, true, 0, device_});
   }
   imported_.clear();
   if (base_) {

@@ -32,7 +32,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   selectorConfigFromEnv();  // validates RCCLX_ALLREDUCE_ALGO and the thresholds
   CTRAN_CHECK(ddaChunk >= 4096, ctran::InvalidArgument, "RCCLX_DDA_CHUNK_BYTES=", ddaChunk,
               " must be at least 4096");
-  const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_MAX_BYTES());
+  const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
   const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
   const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));

@@ -195,18 +195,30 @@ def graph_rank(info, replays):
 
 
 def leak_rank(info, rounds):
-    """Device memory is back after destroy: create and destroy communicators `rounds` times."""
+    """Device memory is back after destroy: split off, use and destroy `rounds` communicators."""
     import torch
 
     torch.cuda.set_device(info.rank)
-    torch.zeros(1, device="cuda")  # the context exists before the first reading
+    comm = info.communicator()
+
+    def cycle():
+        sub = comm.split(0)  # a new communicator on the same GPU: its own staging
+        x = torch.ones(1000, device="cuda")
+        sub.all_reduce(x, stream=torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        assert x[0].item() == info.nranks, x[0].item()
+        sub.destroy()
+
+    # One round first: the first launches load the kernels and reserve their local memory
+    # (the driver keeps both); only what later rounds lose is a leak.
+    cycle()
     torch.cuda.synchronize()
     before = torch.cuda.mem_get_info()[0]
     for _ in range(rounds):
-        c = info.communicator()
-        c.destroy()
+        cycle()
     torch.cuda.synchronize()
     after = torch.cuda.mem_get_info()[0]
+    comm.destroy()
     return before - after
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 os.environ.update(SAFE_ENV)
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # a crashing rank prints its Python stack
 
 
 @dataclasses.dataclass

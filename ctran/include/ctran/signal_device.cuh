@@ -14,7 +14,7 @@
 //    replay the same one); block b reads epochs[b] at entry (epochLoad) and, before it ends,
 //    writes epoch + 1 into every slot congruent to b modulo gridDim.x (epochAdvance). Every
 //    slot thus advances by one per kernel whatever the grid size, and no block reads a slot
-//    another block of the same kernel writes. Kernels using one window must run in order.
+//    another block of the same kernel writes (the stores are spread over the block's threads). Kernels using one window must run in order.
 //  * Waits are bounded: past `timeoutNs` (from the first unsuccessful poll) the kernel prints
 //    what it waited for and traps, so a dead peer becomes a launch error, not a hung GPU.
 #pragma once
@@ -57,11 +57,15 @@ __device__ __forceinline__ uint64_t signalAcquire(const uint64_t* flag) {
 #endif
 }
 
-/// Reports a timed-out wait and stops the kernel (the launch fails with an error).
+/// Set by the first timed-out wait of this module, so one line is printed, not one per thread.
+static __device__ unsigned int gTimeoutReported = 0;
+
+/// Reports a timed-out wait (once) and stops the kernel (the launch fails with an error).
 __device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int peer,
                                                  uint64_t expected, uint64_t seen,
                                                  uint64_t timeoutNs) {
-  printf("rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
+  if (atomicExch(&gTimeoutReported, 1u) == 0u)
+    printf("rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
          "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
          rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000),
          what, peer, (unsigned long long)expected, (unsigned long long)seen);
@@ -100,10 +104,12 @@ __device__ __forceinline__ uint32_t epochLoad(const DeviceWindowHandle& h) {
   return *reinterpret_cast<volatile uint32_t*>(&h.epochs[blockIdx.x]) + 1u;
 }
 
-/// Advances the epochs for the next kernel; call once per block, after the block's last use of
-/// the epoch (any thread; the others may have exited).
+/// Advances the epochs for the next kernel. Every thread of every block calls it, after a
+/// __syncthreads() that follows the block's last use of the epoch; the slots are spread over all
+/// threads (one serial loop of kMaxEpochSlots stores in a single thread costs microseconds).
 __device__ __forceinline__ void epochAdvance(const DeviceWindowHandle& h, uint32_t epoch) {
-  for (int i = blockIdx.x; i < kMaxEpochSlots; i += gridDim.x) h.epochs[i] = epoch;
+  const int stride = gridDim.x * blockDim.x;
+  for (int i = blockIdx.x + threadIdx.x * gridDim.x; i < kMaxEpochSlots; i += stride) h.epochs[i] = epoch;
 }
 
 }  // namespace ctran::device

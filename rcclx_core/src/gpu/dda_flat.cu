@@ -23,17 +23,21 @@ struct FlatArgs {
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
   const ctran::DeviceWindowHandle& h = a.win;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // The thread's first unit is loaded once, before (and overlapping) the epoch load; most
+  // small calls have one unit per thread.
+  const uint4 own0 = first < a.buf.units ? loadUnit<T>(a.buf.send, first, a.buf.count, a.buf.aligned)
+                                         : make_uint4(0, 0, 0, 0);
   const uint32_t epoch = ctran::device::epochLoad(h);
   const size_t half = epoch & 1u;
   const int me = h.rank;
   const int n = h.nranks;
   const size_t slotOffset = half * a.halfBytes + a.llOffset;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
   // Push: my units into every peer's slot `me`.
   for (size_t u = first; u < a.buf.units; u += stride) {
-    const uint4 v = loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned);
+    const uint4 v = u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned);
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
       char* dst = h.data[p] + slotOffset + static_cast<size_t>(me) * a.llSlotBytes + u * kLlBytesPerUnit;
@@ -45,7 +49,7 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
   for (size_t u = first; u < a.buf.units; u += stride) {
     UnitReducer<T, O> r;
     for (int q = 0; q < n; ++q) {
-      const uint4 v = q == me ? loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned)
+      const uint4 v = q == me ? (u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned))
                               : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes +
                                                u * kLlBytesPerUnit,
                                            epoch, me, q, a.timeoutNs);
@@ -58,7 +62,7 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
     storeUnit<T>(a.buf.recv, u, a.buf.count, a.buf.aligned, r.result(a.buf.avgDivisor));
   }
   __syncthreads();
-  if (threadIdx.x == 0) ctran::device::epochAdvance(h, epoch);
+  ctran::device::epochAdvance(h, epoch);
 }
 
 }  // namespace

@@ -55,13 +55,13 @@ struct StagingLayout {
 
 /// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.md).
 struct Tuning {
-  int flatThreads = 512;
-  int flatMaxBlocks = 32;
+  int flatThreads = 64;
+  int flatMaxBlocks = 128;
   int treeThreads = 512;
-  int treeMaxBlocks = 64;
+  int treeMaxBlocks = 128;
   size_t treeMinBlockUnits = 512;  ///< tree: at least this many units per block and segment
   int largeThreads = 512;
-  int largeBlocks = 64;
+  int largeBlocks = 128;
   size_t largeChunkUnits = 4096;   ///< large: units per block, segment and round
   /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
   /// InvalidArgument naming an unknown name or a bad value.

@@ -33,6 +33,8 @@ struct TwoShotArgs {
 
 /// Units a thread moves per batch: loads issued together before their stores.
 constexpr int kBatch = 4;
+/// Units a thread reduces per batch.
+constexpr int kReduceBatch = 2;
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
@@ -90,24 +92,47 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     }
     __syncthreads();
 
-    // 2. Reduce my segment in rank order; keep the result and send it to every peer.
+    // 2. Reduce my segment in rank order, kReduceBatch units per thread at a time (their loads
+    //    in flight together); keep the result and send it to every peer.
     const uint4* mine = area(me);
     const size_t base = static_cast<size_t>(me) * a.segUnits + j0;
-    for (size_t t = tid; t < jn && base + t < U; t += nthr) {
-      UnitReducer<T, O> r;
+    for (size_t t0 = tid; t0 < jn; t0 += kReduceBatch * nthr) {
+      UnitReducer<T, O> r[kReduceBatch];
+      bool valid[kReduceBatch];
+#pragma unroll
+      for (int i = 0; i < kReduceBatch; ++i) {
+        const size_t t = t0 + static_cast<size_t>(i) * nthr;
+        valid[i] = t < jn && base + t < U;
+      }
       for (int q = 0; q < n; ++q) {
-        const uint4 v = q == me ? loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned)
-                                : loadStaged(mine + static_cast<size_t>(q) * C + t);
-        if (q == 0) {
-          r.first(v);
-        } else {
-          r.add(v);
+        uint4 v[kReduceBatch];
+#pragma unroll
+        for (int i = 0; i < kReduceBatch; ++i) {
+          const size_t t = t0 + static_cast<size_t>(i) * nthr;
+          if (valid[i]) {
+            v[i] = q == me ? loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned)
+                           : loadStaged(mine + static_cast<size_t>(q) * C + t);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kReduceBatch; ++i) {
+          if (!valid[i]) continue;
+          if (q == 0) {
+            r[i].first(v[i]);
+          } else {
+            r[i].add(v[i]);
+          }
         }
       }
-      const uint4 res = r.result(a.buf.avgDivisor);
-      storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res);
-      for (int p = 0; p < n; ++p) {
-        if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res;
+#pragma unroll
+      for (int i = 0; i < kReduceBatch; ++i) {
+        if (!valid[i]) continue;
+        const size_t t = t0 + static_cast<size_t>(i) * nthr;
+        const uint4 res = r[i].result(a.buf.avgDivisor);
+        storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res);
+        for (int p = 0; p < n; ++p) {
+          if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res;
+        }
       }
     }
     __syncthreads();
@@ -139,7 +164,7 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     }
   }
   __syncthreads();
-  if (tid == 0) ctran::device::epochAdvance(h, epoch);
+  ctran::device::epochAdvance(h, epoch);
 }
 
 }  // namespace

@@ -87,8 +87,8 @@ bool CudaIpcTransport::release(const Imported& imported) const {
   gpuError_t err = gpuIpcCloseMemHandle(imported.ptr);
   if (err != gpuSuccess) {
     gpuGetLastError();
-    CTRAN_WARN("cuda_ipc: closing the mapping of GPU ", imported.device, "'s memory at ",
-               imported.ptr, " failed: ", gpuGetErrorString(err));
+    CTRAN_WARN("cuda_ipc: closing the mapping of a peer's memory at ", imported.ptr,
+               " failed: ", gpuGetErrorString(err));
     return false;
   }
   return true;
