@@ -31,16 +31,24 @@ from rcclx_core._C import (
 )
 
 
+class GroupHandle:
+    """What ``with comm.group(async_op=True) as g:`` binds: after the block, ``g.work`` is the
+    group's Work (None for a synchronous group or one nested in another)."""
+
+    work: Work | None = None
+
+
 @contextlib.contextmanager
 def _group(self: Communicator, async_op: bool = False):
     """Records the calls made inside the ``with`` block and runs them together on exit."""
+    handle = GroupHandle()
     self.group_start()
     try:
-        yield
+        yield handle
     except BaseException:
         self.group_end()
         raise
-    self.group_end(async_op=async_op)
+    handle.work = self.group_end(async_op=async_op)
 
 
 Communicator.group = _group
@@ -49,6 +57,7 @@ __all__ = [
     "Communicator",
     "DataType",
     "Error",
+    "GroupHandle",
     "InvalidArgumentError",
     "InvalidUsageError",
     "RedOp",

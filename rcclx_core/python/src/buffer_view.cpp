@@ -109,13 +109,16 @@ void applyDtype(BufferView& v, size_t nbytes, std::optional<DataType> detected,
   v.count = nbytes / dataTypeSize(v.type);
 }
 
+// `refusal` receives why __dlpack__ failed, for the error if the buffer protocol fails too.
 bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<DataType> dtype,
-               BufferView& v) {
+               BufferView& v, std::string& refusal) {
   if (!py::hasattr(obj, "__dlpack__")) return false;
   py::object capsule;
   try {
     capsule = obj.attr("__dlpack__")();
-  } catch (py::error_already_set&) {
+  } catch (py::error_already_set& e) {
+    refusal = ctran::strCat(std::string(py::str(e.type().attr("__name__"))), ": ",
+                            std::string(py::str(e.value())));
     return false;  // e.g. numpy refuses read-only arrays: try the buffer protocol
   }
   auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
@@ -154,7 +157,7 @@ bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<Dat
 }
 
 void viaBufferProtocol(const py::handle& obj, const std::string& name,
-                       std::optional<DataType> dtype, BufferView& v) {
+                       std::optional<DataType> dtype, BufferView& v, const std::string& refusal) {
   Py_buffer view;
   int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
   bool writable = true;
@@ -164,9 +167,10 @@ void viaBufferProtocol(const py::handle& obj, const std::string& name,
     if (PyObject_GetBuffer(obj.ptr(), &view, flags) != 0) {
       PyErr_Clear();
       std::string type = py::str(py::type::handle_of(obj).attr("__name__"));
+      std::string why = refusal.empty() ? "" : " (its __dlpack__ failed: " + refusal + ")";
       throw ctran::InvalidArgument(ctran::strCat(
           name, ": expected a contiguous array (numpy, torch, or any DLPack or buffer-protocol "
-          "object), got ", type));
+          "object), got ", type, why));
     }
   }
   std::string fmt = view.format ? view.format : "B";
@@ -194,7 +198,8 @@ BufferView viewBuffer(const py::handle& obj, const std::string& name,
                       std::optional<DataType> dtype) {
   CTRAN_CHECK(!obj.is_none(), ctran::InvalidArgument, name, " is None");
   BufferView v;
-  if (!viaDLPack(obj, name, dtype, v)) viaBufferProtocol(obj, name, dtype, v);
+  std::string refusal;
+  if (!viaDLPack(obj, name, dtype, v, refusal)) viaBufferProtocol(obj, name, dtype, v, refusal);
   return v;
 }
 

@@ -37,7 +37,9 @@ class PyCommunicator {
     return *comm_;
   }
 
-  // Runs `call` without the GIL; an async Work keeps `arrays` alive until it completes.
+  // Runs `call` without the GIL. `arrays` stay alive until the call's work completes: an
+  // async Work keeps them; a call recorded in a group (no Work yet) keeps them until the group
+  // ends.
   py::object run(bool async, std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
     prune();
     WorkPtr work;
@@ -45,7 +47,31 @@ class PyCommunicator {
       py::gil_scoped_release nogil;
       work = call();
     }
-    if (!async || !work) return py::none();
+    if (!work) {
+      for (auto& a : arrays) grouped_.push_back(std::move(a));
+      return py::none();
+    }
+    if (!async) return py::none();
+    pending_.push_back({work, std::move(arrays)});
+    return py::cast(work);
+  }
+
+  // Ends a group; when it was the outermost, its calls run, and their arrays are released
+  // once they complete.
+  py::object groupEnd(bool async) {
+    prune();
+    WorkPtr work;
+    try {
+      py::gil_scoped_release nogil;
+      work = comm().groupEnd(async);
+    } catch (...) {
+      grouped_.clear();
+      throw;
+    }
+    if (!work) return py::none();  // an inner group: the outermost one runs everything
+    std::vector<py::object> arrays = std::move(grouped_);
+    grouped_.clear();
+    if (!async) return py::none();
     pending_.push_back({work, std::move(arrays)});
     return py::cast(work);
   }
@@ -63,6 +89,7 @@ class PyCommunicator {
   };
   std::unique_ptr<Communicator> comm_;
   std::vector<Pending> pending_;
+  std::vector<py::object> grouped_;  // arrays of the calls recorded in the open group
 };
 
 std::optional<DataType> dtypeArg(const py::object& d) {
@@ -413,9 +440,8 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {}, [&] { return c.comm().barrier(optionsOf(async)); });
           }, py::arg("async_op") = false)
       .def("group_start", [](PC& c) { c.comm().groupStart(); })
-      .def("group_end", [](PC& c, bool async) {
-            return c.run(async, {}, [&] { return c.comm().groupEnd(async); });
-          }, py::arg("async_op") = false)
+      .def("group_end", [](PC& c, bool async) { return c.groupEnd(async); },
+          py::arg("async_op") = false)
       .def("split", [](PC& c, int color, std::optional<int> key) {
             std::unique_ptr<Communicator> sub;
             {

@@ -1,0 +1,127 @@
+"""send / recv, groups (ring exchange, all-to-all, several messages per peer, self), barrier."""
+
+import time
+
+import numpy as np
+import pytest
+import rcclx_cases
+import rcclx_helpers as H
+
+from launcher import launch
+
+SPECS = [H.SPEC[n] for n in ("int8", "float16", "float32", "float64", "bfloat16", "float8_e4m3")]
+
+
+def _p2p_rank(ctx):
+    import rcclx_core as rc
+
+    comm = H.comm_of(ctx)
+    n, me = comm.size, comm.rank
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    check = rcclx_cases.same_bits
+    out = {}
+    for spec in SPECS:
+        kw = spec.kw()
+        for count in H.COUNTS:
+            data = [H.make_bytes(spec, p, count, tag=10) for p in range(n)]
+            # Blocking pairs (0,1), (2,3): the lower rank sends first, the higher receives
+            # first; a large message only completes as the receiver drains the FIFO.
+            partner = me ^ 1
+            problem = None  # (the last of an odd number of ranks has no partner)
+            if partner < n:
+                got = np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage)
+                if me < partner:
+                    comm.send(data[me], partner, **kw)
+                    comm.recv(got, partner, **kw)
+                else:
+                    comm.recv(got, partner, **kw)
+                    comm.send(data[me], partner, **kw)
+                problem = check(got, data[partner])
+            out[f"pair {spec.name} count={count}"] = ("", problem)
+            # Ring exchange in a group: every rank sends and receives at once.
+            got = np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage)
+            with comm.group():
+                comm.send(data[me], nxt, **kw)
+                comm.recv(got, prv, **kw)
+            out[f"group ring {spec.name} count={count}"] = ("", check(got, data[prv]))
+            # All-to-all by a group, self included.
+            blocks = [H.make_bytes(spec, me * n + p, count, tag=11) for p in range(n)]
+            recv = [np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage) for _ in range(n)]
+            comm.group_start()
+            for p in range(n):
+                comm.recv(recv[p], p, **kw)
+                comm.send(blocks[p], p, **kw)
+            comm.group_end()
+            problems = [
+                check(recv[p], H.make_bytes(spec, p * n + me, count, tag=11), f"from {p}: ")
+                for p in range(n)
+            ]
+            out[f"group all_to_all {spec.name} count={count}"] = (
+                "",
+                rcclx_cases.join_problems(*problems),
+            )
+    # Several messages to one peer in one group match in order, and sizes may differ.
+    sizes = [3, 0, 5000, 1]
+    msgs = [np.arange(s, dtype=np.int32) * (me + 1) + k for k, s in enumerate(sizes)]
+    got = [np.zeros(s, dtype=np.int32) for s in sizes]
+    with comm.group():
+        for k in range(len(sizes)):
+            comm.send(msgs[k], nxt)
+            comm.recv(got[k], prv)
+    want = [np.arange(s, dtype=np.int32) * (prv + 1) + k for k, s in enumerate(sizes)]
+    out["group ordered messages"] = (
+        "",
+        rcclx_cases.join_problems(*[check(g, w) for g, w in zip(got, want)]),
+    )
+    # Nested groups run when the outermost ends; a collective recorded in a group runs too.
+    # The send buffer is a temporary: the binding must keep it alive until the group ends.
+    x = np.full(7, me + 1.0)
+    got = np.zeros(7)
+    comm.group_start()
+    comm.all_reduce(x)
+    comm.group_start()
+    comm.send(np.full(4, float(me)), nxt)
+    comm.recv(got[:4], prv)
+    comm.group_end()
+    recorded = got[:4].copy()  # not run yet
+    comm.group_end()
+    out["nested group"] = (
+        "",
+        rcclx_cases.join_problems(
+            check(recorded, np.zeros(4), "ran before the outer group_end: "),
+            check(got[:4], np.full(4, float(prv))),
+            check(x, np.full(7, n * (n + 1) / 2)),
+        ),
+    )
+    # Point-to-point between collectives keeps both in step.
+    y = np.full(3, float(me))
+    comm.all_reduce(y, op=rc.RedOp.MAX)
+    problem = None
+    if me == 0:
+        comm.send(np.arange(10.0), n - 1)
+    elif me == n - 1:
+        z = np.zeros(10)
+        comm.recv(z, 0)
+        problem = check(z, np.arange(10.0))
+    out["send between collectives"] = ("", problem)
+    comm.all_reduce(y, op=rc.RedOp.MAX)
+    out["collectives around p2p"] = ("", check(y, np.full(3, n - 1.0)))
+    # Barrier: nobody leaves before the last rank arrives.
+    comm.barrier()
+    if me == 0:
+        time.sleep(0.3)
+    t0 = time.monotonic()
+    comm.barrier()
+    waited = time.monotonic() - t0
+    out["barrier waited"] = (
+        "",
+        None if me == 0 or waited > 0.2 else f"left the barrier after {waited:.3f} s",
+    )
+    comm.destroy()
+    return out
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_send_recv_and_groups(nranks):
+    results = launch(_p2p_rank, nranks, env=H.CHUNK_ENV, timeout=120)
+    H.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 5)
