@@ -126,7 +126,17 @@ uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
     cell->waiters.fetch_sub(1, std::memory_order_seq_cst);
     v = cell->value.load(std::memory_order_acquire);
     if (v >= target) return v;
-    if (check) check();
+    // A peer may signal and exit between that load and the liveness check: look once more
+    // before reporting it.
+    if (check) {
+      try {
+        check();
+      } catch (const Error&) {
+        v = cell->value.load(std::memory_order_acquire);
+        if (v >= target) return v;
+        throw;
+      }
+    }
     if (deadline.expired()) throwTimeout(deadline, what());
   }
 }
@@ -138,7 +148,14 @@ void waitUntil(const std::function<bool()>& ready, const Deadline& deadline,
   while (!ready()) {
     backoff.pause();
     if ((++polls & 255) == 0) {
-      if (check) check();
+      if (check) {
+        try {
+          check();
+        } catch (const Error&) {
+          if (ready()) return;  // the peer finished its part just before it went away
+          throw;
+        }
+      }
       if (deadline.expired()) throwTimeout(deadline, what());
     }
   }
