@@ -27,7 +27,7 @@ inline std::shared_ptr<Store> storeFromPy(const pybind11::object& obj) {
   } catch (const pybind11::cast_error&) {
     for (const char* m : {"set", "get", "add"}) {
       CTRAN_CHECK(pybind11::hasattr(obj, m), InvalidArgument, "store: object of type ",
-                  std::string(pybind11::str(obj.get_type().attr("__name__"))),
+                  std::string(pybind11::str(pybind11::type::handle_of(obj).attr("__name__"))),
                   " has no method '", m, "' (expected a torch.distributed.Store-like object)");
     }
     return std::make_shared<PyStore>(obj);
