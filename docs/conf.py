@@ -1,0 +1,30 @@
+"""Sphinx configuration of the RCCLX documentation (`nox -s docs` builds it, warnings as errors).
+
+The knob table of configuration.rst is generated at build time from the installed libraries'
+registry (``ctran.config_dump()``, and ``rcclx_core.config_dump()`` where that exists) by the
+local extension _ext/knobs.py, into generated/knobs.rst (not checked in).
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
+
+project = "RCCLX"
+author = "the RCCLX developers"
+copyright = "the RCCLX developers"
+release = "0.1.0"
+version = release
+
+extensions = ["knobs"]
+
+root_doc = "index"
+# generated/ holds fragments pulled in with `.. include::`, not pages of their own.
+exclude_patterns = ["_build", "generated", "Thumbs.db", ".DS_Store"]
+
+html_theme = "alabaster"
+html_theme_options = {
+    "description": "Collective communication for GPU and CPU clusters",
+    "fixed_sidebar": True,
+}
+html_static_path = []

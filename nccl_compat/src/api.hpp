@@ -1,0 +1,43 @@
+// How every nccl* entry point is declared and how it turns exceptions into ncclResult_t.
+//
+// NCCL_API declares the exported function (weak, so a profiler may interpose it) and its
+// strong p-prefixed alias, as NCCL does; the linker version script (libnccl.map) exports
+// nothing else. Every entry point that can fail runs its body inside exactly one boundary().
+#pragma once
+
+#include <new>
+#include <stdexcept>
+
+#include "ctran/checks.hpp"
+#include "nccl.h"
+
+#define NCCL_API(ret, func, ...)                          \
+  extern "C" __attribute__((visibility("default")))       \
+  __attribute__((alias(#func))) ret p##func(__VA_ARGS__); \
+  extern "C" __attribute__((visibility("default"))) __attribute__((weak)) ret func(__VA_ARGS__)
+
+namespace rcclx::nccl {
+
+/// Records "<entryPoint>: <message>" as this thread's last error (ncclGetLastError), logs it
+/// at WARN, and returns `result`. Never throws.
+ncclResult_t fail(const char* entryPoint, ncclResult_t result, const char* message) noexcept;
+
+/// Runs `body`; maps what it throws to a result code: a ctran::Error to its own result(),
+/// std::bad_alloc to ncclSystemError, anything else to ncclInternalError.
+template <typename Body>
+ncclResult_t boundary(const char* entryPoint, Body&& body) noexcept {
+  try {
+    body();
+    return ncclSuccess;
+  } catch (const ctran::Error& e) {
+    return fail(entryPoint, static_cast<ncclResult_t>(e.result()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(entryPoint, ncclSystemError, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(entryPoint, ncclInternalError, e.what());
+  } catch (...) {
+    return fail(entryPoint, ncclInternalError, "unknown exception");
+  }
+}
+
+}  // namespace rcclx::nccl

@@ -1,0 +1,188 @@
+"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols, sonames, and the functions
+implemented so far, called through ctypes and from a plain C program (no GPU needed)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+import ctran
+import rcclx_nccl
+
+IMPLEMENTED = ("ncclGetVersion", "ncclGetErrorString", "ncclGetLastError", "ncclGetUniqueId")
+LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} (binutils) is not installed")
+    return path
+
+
+def _header_macro(name: str) -> int:
+    text = (rcclx_nccl.include_dir() / "nccl.h").read_text()
+    match = re.search(rf"^#define {name} (\d+)$", text, re.MULTILINE)
+    assert match, f"nccl.h defines no {name}"
+    return int(match.group(1))
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_exports_only_nccl_symbols(name):
+    out = subprocess.run(
+        [_tool("nm"), "-D", "--defined-only", str(rcclx_nccl.library_path(name))],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    symbols = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    assert symbols, "no dynamic symbols exported"
+    stray = sorted(s for s in symbols if not s.startswith(("nccl", "pnccl")))
+    assert not stray, f"exports outside nccl*/pnccl*: {stray}"
+    expected = set(IMPLEMENTED) | {"p" + f for f in IMPLEMENTED}
+    assert expected <= symbols, f"missing: {sorted(expected - symbols)}"
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_soname(name):
+    out = subprocess.run(
+        [_tool("readelf"), "-d", str(rcclx_nccl.library_path(name))],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert f"Library soname: [{LIBRARIES[name]}]" in out
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_version_matches_header(name):
+    major, minor, patch = (_header_macro(f"NCCL_{p}") for p in ("MAJOR", "MINOR", "PATCH"))
+    assert (major, minor) == (2, 28)
+    code = _header_macro("NCCL_VERSION_CODE")
+    assert code == major * 10000 + minor * 100 + patch
+    assert rcclx_nccl.get_version(name) == code
+
+
+def test_pnccl_aliases_are_the_same_functions():
+    lib = rcclx_nccl.load()
+    for f in IMPLEMENTED:
+        plain = ctypes.cast(getattr(lib, f), ctypes.c_void_p).value
+        alias = ctypes.cast(getattr(lib, "p" + f), ctypes.c_void_p).value
+        assert plain == alias, f
+
+
+def test_error_strings():
+    lib = rcclx_nccl.load()
+    strings = [lib.ncclGetErrorString(code).decode() for code in range(8)]
+    assert strings[0] == "no error"
+    assert strings[4].startswith("invalid argument")
+    assert strings[6] == "remote process exited or there was a network error"
+    assert len(set(strings)) == 8, strings
+    assert lib.ncclGetErrorString(8).decode() == "unknown result code"
+    assert lib.ncclGetErrorString(-1).decode() == "unknown result code"
+
+
+def test_null_arguments_return_invalid_argument_and_set_last_error():
+    lib = rcclx_nccl.load()
+    assert lib.ncclGetVersion(None) == 4  # ncclInvalidArgument
+    assert lib.ncclGetLastError(None).decode() == "ncclGetVersion: version is NULL"
+    assert lib.ncclGetUniqueId(None) == 4
+    assert lib.ncclGetLastError(None).decode() == "ncclGetUniqueId: uniqueId is NULL"
+    # A successful call leaves the last error as it was.
+    assert rcclx_nccl.get_version() == _header_macro("NCCL_VERSION_CODE")
+    assert lib.ncclGetLastError(None).decode() == "ncclGetUniqueId: uniqueId is NULL"
+    with pytest.raises(rcclx_nccl.NcclError, match="version is NULL"):
+        rcclx_nccl._check(lib, "ncclGetVersion", lib.ncclGetVersion(None))
+
+
+def test_last_error_is_per_thread():
+    lib = rcclx_nccl.load()
+    assert lib.ncclGetVersion(None) == 4
+    seen = {}
+
+    def other_thread():
+        seen["before"] = lib.ncclGetLastError(None).decode()
+        lib.ncclGetUniqueId(None)
+        seen["after"] = lib.ncclGetLastError(None).decode()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    assert seen == {"before": "", "after": "ncclGetUniqueId: uniqueId is NULL"}
+    assert lib.ncclGetLastError(None).decode() == "ncclGetVersion: version is NULL"
+
+
+def test_unique_id_names_a_live_store(monkeypatch):
+    monkeypatch.setenv("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
+    first = rcclx_nccl.get_unique_id()
+    second = rcclx_nccl.get_unique_id("rccl")
+    assert len(first) == len(second) == rcclx_nccl.NCCL_UNIQUE_ID_BYTES == 128
+    assert first != second
+    host, port = ctran.describe_unique_id(first).rsplit(":", 1)
+    assert host == "127.0.0.1"
+    # The id's store is served by libnccl's own thread; ctran's Python client reaches it.
+    store = ctran.TcpStore(host, int(port), timeout_ms=10_000)
+    store.set("abi-test", b"hello")
+    assert store.get("abi-test", timeout_ms=10_000) == b"hello"
+    assert store.add("abi-counter", 5) == 5
+
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+#include <nccl.h>
+
+int main(void) {
+  int version = 0;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE) return 1;
+  if (ncclGetVersion(NULL) != ncclInvalidArgument) return 2;
+  printf("last error: %s\n", ncclGetLastError(NULL));
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 3;
+  if (pncclGetVersion(&version) != ncclSuccess) return 4;
+  printf("version %d, sizeof(ncclUniqueId) %zu, ncclMaxRedOp %d\n", version, sizeof id,
+         (int)ncclMaxRedOp);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_plain_c_program_links_and_runs(name, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "prog.c"
+    src.write_text(C_PROGRAM)
+    exe = tmp_path / "prog"
+    lib = rcclx_nccl.library_path(name)
+    subprocess.run(
+        [
+            cc,
+            "-std=c99",
+            "-Wall",
+            "-Werror",
+            "-o",
+            str(exe),
+            str(src),
+            f"-I{rcclx_nccl.include_dir()}",
+            f"-L{lib.parent}",
+            f"-l:{lib.name}",
+        ],
+        check=True,
+    )
+    env = rcclx_nccl.environ()
+    env["RCCLX_BOOTSTRAP_ADDR"] = "127.0.0.1"
+    run = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    code = _header_macro("NCCL_VERSION_CODE")
+    assert run.stdout.splitlines() == [
+        "last error: ncclGetVersion: version is NULL",
+        f"version {code}, sizeof(ncclUniqueId) 128, ncclMaxRedOp 2147483647",
+    ]
