@@ -9,6 +9,7 @@
 #include "collectives/collectives.hpp"
 #include "cpu/reduce.hpp"
 #include "ctran/checks.hpp"
+#include "ctran/device.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "direct/direct_arena.hpp"
@@ -32,9 +33,18 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   selectorConfigFromEnv();  // validates RCCLX_ALLREDUCE_ALGO and the thresholds
   CTRAN_CHECK(ddaChunk >= 4096, ctran::InvalidArgument, "RCCLX_DDA_CHUNK_BYTES=", ddaChunk,
               " must be at least 4096");
+  if (device_ >= 0) {
+    // No usable GPU: every rank that asked for one fails alike, before any collective step.
+    std::string why;
+    const int ndev = ctran::device::count(&why);
+    CTRAN_CHECK(ndev > 0, ctran::CudaError, "communicator: device ", device_, " requested but ", why);
+    CTRAN_CHECK(device_ < ndev, ctran::InvalidArgument, "communicator: device ", device_,
+                " is out of range for ", ndev, " GPUs on this host");
+  }
   const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
   const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
   const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
+  gpu::Tuning().apply(gpuTuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));
   rank_ = group_->rank();
   nranks_ = group_->nranks();
@@ -64,7 +74,6 @@ Communicator::~Communicator() {
 const ctran::Topology& Communicator::topology() const { return group_->topology(); }
 
 void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, const std::string& tuning) {
-  gpu::Tuning().apply(tuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
   // The staging is allocated collectively: every rank must agree on whether there is a GPU.
   std::string mine = std::to_string(device_);
   auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
