@@ -81,7 +81,8 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     CTRAN_GPU_CHECK(gpuSetDevice(device), "GPU ", device);
     CTRAN_GPU_CHECK(gpuMalloc(&base_, layout.totalBytes), "allocating ", layout.totalBytes,
                     " bytes (", dataBytes, " data, ", numSignals, " signals) on GPU ", device);
-    CTRAN_GPU_CHECK(gpuMemset(base_, 0, layout.totalBytes), "zeroing ", layout.totalBytes, " bytes");
+    CTRAN_GPU_CHECK(gpuMemset(base_, 0, layout.totalBytes), "zeroing ", layout.totalBytes,
+                    " bytes");
     CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "zeroing the window on GPU ", device);
     record = ipc.exportMemory(base_, layout.totalBytes);
   } catch (const Error& e) {
@@ -121,8 +122,8 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     release();
     throw;
   }
-  CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ",
-             layout.totalBytes, " bytes, peers mapped by CUDA IPC");
+  CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ", layout.totalBytes,
+             " bytes, peers mapped by CUDA IPC");
 #endif
 }
 
@@ -145,7 +146,8 @@ void DeviceWindow::destroy(bool collective) {
     if (err == gpuSuccess) err = gpuDeviceSynchronize();
     if (err != gpuSuccess) {
       gpuGetLastError();
-      CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ", gpuGetErrorString(err));
+      CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ",
+                 gpuGetErrorString(err));
     }
     try {
       group_->bootstrap().barrier();

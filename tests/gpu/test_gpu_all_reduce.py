@@ -14,7 +14,9 @@ import pytest
 
 ctran = pytest.importorskip("ctran")
 if ctran.cuda_device_count()[0] < 2:
-    pytest.skip(f"needs 2 GPUs: {ctran.cuda_device_count()[1] or 'fewer than 2'}", allow_module_level=True)
+    pytest.skip(
+        f"needs 2 GPUs: {ctran.cuda_device_count()[1] or 'fewer than 2'}", allow_module_level=True
+    )
 pytest.importorskip("torch")
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gpu"))

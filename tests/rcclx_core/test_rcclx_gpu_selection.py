@@ -2,17 +2,23 @@
 errors, and a communicator asked for a GPU on a build or machine without one failing cleanly."""
 
 import pytest
-from launcher import launch
 
 import rcclx_core as rc
+from launcher import launch
 
 KIB, MIB = 1 << 10, 1 << 20
 
 
 @pytest.mark.parametrize(
     "nbytes, algo",
-    [(0, "dda_flat"), (256 * KIB, "dda_flat"), (256 * KIB + 1, "dda_tree"), (32 * MIB, "dda_tree"),
-     (32 * MIB + 1, "dda_large"), (1 << 30, "dda_large")],
+    [
+        (0, "dda_flat"),
+        (256 * KIB, "dda_flat"),
+        (256 * KIB + 1, "dda_tree"),
+        (32 * MIB, "dda_tree"),
+        (32 * MIB + 1, "dda_large"),
+        (1 << 30, "dda_large"),
+    ],
 )
 def test_gpu_thresholds(nbytes, algo):
     assert rc.select_all_reduce(nbytes, gpu=True)[0] == algo
@@ -20,12 +26,18 @@ def test_gpu_thresholds(nbytes, algo):
 
 def test_gpu_thresholds_are_configurable():
     assert rc.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=2 * MIB)[0] == "dda_flat"
-    assert rc.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=KIB, gpu_tree_max_bytes=KIB)[0] == "dda_large"
+    assert (
+        rc.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=KIB, gpu_tree_max_bytes=KIB)[0]
+        == "dda_large"
+    )
 
 
 def test_forced_gpu_algorithms():
     for algo in ("dda_flat", "dda_tree", "dda_large"):
-        assert rc.select_all_reduce(64, gpu=True, forced=algo) == (algo, f"forced by forced='{algo}'")
+        assert rc.select_all_reduce(64, gpu=True, forced=algo) == (
+            algo,
+            f"forced by forced='{algo}'",
+        )
 
 
 def test_ring_is_refused_on_gpu_and_dda_large_on_host():

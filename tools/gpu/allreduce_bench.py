@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_common import run_ranks  # noqa: E402
@@ -31,13 +32,35 @@ REPLAYS = 15
 WARMUP = 3
 # Launch shapes tried by --sweep: (column, sizes, tuning spec).
 SWEEP = [
-    ("flat", (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20),
-     ("flat_threads=64,flat_max_blocks=128", "flat_threads=128,flat_max_blocks=128",
-      "flat_threads=512,flat_max_blocks=64", "flat_threads=512,flat_max_blocks=128")),
-    ("tree", (256 << 10, 1 << 20, 4 << 20, 16 << 20),
-     ("tree_min_block_units=256", "tree_min_block_units=1024", "tree_threads=256", "tree_max_blocks=64")),
-    ("large", (16 << 20, 64 << 20, 256 << 20),
-     ("large_blocks=128,large_chunk_units=2048", "large_blocks=64,large_chunk_units=8192", "large_threads=256")),
+    (
+        "flat",
+        (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20),
+        (
+            "flat_threads=64,flat_max_blocks=128",
+            "flat_threads=128,flat_max_blocks=128",
+            "flat_threads=512,flat_max_blocks=64",
+            "flat_threads=512,flat_max_blocks=128",
+        ),
+    ),
+    (
+        "tree",
+        (256 << 10, 1 << 20, 4 << 20, 16 << 20),
+        (
+            "tree_min_block_units=256",
+            "tree_min_block_units=1024",
+            "tree_threads=256",
+            "tree_max_blocks=64",
+        ),
+    ),
+    (
+        "large",
+        (16 << 20, 64 << 20, 256 << 20),
+        (
+            "large_blocks=128,large_chunk_units=2048",
+            "large_blocks=64,large_chunk_units=8192",
+            "large_threads=256",
+        ),
+    ),
 ]
 SWEEP_ALGO = {"flat": "dda_flat", "tree": "dda_tree", "large": "dda_large"}
 
@@ -92,8 +115,9 @@ def bench_rank(info, sizes, dtype_name, sweep):
     def barrier():
         comm.barrier()
 
-    def stream():
-        return torch.cuda.current_stream().cuda_stream
+    def ours(inp, out, algo):
+        # The stream is read at call time: the capture stream while a graph is captured.
+        comm.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
 
     rows = []
     for nbytes in sizes:
@@ -102,26 +126,27 @@ def bench_rank(info, sizes, dtype_name, sweep):
         out = torch.empty_like(inp)
         row = {"bytes": nbytes}
         for algo in OURS:
-            fn = lambda algo=algo: comm.all_reduce(inp, out, algo=algo, stream=stream())  # noqa: E731
-            row[algo] = _try(torch, fn, barrier)
-        row["auto_choice"] = comm.select_all_reduce(nbytes, dtype=9 if dtype_name == "bfloat16" else 7, gpu=True)[0]
-        nccl_buf = inp.clone()
-        row["nccl"] = _try(torch, lambda: dist.all_reduce(nccl_buf), barrier)
-        del nccl_buf
+            row[algo] = _try(torch, partial(ours, inp, out, algo), barrier)
+        row["auto_choice"] = comm.select_all_reduce(
+            nbytes, dtype=9 if dtype_name == "bfloat16" else 7, gpu=True
+        )[0]
+        row["nccl"] = _try(torch, partial(dist.all_reduce, inp.clone()), barrier)
         if nbytes <= SYMM_MAX:
             sb = symm_buf.narrow(0, 0, count)
             sb.copy_(inp)
-            row["symm_one_shot"] = _try(
-                torch, lambda: torch.ops.symm_mem.one_shot_all_reduce_out(sb, "sum", group_name, out), barrier)
-            row["symm_two_shot"] = _try(
-                torch, lambda: torch.ops.symm_mem.two_shot_all_reduce_(sb, "sum", group_name), barrier)
+            one_shot = partial(
+                torch.ops.symm_mem.one_shot_all_reduce_out, sb, "sum", group_name, out
+            )
+            row["symm_one_shot"] = _try(torch, one_shot, barrier)
+            two_shot = partial(torch.ops.symm_mem.two_shot_all_reduce_, sb, "sum", group_name)
+            row["symm_two_shot"] = _try(torch, two_shot, barrier)
         if sweep:
             for column, sweep_sizes, specs in SWEEP:
                 if nbytes not in sweep_sizes:
                     continue
                 for spec in specs:
                     comm.set_gpu_tuning(spec)
-                    fn = lambda: comm.all_reduce(inp, out, algo=SWEEP_ALGO[column], stream=stream())  # noqa: E731
+                    fn = partial(ours, inp, out, SWEEP_ALGO[column])
                     row[f"{column}[{spec}]"] = _try(torch, fn, barrier)
                 comm.set_gpu_tuning("")
         rows.append(row)
@@ -166,12 +191,14 @@ def table(rows, nranks):
         ratio = f"{best_ours / best_peer:.2f}" if best_ours and best_peer else "-"
         factor = 2 * (nranks - 1) / nranks
 
-        def bw(t):
-            return f"{r['bytes'] / (t * 1e-6) * factor / 1e9:.0f}" if t else "-"
+        def bw(t, nbytes=r["bytes"], factor=factor):
+            return f"{nbytes / (t * 1e-6) * factor / 1e9:.0f}" if t else "-"
 
         cells = [_fmt_bytes(r["bytes"])]
-        cells += [f"{v:.1f}" if v is not None else ("err" if isinstance(r.get(c), str) else "-")
-                  for c, v in zip(cols, ours + peers)]
+        cells += [
+            f"{v:.1f}" if v is not None else ("err" if isinstance(r.get(c), str) else "-")
+            for c, v in zip(cols, ours + peers)
+        ]
         cells += [r.get("auto_choice", "-"), ratio, bw(best_ours), bw(_num(r.get("nccl")))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -185,8 +212,12 @@ def sweep_table(rows):
             continue
         base = {c: r.get(SWEEP_ALGO[c]) for c in SWEEP_ALGO}
         parts = [f"{k}={v:.1f}" if _num(v) is not None else f"{k}=err" for k, v in extra.items()]
-        lines.append(f"{_fmt_bytes(r['bytes'])}: default " +
-                     ", ".join(f"{c}={_num(v) or 0:.1f}" for c, v in base.items()) + " | " + ", ".join(parts))
+        lines.append(
+            f"{_fmt_bytes(r['bytes'])}: default "
+            + ", ".join(f"{c}={_num(v) or 0:.1f}" for c, v in base.items())
+            + " | "
+            + ", ".join(parts)
+        )
     return "\n".join(lines)
 
 
@@ -202,18 +233,34 @@ def main() -> int:
     t0 = time.monotonic()
     per_rank = run_ranks(bench_rank, args.nranks, sizes, args.dtype, args.sweep, timeout=540)
     rows = per_rank[0]
-    errors = {(r["bytes"], k): v for r in rows for k, v in r.items() if isinstance(v, str) and v.startswith("error")}
+    errors = {
+        (r["bytes"], k): v
+        for r in rows
+        for k, v in r.items()
+        if isinstance(v, str) and v.startswith("error")
+    }
     for (b, k), v in errors.items():
         print(f"{_fmt_bytes(b)} {k}: {v}")
     if args.out:
         with open(args.out, "w") as fh:
-            json.dump({"nranks": args.nranks, "dtype": args.dtype, "ops_per_graph": OPS_PER_GRAPH,
-                       "replays": REPLAYS, "rank_rows": per_rank}, fh, indent=1)
+            json.dump(
+                {
+                    "nranks": args.nranks,
+                    "dtype": args.dtype,
+                    "ops_per_graph": OPS_PER_GRAPH,
+                    "replays": REPLAYS,
+                    "rank_rows": per_rank,
+                },
+                fh,
+                indent=1,
+            )
     if args.sweep:
         print("\nlaunch-shape sweep (us per op):")
         print(sweep_table(rows))
-    print(f"\nallreduce {args.dtype}, {args.nranks} GPUs, us per op (CUDA graph of {OPS_PER_GRAPH}, "
-          f"median of {REPLAYS} replays), {time.monotonic() - t0:.0f} s:")
+    print(
+        f"\nallreduce {args.dtype}, {args.nranks} GPUs, us per op (CUDA graph of {OPS_PER_GRAPH}, "
+        f"median of {REPLAYS} replays), {time.monotonic() - t0:.0f} s:"
+    )
     print(table(rows, args.nranks))
     return 0
 

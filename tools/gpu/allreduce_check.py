@@ -71,7 +71,11 @@ def _reference(torch, dtype, count, op, seed, nranks, device):
         elif op == "MIN":
             out = torch.minimum(out, x)
     if op == "AVG":
-        out = out / nranks if dtype.is_floating_point else torch.div(out, nranks, rounding_mode="trunc")
+        out = (
+            out / nranks
+            if dtype.is_floating_point
+            else torch.div(out, nranks, rounding_mode="trunc")
+        )
     return out
 
 
@@ -88,11 +92,16 @@ def _compare(torch, name, dtype, out, ref):
     if torch.equal(out, want):
         return None
     idx = (out != want).nonzero()[:4].flatten().tolist()
-    return f"{(out != want).sum().item()} wrong elements, first at {idx}: got {out[idx].tolist()} want {want[idx].tolist()}"
+    wrong = (out != want).sum().item()
+    return (
+        f"{wrong} wrong elements, first at {idx}: got {out[idx].tolist()} want {want[idx].tolist()}"
+    )
 
 
 def _digest(out) -> str:
-    return hashlib.sha1(out.cpu().contiguous().view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes()).hexdigest()
+    return hashlib.sha1(
+        out.cpu().contiguous().view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes()
+    ).hexdigest()
 
 
 def _poison(torch, t):
@@ -101,6 +110,7 @@ def _poison(torch, t):
 
 def correctness_rank(info, counts):
     import torch
+
     import rcclx_core as rc
 
     torch.cuda.set_device(info.rank)
@@ -133,7 +143,9 @@ def correctness_rank(info, counts):
             problem = _compare(torch, name, dtype, out, ref)
         except Exception as e:  # noqa: BLE001 - reported per case
             problem = f"{type(e).__name__}: {e}"
-        cases.append({"case": label, "error": problem, "digest": _digest(out) if problem is None else None})
+        cases.append(
+            {"case": label, "error": problem, "digest": _digest(out) if problem is None else None}
+        )
 
     for algo in ALGOS:
         for name, ops in TYPE_OPS:
@@ -142,12 +154,26 @@ def correctness_rank(info, counts):
                     run_case(f"{algo} {name} {op} n={count}", algo, name, op, count, "out")
         for name in ("bfloat16", "float32", "int8"):
             for count in (5, 4099):
-                run_case(f"{algo} {name} SUM n={count} misaligned", algo, name, "SUM", count, "misaligned")
+                run_case(
+                    f"{algo} {name} SUM n={count} misaligned",
+                    algo,
+                    name,
+                    "SUM",
+                    count,
+                    "misaligned",
+                )
         run_case(f"{algo} bfloat16 SUM n=70001 in-place", algo, "bfloat16", "SUM", 70001, "inplace")
     # Several rounds through the staging (36 MB of fp32 > RCCLX_GPU_STAGING_BYTES / 2).
     for algo in ("dda_tree", "dda_large"):
         run_case(f"{algo} float32 SUM n=9000001 rounds", algo, "float32", "SUM", 9_000_001, "out")
-        run_case(f"{algo} bfloat16 MAX n=20000003 rounds in-place", algo, "bfloat16", "MAX", 20_000_003, "inplace")
+        run_case(
+            f"{algo} bfloat16 MAX n=20000003 rounds in-place",
+            algo,
+            "bfloat16",
+            "MAX",
+            20_000_003,
+            "inplace",
+        )
     comm.destroy()
     return cases
 
@@ -155,14 +181,18 @@ def correctness_rank(info, counts):
 def graph_rank(info, replays):
     """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
     import torch
-    import rcclx_core as rc
 
     torch.cuda.set_device(info.rank)
     dev = torch.device("cuda", info.rank)
     comm = info.communicator()
     n = info.nranks
-    plan = [("dda_flat", "bfloat16", 1001), ("dda_tree", "float32", 65537), ("dda_large", "bfloat16", 3_000_001),
-            ("auto", "float32", 4097), ("dda_flat", "float32", 300_000)]
+    plan = [
+        ("dda_flat", "bfloat16", 1001),
+        ("dda_tree", "float32", 65537),
+        ("dda_large", "bfloat16", 3_000_001),
+        ("auto", "float32", 4097),
+        ("dda_flat", "float32", 300_000),
+    ]
     ins = [torch.empty(c, dtype=getattr(torch, t), device=dev) for _, t, c in plan]
     outs = [torch.empty_like(x) for x in ins]
     side = torch.cuda.Stream()
@@ -179,7 +209,7 @@ def graph_rank(info, replays):
             comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
     results = []
     for rep in range(replays):
-        for i, ((algo, t, c), x, o) in enumerate(zip(plan, ins, outs)):
+        for i, ((_, t, c), x, o) in enumerate(zip(plan, ins, outs)):
             x.copy_(_gen(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, info.rank, dev))
             _poison(torch, o)
         g.replay()
@@ -187,8 +217,13 @@ def graph_rank(info, replays):
         for i, ((algo, t, c), o) in enumerate(zip(plan, outs)):
             ref = _reference(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, n, dev)
             problem = _compare(torch, t, getattr(torch, t), o, ref)
-            results.append({"case": f"graph replay {rep} {algo} {t} n={c}", "error": problem,
-                            "digest": _digest(o) if problem is None else None})
+            results.append(
+                {
+                    "case": f"graph replay {rep} {algo} {t} n={c}",
+                    "error": problem,
+                    "digest": _digest(o) if problem is None else None,
+                }
+            )
     del g
     comm.destroy()
     return results
@@ -260,20 +295,26 @@ def main() -> int:
             errs = [(r, c["error"]) for r, c in enumerate(cases) if c["error"]]
             digests = {c["digest"] for c in cases}
             if errs:
-                failures.append(f"{cases[0]['case']}: " + "; ".join(f"rank {r}: {e}" for r, e in errs))
+                failures.append(
+                    f"{cases[0]['case']}: " + "; ".join(f"rank {r}: {e}" for r, e in errs)
+                )
             elif len(digests) != 1:
                 failures.append(f"{cases[0]['case']}: ranks' results differ bitwise")
             else:
                 n_ok += 1
         summary[name] = {"cases": len(per_rank[0]), "passed": n_ok}
-        print(f"{name}: {n_ok}/{len(per_rank[0])} cases passed ({time.monotonic() - t0:.0f} s)", flush=True)
+        print(
+            f"{name}: {n_ok}/{len(per_rank[0])} cases passed ({time.monotonic() - t0:.0f} s)",
+            flush=True,
+        )
 
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
     fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
     leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
     leak_ok = all(abs(d) < (4 << 20) for d in leaks)
     summary["leak"] = {"bytes_lost_by_rank": leaks, "ok": leak_ok}
-    print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {'ok' if leak_ok else 'LEAK'}")
+    verdict = "ok" if leak_ok else "LEAK"
+    print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {verdict}")
     if not leak_ok:
         failures.append(f"device memory not returned after destroy: {leaks}")
     if not args.skip_stall:
@@ -292,7 +333,8 @@ def main() -> int:
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(summary, fh, indent=1)
-    print(f"GPU correctness: {'PASS' if not failures else f'{len(failures)} FAILURES'} ({time.monotonic() - t0:.0f} s)")
+    verdict = "PASS" if not failures else f"{len(failures)} FAILURES"
+    print(f"GPU correctness: {verdict} ({time.monotonic() - t0:.0f} s)")
     return 0 if not failures else 1
 
 

@@ -18,7 +18,11 @@ import time
 import traceback
 from typing import Any, Callable
 
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+SAFE_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 os.environ.update(SAFE_ENV)
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")  # a crashing rank prints its Python stack
 
@@ -49,7 +53,9 @@ class RankInfo:
         """An rcclx communicator on GPU `rank`."""
         import rcclx_core
 
-        return rcclx_core.Communicator.from_unique_id(self.unique_id, self.rank, self.nranks, device=self.rank)
+        return rcclx_core.Communicator.from_unique_id(
+            self.unique_id, self.rank, self.nranks, device=self.rank
+        )
 
 
 class RankFailure(RuntimeError):
@@ -96,7 +102,9 @@ def run_ranks(fn: Callable, nranks: int, *args, timeout: float = 300.0) -> list[
                     rank, status, value = queue.get()
                     results[rank] = (status, value)
                 for r in dead:
-                    results.setdefault(r, ("error", f"rank {r} died with exit code {procs[r].exitcode}"))
+                    results.setdefault(
+                        r, ("error", f"rank {r} died with exit code {procs[r].exitcode}")
+                    )
     for r, p in enumerate(procs):
         if r not in results:
             results[r] = ("error", f"rank {r} still running after {timeout:.0f} s (killed)")

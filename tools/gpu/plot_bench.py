@@ -22,7 +22,9 @@ def main(src: str, dst: str) -> None:
     data = json.load(open(src))
     rows = data["rank_rows"][0]
     sizes = [r["bytes"] for r in rows]
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 8), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    fig, (ax, ax2) = plt.subplots(
+        2, 1, figsize=(8, 8), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
     for col in OURS + PEERS:
         pts = [(r["bytes"], r[col]) for r in rows if isinstance(r.get(col), (int, float))]
         if pts:

@@ -37,9 +37,9 @@ struct DeviceWindowHandle {
   int nranks = 0;
   size_t dataBytes = 0;
   int numSignals = 0;
-  char* data[kMaxDeviceRanks] = {};          ///< rank r's data area mapped here (own at [rank])
-  uint64_t* signals[kMaxDeviceRanks] = {};   ///< rank r's signal flags mapped here
-  uint32_t* epochs = nullptr;                ///< this rank's epoch counters (kMaxEpochSlots)
+  char* data[kMaxDeviceRanks] = {};         ///< rank r's data area mapped here (own at [rank])
+  uint64_t* signals[kMaxDeviceRanks] = {};  ///< rank r's signal flags mapped here
+  uint32_t* epochs = nullptr;               ///< this rank's epoch counters (kMaxEpochSlots)
 };
 
 class DeviceWindow {
@@ -71,8 +71,8 @@ class DeviceWindow {
   PeerGroup* group_;
   int device_;
   size_t allocBytes_ = 0;
-  void* base_ = nullptr;             // this rank's allocation
-  std::vector<void*> imported_;      // by rank: the mapped base of an IPC-opened peer, or null
+  void* base_ = nullptr;         // this rank's allocation
+  std::vector<void*> imported_;  // by rank: the mapped base of an IPC-opened peer, or null
   DeviceWindowHandle handle_;
   bool destroyed_ = false;
 };

@@ -93,19 +93,20 @@ inline const char* gpuRuntimeName() {
 }
 
 /// Throws CudaError "<context>: <call> failed: <runtime's error text> (error <code>)".
-[[noreturn]] inline void throwGpuError(gpuError_t err, const char* call, const std::string& context) {
+[[noreturn]] inline void throwGpuError(gpuError_t err, const char* call,
+                                       const std::string& context) {
   gpuGetLastError();  // clear a non-sticky error so the next call starts clean
-  throw CudaError(strCat(context, context.empty() ? "" : ": ", call, " failed: ",
-                         gpuGetErrorString(err), " (", gpuRuntimeName(), " error ",
+  throw CudaError(strCat(context, context.empty() ? "" : ": ", call,
+                         " failed: ", gpuGetErrorString(err), " (", gpuRuntimeName(), " error ",
                          static_cast<int>(err), ")"));
 }
 
 }  // namespace ctran
 
 /// Runs a GPU runtime call; on failure throws CudaError naming the call and `context` parts.
-#define CTRAN_GPU_CHECK(call, ...)                                                  \
-  do {                                                                              \
-    gpuError_t ctran_gpu_err_ = (call);                                             \
-    if (ctran_gpu_err_ != gpuSuccess)                                               \
+#define CTRAN_GPU_CHECK(call, ...)                                                    \
+  do {                                                                                \
+    gpuError_t ctran_gpu_err_ = (call);                                               \
+    if (ctran_gpu_err_ != gpuSuccess)                                                 \
       ::ctran::throwGpuError(ctran_gpu_err_, #call, ::ctran::strCat("" __VA_ARGS__)); \
   } while (0)

@@ -14,7 +14,8 @@
 //    replay the same one); block b reads epochs[b] at entry (epochLoad) and, before it ends,
 //    writes epoch + 1 into every slot congruent to b modulo gridDim.x (epochAdvance). Every
 //    slot thus advances by one per kernel whatever the grid size, and no block reads a slot
-//    another block of the same kernel writes (the stores are spread over the block's threads). Kernels using one window must run in order.
+//    another block of the same kernel writes (the stores are spread over the block's threads).
+//    Kernels using one window must run in order.
 //  * Waits are bounded: past `timeoutNs` (from the first unsuccessful poll) the kernel prints
 //    what it waited for and traps, so a dead peer becomes a launch error, not a hung GPU.
 #pragma once
@@ -65,10 +66,11 @@ __device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int
                                                  uint64_t expected, uint64_t seen,
                                                  uint64_t timeoutNs) {
   if (atomicExch(&gTimeoutReported, 1u) == 0u)
-    printf("rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
-         "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
-         rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000),
-         what, peer, (unsigned long long)expected, (unsigned long long)seen);
+    printf(
+        "rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
+        "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
+        rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000), what,
+        peer, (unsigned long long)expected, (unsigned long long)seen);
   __trap();
 }
 
@@ -109,7 +111,8 @@ __device__ __forceinline__ uint32_t epochLoad(const DeviceWindowHandle& h) {
 /// threads (one serial loop of kMaxEpochSlots stores in a single thread costs microseconds).
 __device__ __forceinline__ void epochAdvance(const DeviceWindowHandle& h, uint32_t epoch) {
   const int stride = gridDim.x * blockDim.x;
-  for (int i = blockIdx.x + threadIdx.x * gridDim.x; i < kMaxEpochSlots; i += stride) h.epochs[i] = epoch;
+  for (int i = blockIdx.x + threadIdx.x * gridDim.x; i < kMaxEpochSlots; i += stride)
+    h.epochs[i] = epoch;
 }
 
 }  // namespace ctran::device

@@ -27,8 +27,9 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   // The thread's first unit is loaded once, before (and overlapping) the epoch load; most
   // small calls have one unit per thread.
-  const uint4 own0 = first < a.buf.units ? loadUnit<T>(a.buf.send, first, a.buf.count, a.buf.aligned)
-                                         : make_uint4(0, 0, 0, 0);
+  const uint4 own0 = first < a.buf.units
+                         ? loadUnit<T>(a.buf.send, first, a.buf.count, a.buf.aligned)
+                         : make_uint4(0, 0, 0, 0);
   const uint32_t epoch = ctran::device::epochLoad(h);
   const size_t half = epoch & 1u;
   const int me = h.rank;
@@ -40,7 +41,8 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
     const uint4 v = u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned);
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
-      char* dst = h.data[p] + slotOffset + static_cast<size_t>(me) * a.llSlotBytes + u * kLlBytesPerUnit;
+      char* dst =
+          h.data[p] + slotOffset + static_cast<size_t>(me) * a.llSlotBytes + u * kLlBytesPerUnit;
       llStoreUnit(dst, v, epoch);
     }
   }
@@ -49,10 +51,10 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
   for (size_t u = first; u < a.buf.units; u += stride) {
     UnitReducer<T, O> r;
     for (int q = 0; q < n; ++q) {
-      const uint4 v = q == me ? (u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned))
-                              : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes +
-                                               u * kLlBytesPerUnit,
-                                           epoch, me, q, a.timeoutNs);
+      const uint4 v =
+          q == me ? (u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned))
+                  : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes + u * kLlBytesPerUnit,
+                               epoch, me, q, a.timeoutNs);
       if (q == 0) {
         r.first(v);
       } else {
@@ -80,12 +82,12 @@ void launchDdaFlat(const LaunchArgs& args) {
               a.llSlotBytes / 2, " bytes");
   // Small calls launch only the warps they need.
   const size_t needThreads = (a.buf.units + 31) / 32 * 32;
-  const int threads = static_cast<int>(
-      needThreads < static_cast<size_t>(args.tuning.flatThreads) ? needThreads : args.tuning.flatThreads);
+  const int threads = static_cast<int>(needThreads < static_cast<size_t>(args.tuning.flatThreads)
+                                           ? needThreads
+                                           : args.tuning.flatThreads);
   const size_t want = (a.buf.units + threads - 1) / threads;
-  const int blocks = static_cast<int>(want < static_cast<size_t>(args.tuning.flatMaxBlocks)
-                                          ? want
-                                          : args.tuning.flatMaxBlocks);
+  const int blocks = static_cast<int>(
+      want < static_cast<size_t>(args.tuning.flatMaxBlocks) ? want : args.tuning.flatMaxBlocks);
   auto stream = static_cast<gpuStream_t>(args.stream);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);

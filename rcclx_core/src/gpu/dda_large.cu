@@ -11,7 +11,8 @@ void launchDdaLarge(const LaunchArgs& args) {
   const Tuning& tu = args.tuning;
   const size_t seg = twoShotSegmentUnits(args);
   TwoShotShape shape;
-  const size_t maxBlocks = static_cast<size_t>(tu.largeBlocks < kMaxBlocks ? tu.largeBlocks : kMaxBlocks);
+  const size_t maxBlocks =
+      static_cast<size_t>(tu.largeBlocks < kMaxBlocks ? tu.largeBlocks : kMaxBlocks);
   shape.blocks = static_cast<int>(seg < maxBlocks ? (seg < 1 ? 1 : seg) : maxBlocks);
   shape.threads = tu.largeThreads;
   size_t chunk = tu.largeChunkUnits > 0 ? tu.largeChunkUnits : 1;

@@ -12,7 +12,8 @@ void launchDdaTree(const LaunchArgs& args) {
   const size_t seg = twoShotSegmentUnits(args);
   const size_t minUnits = tu.treeMinBlockUnits > 0 ? tu.treeMinBlockUnits : 1;
   size_t want = (seg + minUnits - 1) / minUnits;
-  const size_t maxBlocks = static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
+  const size_t maxBlocks =
+      static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
   TwoShotShape shape;
   shape.blocks = static_cast<int>(want < 1 ? 1 : (want > maxBlocks ? maxBlocks : want));
   shape.threads = tu.treeThreads;

@@ -46,8 +46,8 @@ void Tuning::apply(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
-    CTRAN_CHECK(!text.empty() && *stop == '\0' && v > 0, ctran::InvalidArgument, "GPU tuning: ",
-                name, "=", text, " must be a positive integer");
+    CTRAN_CHECK(!text.empty() && *stop == '\0' && v > 0, ctran::InvalidArgument,
+                "GPU tuning: ", name, "=", text, " must be a positive integer");
     auto threads = [&](int& field) {
       CTRAN_CHECK(v % 32 == 0 && v <= kMaxThreads, ctran::InvalidArgument, "GPU tuning: ", name,
                   "=", v, " must be a multiple of 32 up to ", kMaxThreads);
@@ -58,18 +58,28 @@ void Tuning::apply(const std::string& spec) {
                   " exceeds the ", kMaxBlocks, "-block limit");
       field = static_cast<int>(v);
     };
-    if (name == "flat_threads") threads(flatThreads);
-    else if (name == "flat_max_blocks") blocks(flatMaxBlocks);
-    else if (name == "tree_threads") threads(treeThreads);
-    else if (name == "tree_max_blocks") blocks(treeMaxBlocks);
-    else if (name == "tree_min_block_units") treeMinBlockUnits = static_cast<size_t>(v);
-    else if (name == "large_threads") threads(largeThreads);
-    else if (name == "large_blocks") blocks(largeBlocks);
-    else if (name == "large_chunk_units") largeChunkUnits = static_cast<size_t>(v);
+    if (name == "flat_threads")
+      threads(flatThreads);
+    else if (name == "flat_max_blocks")
+      blocks(flatMaxBlocks);
+    else if (name == "tree_threads")
+      threads(treeThreads);
+    else if (name == "tree_max_blocks")
+      blocks(treeMaxBlocks);
+    else if (name == "tree_min_block_units")
+      treeMinBlockUnits = static_cast<size_t>(v);
+    else if (name == "large_threads")
+      threads(largeThreads);
+    else if (name == "large_blocks")
+      blocks(largeBlocks);
+    else if (name == "large_chunk_units")
+      largeChunkUnits = static_cast<size_t>(v);
     else
-      throw ctran::InvalidArgument(ctran::strCat(
-          "GPU tuning: unknown name '", name, "' (flat_threads, flat_max_blocks, tree_threads, "
-          "tree_max_blocks, tree_min_block_units, large_threads, large_blocks, large_chunk_units)"));
+      throw ctran::InvalidArgument(
+          ctran::strCat("GPU tuning: unknown name '", name,
+                        "' (flat_threads, flat_max_blocks, tree_threads, "
+                        "tree_max_blocks, tree_min_block_units, large_threads, large_blocks, "
+                        "large_chunk_units)"));
   }
 }
 
@@ -79,16 +89,17 @@ bool gpuSupports(DataType type, RedOp op, std::string* why) {
                     op == RedOp::kMax || op == RedOp::kAvg;
   if (typeOk && opOk) return true;
   if (why) {
-    *why = !typeOk ? ctran::strCat("datatype ", dataTypeName(type),
-                                   " is not supported on GPU buffers yet")
-                   : ctran::strCat("op ", redOpName(op),
-                                   " is not supported on GPU buffers yet (sum, prod, min, max, avg are)");
+    *why =
+        !typeOk
+            ? ctran::strCat("datatype ", dataTypeName(type), " is not supported on GPU buffers yet")
+            : ctran::strCat("op ", redOpName(op),
+                            " is not supported on GPU buffers yet (sum, prod, min, max, avg are)");
   }
   return false;
 }
 
-GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes,
-                           size_t rawBytes, const std::string& tuning)
+GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
+                           const std::string& tuning)
     : device_(device), nranks_(group.nranks()) {
   tuning_.apply(tuning);
   layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes);
@@ -153,15 +164,12 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
       }
       break;
     }
-    case AllReduceAlgo::kDdaTree:
-      launchDdaTree(a);
-      break;
-    case AllReduceAlgo::kDdaLarge:
-      launchDdaLarge(a);
-      break;
+    case AllReduceAlgo::kDdaTree: launchDdaTree(a); break;
+    case AllReduceAlgo::kDdaLarge: launchDdaLarge(a); break;
     default:
       throw ctran::InvalidArgument(ctran::strCat("all_reduce on GPU buffers: algorithm ",
-                                                 algoName(algo), " is not implemented on GPU "
+                                                 algoName(algo),
+                                                 " is not implemented on GPU "
                                                  "(use auto, dda_flat, dda_tree or dda_large)"));
   }
 #else

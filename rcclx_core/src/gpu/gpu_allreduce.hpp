@@ -38,8 +38,8 @@ class GpuAllReduce {
   /// Enqueues recv = op over ranks of send on `stream` (send and recv on this GPU; they may be
   /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge. Throws InvalidArgument for a type or
   /// operator the kernels lack, CudaError when the launch fails.
-  void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type,
-           RedOp op, void* stream);
+  void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type, RedOp op,
+           void* stream);
 
   /// Replaces the launch shapes (applied to the defaults); for tuning tools.
   void setTuning(const std::string& spec);

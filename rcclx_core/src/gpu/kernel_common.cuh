@@ -79,10 +79,10 @@ constexpr int kPerUnit = static_cast<int>(kUnitBytes / sizeof(T));
 struct Buffers {
   const void* send;
   void* recv;
-  size_t count;     ///< elements
-  size_t units;     ///< ceil(count / kPerUnit)
-  bool aligned;     ///< send and recv are 16-byte aligned
-  int avgDivisor;   ///< nranks for AVG, else 1
+  size_t count;    ///< elements
+  size_t units;    ///< ceil(count / kPerUnit)
+  bool aligned;    ///< send and recv are 16-byte aligned
+  int avgDivisor;  ///< nranks for AVG, else 1
 };
 
 /// Loads unit `u` of `src` (zero-filled past `count`).
@@ -103,7 +103,8 @@ __device__ __forceinline__ uint4 loadUnit(const void* src, size_t u, size_t coun
 
 /// Stores unit `u` into `dst` (only the elements below `count`).
 template <typename T>
-__device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, bool aligned, uint4 v) {
+__device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, bool aligned,
+                                          uint4 v) {
   constexpr int N = kPerUnit<T>;
   const size_t e0 = u * N;
   T* d = static_cast<T*>(dst);
@@ -164,8 +165,8 @@ __device__ __forceinline__ void llStoreUnit(char* dst, uint4 v, uint32_t flag) {
   d[2] = (static_cast<uint64_t>(flag) << 32) | v.z;
   d[3] = (static_cast<uint64_t>(flag) << 32) | v.w;
 #else
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.x),
-               "r"(flag), "r"(v.y), "r"(flag)
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(v.x), "r"(flag),
+               "r"(v.y), "r"(flag)
                : "memory");
   asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst + 16), "r"(v.z),
                "r"(flag), "r"(v.w), "r"(flag)
@@ -174,7 +175,8 @@ __device__ __forceinline__ void llStoreUnit(char* dst, uint4 v, uint32_t flag) {
 }
 
 /// Reads one LL line; true when both of its flags equal `flag`.
-__device__ __forceinline__ bool llTryLine(const char* src, uint32_t flag, uint32_t& d0, uint32_t& d1) {
+__device__ __forceinline__ bool llTryLine(const char* src, uint32_t flag, uint32_t& d0,
+                                          uint32_t& d1) {
 #if RCCLX_GPU_HIP
   const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(src);
   uint64_t a = s[0], b = s[1];
@@ -198,13 +200,15 @@ __device__ __forceinline__ uint4 llLoadUnit(const char* src, uint32_t flag, int 
   if (!llTryLine(src, flag, v.x, v.y)) {
     ctran::device::WaitClock clock(timeoutNs);
     while (!llTryLine(src, flag, v.x, v.y)) {
-      if (clock.expired()) ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+      if (clock.expired())
+        ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
     }
   }
   if (!llTryLine(src + 16, flag, v.z, v.w)) {
     ctran::device::WaitClock clock(timeoutNs);
     while (!llTryLine(src + 16, flag, v.z, v.w)) {
-      if (clock.expired()) ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+      if (clock.expired())
+        ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
     }
   }
   return v;
@@ -246,7 +250,8 @@ inline Buffers buffersOf(const LaunchArgs& a) {
   b.recv = a.recv;
   b.count = a.count;
   b.units = (a.count + per - 1) / per;
-  b.aligned = ((reinterpret_cast<uintptr_t>(a.send) | reinterpret_cast<uintptr_t>(a.recv)) % 16) == 0;
+  b.aligned =
+      ((reinterpret_cast<uintptr_t>(a.send) | reinterpret_cast<uintptr_t>(a.recv)) % 16) == 0;
   b.avgDivisor = a.op == RedOp::kAvg ? a.window.nranks : 1;
   return b;
 }

@@ -35,7 +35,8 @@ enum Phase : int { kReduceScatter = 0, kAllGather = 1 };
 /// Signal flags: one per (parity half, phase, source rank, block, round slot).
 constexpr int kNumSignals = 2 * 2 * ctran::kMaxDeviceRanks * kMaxBlocks * 2;
 /// Index of a flag in a rank's signal area (host and device agree on it).
-RCCLX_HOST_DEVICE inline constexpr int signalIndex(int half, int phase, int src, int block, int slot) {
+RCCLX_HOST_DEVICE inline constexpr int signalIndex(int half, int phase, int src, int block,
+                                                   int slot) {
   return (((half * 2 + phase) * ctran::kMaxDeviceRanks + src) * kMaxBlocks + block) * 2 + slot;
 }
 
@@ -62,7 +63,7 @@ struct Tuning {
   size_t treeMinBlockUnits = 512;  ///< tree: at least this many units per block and segment
   int largeThreads = 512;
   int largeBlocks = 128;
-  size_t largeChunkUnits = 4096;   ///< large: units per block, segment and round
+  size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
   /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
   /// InvalidArgument naming an unknown name or a bad value.
   void apply(const std::string& spec);
@@ -72,14 +73,14 @@ struct Tuning {
 struct LaunchArgs {
   const void* send = nullptr;
   void* recv = nullptr;
-  size_t count = 0;          ///< elements (> 0)
+  size_t count = 0;  ///< elements (> 0)
   DataType type = DataType::kFloat32;
-  RedOp op = RedOp::kSum;    ///< kSum, kProd, kMin, kMax or kAvg
+  RedOp op = RedOp::kSum;  ///< kSum, kProd, kMin, kMax or kAvg
   ctran::DeviceWindowHandle window;
   StagingLayout layout;
   Tuning tuning;
-  void* stream = nullptr;    ///< cudaStream_t / hipStream_t
-  uint64_t timeoutNs = 0;    ///< bound of every in-kernel wait
+  void* stream = nullptr;  ///< cudaStream_t / hipStream_t
+  uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
 };
 
 /// The two-shot kernel's launch shape (see two_shot.cu).

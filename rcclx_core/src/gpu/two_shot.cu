@@ -1,5 +1,5 @@
-// The two-shot push allreduce kernel shared by dda_tree (few blocks, one round when the message fits
-// the staging) and dda_large (many blocks, pipelined rounds).
+// The two-shot push allreduce kernel shared by dda_tree (few blocks, one round when the message
+// fits the staging) and dda_large (many blocks, pipelined rounds).
 //
 // The units are split into nranks segments; rank s reduces segment s. Block b of a grid of G
 // handles, in round k, units [(k*G + b)*C, +C) of every segment (C = chunk units):
@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     const size_t areaOffset = static_cast<size_t>(b * a.slots + slot) * areaUnits;
     auto area = [&](int q) {
       return reinterpret_cast<uint4*>(h.data[q] + static_cast<size_t>(half) * a.halfBytes +
-                                      a.rawOffset) + areaOffset;
+                                      a.rawOffset) +
+             areaOffset;
     };
 
     // 1. Reduce-scatter: my share of segment p to rank p.
@@ -75,7 +76,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
           const size_t t = t0 + static_cast<size_t>(i) * nthr;
-          if (t < jn && base + t < U) v[i] = loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned);
+          if (t < jn && base + t < U)
+            v[i] = loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned);
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -158,7 +160,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
           const size_t t = t0 + static_cast<size_t>(i) * nthr;
-          if (t < jn && qbase + t < U) storeUnit<T>(a.buf.recv, qbase + t, a.buf.count, a.buf.aligned, v[i]);
+          if (t < jn && qbase + t < U)
+            storeUnit<T>(a.buf.recv, qbase + t, a.buf.count, a.buf.aligned, v[i]);
         }
       }
     }

@@ -32,8 +32,8 @@ Bytes CudaIpcTransport::exportMemory(void* ptr, size_t bytes) const {
   rec.pid = static_cast<int64_t>(::getpid());
   rec.ptr = reinterpret_cast<uint64_t>(ptr);
   rec.bytes = bytes;
-  CTRAN_GPU_CHECK(gpuIpcGetMemHandle(&rec.handle, ptr), "cuda_ipc: exporting ", bytes,
-                  " bytes at ", ptr, " on GPU ", device_);
+  CTRAN_GPU_CHECK(gpuIpcGetMemHandle(&rec.handle, ptr), "cuda_ipc: exporting ", bytes, " bytes at ",
+                  ptr, " on GPU ", device_);
   Bytes out(sizeof(Record));
   std::memcpy(out.data(), &rec, sizeof(Record));
   return out;
@@ -41,8 +41,8 @@ Bytes CudaIpcTransport::exportMemory(void* ptr, size_t bytes) const {
 
 CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes& record,
                                                           size_t expectBytes) const {
-  CTRAN_CHECK(record.size() == sizeof(Record), InvalidArgument, "cuda_ipc: rank ", peer,
-              " sent a ", record.size(), "-byte record, expected ", sizeof(Record),
+  CTRAN_CHECK(record.size() == sizeof(Record), InvalidArgument, "cuda_ipc: rank ", peer, " sent a ",
+              record.size(), "-byte record, expected ", sizeof(Record),
               " (mismatched library versions?)");
   Record rec;
   std::memcpy(&rec, record.data(), sizeof(Record));
@@ -56,8 +56,8 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
   out.device = rec.device;
   if (rec.pid == static_cast<int64_t>(::getpid())) {
     // Same process: IPC handles cannot be opened here; reach the memory by peer access.
-    CTRAN_CHECK(rec.device != device_, InvalidArgument, "cuda_ipc: rank ", peer,
-                " uses GPU ", rec.device, " in this same process, like this rank: one GPU per rank");
+    CTRAN_CHECK(rec.device != device_, InvalidArgument, "cuda_ipc: rank ", peer, " uses GPU ",
+                rec.device, " in this same process, like this rank: one GPU per rank");
     int can = 0;
     CTRAN_GPU_CHECK(gpuDeviceCanAccessPeer(&can, device_, rec.device), "cuda_ipc: rank ", peer);
     CTRAN_CHECK(can, CudaError, "cuda_ipc: GPU ", device_, " cannot access GPU ", rec.device,

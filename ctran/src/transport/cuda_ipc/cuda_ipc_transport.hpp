@@ -27,7 +27,7 @@ class CudaIpcTransport {
     void* ptr = nullptr;  ///< the peer's allocation, usable from this process on device_
     bool opened = false;  ///< true when an IPC mapping was opened (close it with release())
     size_t bytes = 0;
-    int device = -1;      ///< the peer's GPU
+    int device = -1;  ///< the peer's GPU
   };
   /// Maps `peer`'s record; throws CudaError (naming the peer, its device and pid) on failure
   /// and InvalidArgument for a malformed record or a size other than `expectBytes`.
