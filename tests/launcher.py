@@ -138,10 +138,14 @@ def launch(
                 try:
                     results[r] = conns[r].recv()
                 except EOFError:
-                    results[r] = RankResult(r, error_type="Died", error="rank exited without a result")
+                    results[r] = RankResult(
+                        r, error_type="Died", error="rank exited without a result"
+                    )
                 pending.discard(r)
             elif not procs[r].is_alive() and not conns[r].poll(0):
-                results[r] = RankResult(r, error_type="Died", error=f"exit code {procs[r].exitcode}")
+                results[r] = RankResult(
+                    r, error_type="Died", error=f"exit code {procs[r].exitcode}"
+                )
                 pending.discard(r)
     for r in pending:
         procs[r].kill()
@@ -158,7 +162,8 @@ def launch(
         failed = [res for res in results if res.error_type is not None]
         if failed:
             msg = "\n".join(
-                f"--- rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback or ''}" for res in failed
+                f"--- rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback or ''}"
+                for res in failed
             )
             raise LaunchError(f"{len(failed)} of {nranks} ranks failed:\n{msg}")
     return results

@@ -82,7 +82,8 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
   sendSeq_.assign(nranks, 0);
   recvSeq_.assign(nranks, 0);
   localHost_ = advertisedHost();
-  if (auto* tcp = dynamic_cast<TcpStore*>(store_.get()); tcp && knob::RCCLX_BOOTSTRAP_ADDR().empty()) {
+  if (auto* tcp = dynamic_cast<TcpStore*>(store_.get());
+      tcp && knob::RCCLX_BOOTSTRAP_ADDR().empty()) {
     localHost_ = tcp->localHost();  // the interface that reaches the root reaches peers too
   }
   int64_t joined = store_->add(key(strCat("join/", rank)), 1);
@@ -94,9 +95,9 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
   if (nranks > 1) {
     int other = rank == 0 ? 1 : 0;
     Bytes theirs = store_->get(key(strCat("nranks/", other)), Deadline::after());
-    CTRAN_CHECK(toString(theirs) == std::to_string(nranks), InvalidArgument,
-                "bootstrap: rank ", rank, " was created with nranks ", nranks, " but rank ", other,
-                " with nranks ", toString(theirs));
+    CTRAN_CHECK(toString(theirs) == std::to_string(nranks), InvalidArgument, "bootstrap: rank ",
+                rank, " was created with nranks ", nranks, " but rank ", other, " with nranks ",
+                toString(theirs));
   }
   log::setRank(rank);
 }

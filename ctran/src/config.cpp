@@ -137,10 +137,14 @@ int64_t getBytes(const char* name) {
     long long x = std::stoll(v, &used, 0);
     std::string suffix = lower(v.substr(used));
     int64_t mult = 1;
-    if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = int64_t{1} << 10;
-    else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = int64_t{1} << 20;
-    else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = int64_t{1} << 30;
-    else if (!suffix.empty()) badValue(s, v, "a byte size (e.g. 4096, 64K, 16M, 1G)");
+    if (suffix == "k" || suffix == "kb" || suffix == "kib")
+      mult = int64_t{1} << 10;
+    else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+      mult = int64_t{1} << 20;
+    else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+      mult = int64_t{1} << 30;
+    else if (!suffix.empty())
+      badValue(s, v, "a byte size (e.g. 4096, 64K, 16M, 1G)");
     if (x >= 0) return x * mult;
   } catch (const std::invalid_argument&) {
   } catch (const std::out_of_range&) {

@@ -81,7 +81,9 @@ TransportKind PeerGroup::transportTo(int peer) const {
 
 Transport& PeerGroup::transport(TransportKind kind) {
   checkUsable("transport");
-  Transport* t = kind == TransportKind::kShm ? shm_.get() : kind == TransportKind::kTcp ? tcp_.get() : nullptr;
+  Transport* t = kind == TransportKind::kShm   ? shm_.get()
+                 : kind == TransportKind::kTcp ? tcp_.get()
+                                               : nullptr;
   CTRAN_CHECK(t != nullptr, InvalidUsage, "no ", transportName(kind), " transport in this group");
   return *t;
 }

@@ -68,8 +68,8 @@ Socket Socket::connect(const SocketAddress& addr, const Deadline& deadline) {
     }
     if (deadline.expired()) {
       freeaddrinfo(res);
-      throwTimeout(deadline, strCat("a connection to ", addr.str(), " (last error: ",
-                                    std::strerror(lastErr), ")"));
+      throwTimeout(deadline, strCat("a connection to ", addr.str(),
+                                    " (last error: ", std::strerror(lastErr), ")"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(napMs));
     napMs = std::min(napMs * 2, 100);

@@ -36,8 +36,9 @@ std::string hostIdentity() {
   if (!forced.empty()) return forced;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  return strCat(host, "|", readFirstLine("/proc/sys/kernel/random/boot_id"), "|mnt:",
-                namespaceInode("/proc/self/ns/mnt"), "|pid:", namespaceInode("/proc/self/ns/pid"));
+  return strCat(host, "|", readFirstLine("/proc/sys/kernel/random/boot_id"),
+                "|mnt:", namespaceInode("/proc/self/ns/mnt"),
+                "|pid:", namespaceInode("/proc/self/ns/pid"));
 }
 
 bool processAlive(int64_t pid) {

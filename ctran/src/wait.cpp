@@ -27,7 +27,8 @@ inline void cpuRelax() {
 
 // The futex word is the low 32 bits of the 64-bit counter (little-endian hosts).
 inline uint32_t* futexWord(SignalCell* cell) {
-  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "futex word layout assumes little endian");
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+                "futex word layout assumes little endian");
   return reinterpret_cast<uint32_t*>(&cell->value);
 }
 
@@ -99,8 +100,7 @@ void signalAdd(SignalCell* cell, uint64_t delta) {
 }
 
 uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
-                    const std::function<std::string()>& what,
-                    const std::function<void()>& check) {
+                    const std::function<std::string()>& what, const std::function<void()>& check) {
   uint64_t v = cell->value.load(std::memory_order_acquire);
   if (v >= target) return v;
   const int64_t spinUs = knob::RCCLX_SPIN_US();

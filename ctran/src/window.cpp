@@ -22,8 +22,8 @@ size_t signalAreaBytes(int numSignals) {
 
 Window::Window(PeerGroup& group, size_t bytes, int numSignals) : group_(&group) {
   CTRAN_CHECK(bytes > 0, InvalidArgument, "createWindow: bytes must be positive, got ", bytes);
-  CTRAN_CHECK(numSignals >= 1 && numSignals <= 4096, InvalidArgument,
-              "createWindow: numSignals ", numSignals, " must be in [1, 4096]");
+  CTRAN_CHECK(numSignals >= 1 && numSignals <= 4096, InvalidArgument, "createWindow: numSignals ",
+              numSignals, " must be in [1, 4096]");
   Bootstrap& boot = group.bootstrap();
   const int nranks = group.nranks();
   const int rank = group.rank();
@@ -35,9 +35,8 @@ Window::Window(PeerGroup& group, size_t bytes, int numSignals) : group_(&group) 
   auto shapes = boot.allGather(Bytes(shape.begin(), shape.end()));
   for (int r = 0; r < nranks; ++r) {
     std::string theirs(shapes[r].begin(), shapes[r].end());
-    CTRAN_CHECK(theirs == shape, InvalidArgument, "createWindow: size mismatch: this rank (",
-                rank, ") asked for '", shape, "' (bytes numSignals) but rank ", r, " for '",
-                theirs, "'");
+    CTRAN_CHECK(theirs == shape, InvalidArgument, "createWindow: size mismatch: this rank (", rank,
+                ") asked for '", shape, "' (bytes numSignals) but rank ", r, " for '", theirs, "'");
   }
   local_.segmentName = strCat("/rcclx-", group.jobTag(), "-r", rank, "-w", local_.id);
   size_t sigBytes = signalAreaBytes(numSignals);

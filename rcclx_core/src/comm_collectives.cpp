@@ -52,20 +52,23 @@ WorkPtr Communicator::reduce(const void* send, void* recv, size_t count, DataTyp
   Channels* ch = channels_.get();
   const int n = nranks_;
   const bool isRoot = rank_ == root;
-  return submit(describeTag(tag), [=] {
-    std::shared_ptr<std::vector<char>> scaled;
-    const void* in = send;
-    if (op == RedOp::kPreMulSum) {
-      scaled = premulCopy(send, count, type, opts.premulScalar);
-      in = scaled->data();
-    }
-    chainReduce(*ch, in, recv, count, type, combineOp(op), root, tag);
-    if (op == RedOp::kAvg && isRoot) cpu::divide(recv, count, type, n);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        std::shared_ptr<std::vector<char>> scaled;
+        const void* in = send;
+        if (op == RedOp::kPreMulSum) {
+          scaled = premulCopy(send, count, type, opts.premulScalar);
+          in = scaled->data();
+        }
+        chainReduce(*ch, in, recv, count, type, combineOp(op), root, tag);
+        if (op == RedOp::kAvg && isRoot) cpu::divide(recv, count, type, n);
+      },
+      opts.async);
 }
 
-WorkPtr Communicator::broadcast(const void* send, void* recv, size_t count, DataType type,
-                                int root, const CallOptions& opts) {
+WorkPtr Communicator::broadcast(const void* send, void* recv, size_t count, DataType type, int root,
+                                const CallOptions& opts) {
   checkUsable("broadcast");
   checkRoot(root, "broadcast");
   if (rank_ == root) checkBuffer(send, count, "broadcast", "sendbuff");
@@ -73,8 +76,8 @@ WorkPtr Communicator::broadcast(const void* send, void* recv, size_t count, Data
   uint64_t tag = nextTag(static_cast<int>(OpKind::kBroadcast));
   Channels* ch = channels_.get();
   size_t bytes = count * dataTypeSize(type);
-  return submit(describeTag(tag), [=] { chainBroadcast(*ch, send, recv, bytes, root, tag); },
-                opts.async);
+  return submit(
+      describeTag(tag), [=] { chainBroadcast(*ch, send, recv, bytes, root, tag); }, opts.async);
 }
 
 WorkPtr Communicator::allGather(const void* send, void* recv, size_t sendCount, DataType type,
@@ -87,7 +90,8 @@ WorkPtr Communicator::allGatherV(const void* send, size_t sendCount, void* recv,
                                  const CallOptions& opts) {
   checkUsable("all_gather");
   CTRAN_CHECK(recvCounts.size() == static_cast<size_t>(nranks_), ctran::InvalidArgument,
-              "all_gather_v: recv_counts has ", recvCounts.size(), " entries for ", nranks_, " ranks");
+              "all_gather_v: recv_counts has ", recvCounts.size(), " entries for ", nranks_,
+              " ranks");
   CTRAN_CHECK(recvCounts[rank_] == sendCount, ctran::InvalidArgument, "all_gather_v: recv_counts[",
               rank_, "]=", recvCounts[rank_], " differs from this rank's send count ", sendCount);
   checkBuffer(send, sendCount, "all_gather", "sendbuff");
@@ -97,8 +101,9 @@ WorkPtr Communicator::allGatherV(const void* send, size_t sendCount, void* recv,
   Channels* ch = channels_.get();
   size_t elem = dataTypeSize(type);
   auto displs = prefixSums(recvCounts);
-  return submit(describeTag(tag),
-                [=] { ringAllGatherV(*ch, send, recv, recvCounts, displs, elem, tag); }, opts.async);
+  return submit(
+      describeTag(tag), [=] { ringAllGatherV(*ch, send, recv, recvCounts, displs, elem, tag); },
+      opts.async);
 }
 
 WorkPtr Communicator::reduceScatter(const void* send, void* recv, size_t recvCount, DataType type,
@@ -106,8 +111,9 @@ WorkPtr Communicator::reduceScatter(const void* send, void* recv, size_t recvCou
   return reduceScatterV(send, recv, std::vector<size_t>(nranks_, recvCount), type, op, opts);
 }
 
-WorkPtr Communicator::reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
-                                     DataType type, RedOp op, const CallOptions& opts) {
+WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
+                                     const std::vector<size_t>& counts, DataType type, RedOp op,
+                                     const CallOptions& opts) {
   checkUsable("reduce_scatter");
   checkRedOp(static_cast<int>(op), type, "reduce_scatter");
   CTRAN_CHECK(counts.size() == static_cast<size_t>(nranks_), ctran::InvalidArgument,
@@ -120,16 +126,19 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv, const std::ve
   auto displs = prefixSums(counts);
   const int n = nranks_;
   const size_t mine = counts[rank_];
-  return submit(describeTag(tag), [=] {
-    std::shared_ptr<std::vector<char>> scaled;
-    const void* in = send;
-    if (op == RedOp::kPreMulSum) {
-      scaled = premulCopy(send, total, type, opts.premulScalar);
-      in = scaled->data();
-    }
-    ringReduceScatterV(*ch, in, recv, counts, displs, type, combineOp(op), tag);
-    if (op == RedOp::kAvg) cpu::divide(recv, mine, type, n);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        std::shared_ptr<std::vector<char>> scaled;
+        const void* in = send;
+        if (op == RedOp::kPreMulSum) {
+          scaled = premulCopy(send, total, type, opts.premulScalar);
+          in = scaled->data();
+        }
+        ringReduceScatterV(*ch, in, recv, counts, displs, type, combineOp(op), tag);
+        if (op == RedOp::kAvg) cpu::divide(recv, mine, type, n);
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
@@ -159,22 +168,26 @@ WorkPtr Communicator::allToAllV(const void* send, const std::vector<size_t>& sen
   Channels* ch = channels_.get();
   const size_t elem = dataTypeSize(type);
   const int me = rank_;
-  return submit(describeTag(tag), [=] {
-    CTRAN_CHECK(sendCounts[me] == recvCounts[me], ctran::InvalidArgument, "all_to_all_v: rank ",
-                me, " sends ", sendCounts[me], " elements to itself but expects ", recvCounts[me]);
-    std::memmove(static_cast<char*>(recv) + recvDispls[me] * elem,
-                 static_cast<const char*>(send) + sendDispls[me] * elem, sendCounts[me] * elem);
-    std::vector<P2POp> ops;
-    for (size_t p = 0; p < n; ++p) {
-      if (static_cast<int>(p) == me) continue;
-      ops.push_back({true, static_cast<int>(p),
-                     const_cast<char*>(static_cast<const char*>(send)) + sendDispls[p] * elem,
-                     sendCounts[p] * elem});
-      ops.push_back({false, static_cast<int>(p), static_cast<char*>(recv) + recvDispls[p] * elem,
-                     recvCounts[p] * elem});
-    }
-    runP2PGroup(*ch, ops, tag);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        CTRAN_CHECK(sendCounts[me] == recvCounts[me], ctran::InvalidArgument, "all_to_all_v: rank ",
+                    me, " sends ", sendCounts[me], " elements to itself but expects ",
+                    recvCounts[me]);
+        std::memmove(static_cast<char*>(recv) + recvDispls[me] * elem,
+                     static_cast<const char*>(send) + sendDispls[me] * elem, sendCounts[me] * elem);
+        std::vector<P2POp> ops;
+        for (size_t p = 0; p < n; ++p) {
+          if (static_cast<int>(p) == me) continue;
+          ops.push_back({true, static_cast<int>(p),
+                         const_cast<char*>(static_cast<const char*>(send)) + sendDispls[p] * elem,
+                         sendCounts[p] * elem});
+          ops.push_back({false, static_cast<int>(p),
+                         static_cast<char*>(recv) + recvDispls[p] * elem, recvCounts[p] * elem});
+        }
+        runP2PGroup(*ch, ops, tag);
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::gather(const void* send, void* recv, size_t sendCount, DataType type,
@@ -187,19 +200,22 @@ WorkPtr Communicator::gather(const void* send, void* recv, size_t sendCount, Dat
   Channels* ch = channels_.get();
   const size_t bytes = sendCount * dataTypeSize(type);
   const int me = rank_, n = nranks_;
-  return submit(describeTag(tag), [=] {
-    std::vector<P2POp> ops;
-    char* base = static_cast<char*>(recv);
-    if (me == root) {
-      std::memmove(base + me * bytes, send, bytes);
-      for (int p = 0; p < n; ++p) {
-        if (p != me) ops.push_back({false, p, base + p * bytes, bytes});
-      }
-    } else {
-      ops.push_back({true, root, const_cast<char*>(static_cast<const char*>(send)), bytes});
-    }
-    runP2PGroup(*ch, ops, tag);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        std::vector<P2POp> ops;
+        char* base = static_cast<char*>(recv);
+        if (me == root) {
+          std::memmove(base + me * bytes, send, bytes);
+          for (int p = 0; p < n; ++p) {
+            if (p != me) ops.push_back({false, p, base + p * bytes, bytes});
+          }
+        } else {
+          ops.push_back({true, root, const_cast<char*>(static_cast<const char*>(send)), bytes});
+        }
+        runP2PGroup(*ch, ops, tag);
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::scatter(const void* send, void* recv, size_t recvCount, DataType type,
@@ -212,19 +228,22 @@ WorkPtr Communicator::scatter(const void* send, void* recv, size_t recvCount, Da
   Channels* ch = channels_.get();
   const size_t bytes = recvCount * dataTypeSize(type);
   const int me = rank_, n = nranks_;
-  return submit(describeTag(tag), [=] {
-    std::vector<P2POp> ops;
-    const char* base = static_cast<const char*>(send);
-    if (me == root) {
-      std::memmove(recv, base + me * bytes, bytes);
-      for (int p = 0; p < n; ++p) {
-        if (p != me) ops.push_back({true, p, const_cast<char*>(base) + p * bytes, bytes});
-      }
-    } else {
-      ops.push_back({false, root, static_cast<char*>(recv), bytes});
-    }
-    runP2PGroup(*ch, ops, tag);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        std::vector<P2POp> ops;
+        const char* base = static_cast<const char*>(send);
+        if (me == root) {
+          std::memmove(recv, base + me * bytes, bytes);
+          for (int p = 0; p < n; ++p) {
+            if (p != me) ops.push_back({true, p, const_cast<char*>(base) + p * bytes, bytes});
+          }
+        } else {
+          ops.push_back({false, root, static_cast<char*>(recv), bytes});
+        }
+        runP2PGroup(*ch, ops, tag);
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::barrier(const CallOptions& opts) {
@@ -232,15 +251,18 @@ WorkPtr Communicator::barrier(const CallOptions& opts) {
   uint64_t tag = nextTag(static_cast<int>(OpKind::kBarrier));
   Channels* ch = channels_.get();
   const int me = rank_, n = nranks_;
-  return submit(describeTag(tag), [=] {
-    std::vector<P2POp> ops;
-    for (int p = 0; p < n; ++p) {
-      if (p == me) continue;
-      ops.push_back({true, p, nullptr, 0});
-      ops.push_back({false, p, nullptr, 0});
-    }
-    runP2PGroup(*ch, ops, tag);
-  }, opts.async);
+  return submit(
+      describeTag(tag),
+      [=] {
+        std::vector<P2POp> ops;
+        for (int p = 0; p < n; ++p) {
+          if (p == me) continue;
+          ops.push_back({true, p, nullptr, 0});
+          ops.push_back({false, p, nullptr, 0});
+        }
+        runP2PGroup(*ch, ops, tag);
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::send(const void* buf, size_t count, DataType type, int peer,
@@ -249,16 +271,20 @@ WorkPtr Communicator::send(const void* buf, size_t count, DataType type, int pee
   CTRAN_CHECK(peer >= 0 && peer < nranks_, ctran::InvalidArgument, "send: peer ", peer,
               " is out of range for a communicator of ", nranks_, " ranks");
   checkBuffer(buf, count, "send", "buff");
-  P2POp op{true, peer, const_cast<char*>(static_cast<const char*>(buf)), count * dataTypeSize(type)};
+  P2POp op{true, peer, const_cast<char*>(static_cast<const char*>(buf)),
+           count * dataTypeSize(type)};
   if (groupDepth_ > 0) {
     groupedP2P_.push_back(op);
     return nullptr;
   }
   Channels* ch = channels_.get();
-  return executor_->submit("send", [=] {
-    std::vector<P2POp> ops{op};
-    runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
-  }, opts.async);
+  return executor_->submit(
+      "send",
+      [=] {
+        std::vector<P2POp> ops{op};
+        runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
+      },
+      opts.async);
 }
 
 WorkPtr Communicator::recv(void* buf, size_t count, DataType type, int peer,
@@ -273,10 +299,13 @@ WorkPtr Communicator::recv(void* buf, size_t count, DataType type, int peer,
     return nullptr;
   }
   Channels* ch = channels_.get();
-  return executor_->submit("recv", [=] {
-    std::vector<P2POp> ops{op};
-    runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
-  }, opts.async);
+  return executor_->submit(
+      "recv",
+      [=] {
+        std::vector<P2POp> ops{op};
+        runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
+      },
+      opts.async);
 }
 
 }  // namespace rcclx

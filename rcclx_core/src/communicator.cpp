@@ -37,7 +37,8 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
     // No usable GPU: every rank that asked for one fails alike, before any collective step.
     std::string why;
     const int ndev = ctran::device::count(&why);
-    CTRAN_CHECK(ndev > 0, ctran::CudaError, "communicator: device ", device_, " requested but ", why);
+    CTRAN_CHECK(ndev > 0, ctran::CudaError, "communicator: device ", device_, " requested but ",
+                why);
     CTRAN_CHECK(device_ < ndev, ctran::InvalidArgument, "communicator: device ", device_,
                 " is out of range for ", ndev, " GPUs on this host");
   }
@@ -84,8 +85,9 @@ void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, const std::str
     withDevice += d != "-1";
     devices += (r ? ", " : "") + d;
   }
-  CTRAN_CHECK(withDevice == 0 || withDevice == nranks_, ctran::InvalidArgument, "communicator: ",
-              withDevice, " of ", nranks_, " ranks passed a device (devices by rank: [", devices,
+  CTRAN_CHECK(withDevice == 0 || withDevice == nranks_, ctran::InvalidArgument,
+              "communicator: ", withDevice, " of ", nranks_,
+              " ranks passed a device (devices by rank: [", devices,
               "]); pass one on every rank or on none");
   if (device_ < 0) return;
   CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
@@ -111,9 +113,7 @@ void Communicator::checkRoot(int root, const char* what) const {
               " is out of range for a communicator of ", nranks_, " ranks");
 }
 
-uint64_t Communicator::nextTag(int kind) {
-  return makeTag(static_cast<OpKind>(kind), ++collSeq_);
-}
+uint64_t Communicator::nextTag(int kind) { return makeTag(static_cast<OpKind>(kind), ++collSeq_); }
 
 WorkPtr Communicator::submit(const std::string& what, std::function<void()> fn, bool async) {
   if (groupDepth_ > 0) {
@@ -136,8 +136,8 @@ Selection Communicator::selectAllReduce(size_t bytes, DataType type, RedOp op,
   return rcclx::selectAllReduce(in, selectorConfigFromEnv(hint));
 }
 
-void Communicator::runAllReduce(const void* send, void* recv, size_t count, DataType type,
-                                RedOp op, const CallOptions& opts, uint64_t tag) {
+void Communicator::runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                                const CallOptions& opts, uint64_t tag) {
   const size_t bytes = count * dataTypeSize(type);
   Selection sel = selectAllReduce(bytes, type, op, opts.algo);
   CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes ", dataTypeName(type), " ", redOpName(op),
@@ -158,9 +158,7 @@ void Communicator::runAllReduce(const void* send, void* recv, size_t count, Data
     case AllReduceAlgo::kDdaTree:
       ddaTreeAllReduce(*arena_, send, recv, count, type, combine, tag);
       break;
-    default:
-      ringAllReduce(*channels_, send, recv, count, type, combine, tag);
-      break;
+    default: ringAllReduce(*channels_, send, recv, count, type, combine, tag); break;
   }
   if (op == RedOp::kAvg) cpu::divide(recv, count, type, nranks_);
 }
@@ -172,15 +170,16 @@ void Communicator::runGpuAllReduce(const void* send, void* recv, size_t count, D
   const size_t bytes = count * dataTypeSize(type);
   Selection sel = selectAllReduce(bytes, type, op, opts.algo, true);
   CTRAN_INFO("all_reduce on GPU ", device_, ": ", bytes, " bytes ", dataTypeName(type), " ",
-             redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason, ")");
+             redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason,
+             ")");
   gpu_->run(sel.algo, send, recv, count, type, op, opts.stream);
 }
 
-WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, DataType type,
-                                RedOp op, const CallOptions& opts) {
+WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                                const CallOptions& opts) {
   checkUsable("all_reduce");
-  CTRAN_CHECK(count == 0 || (send && recv), ctran::InvalidArgument, "all_reduce: ",
-              send ? "recvbuff" : "sendbuff", " is null (count ", count, ")");
+  CTRAN_CHECK(count == 0 || (send && recv), ctran::InvalidArgument,
+              "all_reduce: ", send ? "recvbuff" : "sendbuff", " is null (count ", count, ")");
   checkRedOp(static_cast<int>(op), type, "all_reduce");
   if (!opts.algo.empty()) parseAlgo(opts.algo, "all_reduce algo hint");
   if (opts.onDevice) {
@@ -189,8 +188,8 @@ WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, Data
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllReduce));
-  return submit(describeTag(tag), [=] { runAllReduce(send, recv, count, type, op, opts, tag); },
-                opts.async);
+  return submit(
+      describeTag(tag), [=] { runAllReduce(send, recv, count, type, op, opts, tag); }, opts.async);
 }
 
 void Communicator::groupStart() {
@@ -252,8 +251,8 @@ std::unique_ptr<Communicator> Communicator::splitRanks(const std::vector<int>& r
   auto all = boot.allGather(ctran::Bytes(mine.begin(), mine.end()));
   for (int p = 0; p < nranks_; ++p) {
     std::string theirs(all[p].begin(), all[p].end());
-    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, "split_ranks: rank ", p,
-                " passed ranks [", theirs, "] but rank ", rank_, " passed [", mine, "]");
+    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, "split_ranks: rank ", p, " passed ranks [",
+                theirs, "] but rank ", rank_, " passed [", mine, "]");
   }
   uint64_t seq = splitSeq_++;
   if (std::find(ranks.begin(), ranks.end(), rank_) == ranks.end()) return nullptr;

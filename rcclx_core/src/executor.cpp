@@ -17,7 +17,8 @@ void Work::wait(int64_t timeoutMs) {
   std::unique_lock<std::mutex> lock(mu_);
   if (timeoutMs < 0) {
     done_.wait(lock, [&] { return completed_; });
-  } else if (!done_.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] { return completed_; })) {
+  } else if (!done_.wait_for(lock, std::chrono::milliseconds(timeoutMs),
+                             [&] { return completed_; })) {
     throw ctran::TimeoutError(ctran::strCat(description_, ": not completed after ", timeoutMs,
                                             " ms (the operation is still running)"));
   }

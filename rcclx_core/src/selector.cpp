@@ -22,8 +22,9 @@ AllReduceAlgo parseAlgo(const std::string& name, const std::string& what) {
                  AllReduceAlgo::kDdaTree, AllReduceAlgo::kDdaLarge}) {
     if (name == algoName(a)) return a;
   }
-  throw ctran::InvalidArgument(ctran::strCat(what, ": unknown allreduce algorithm '", name,
-                                             "' (choose auto, ring, dda_flat, dda_tree or dda_large)"));
+  throw ctran::InvalidArgument(
+      ctran::strCat(what, ": unknown allreduce algorithm '", name,
+                    "' (choose auto, ring, dda_flat, dda_tree or dda_large)"));
 }
 
 SelectorConfig selectorConfigFromEnv(const std::string& hint) {
@@ -50,13 +51,13 @@ Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
   if (in.nHosts > 1 || !in.directAccess) {
     throw ctran::InvalidArgument(ctran::strCat(
         "all_reduce on GPU buffers needs every rank on one host with the GPU staging mapped "
-        "(a communicator created with a device), but the communicator spans ", in.nHosts,
-        " host(s)", in.directAccess ? "" : " and has no GPU staging"));
+        "(a communicator created with a device), but the communicator spans ",
+        in.nHosts, " host(s)", in.directAccess ? "" : " and has no GPU staging"));
   }
   if (cfg.forced == AllReduceAlgo::kRing) {
-    throw ctran::InvalidArgument(ctran::strCat(
-        "all_reduce: algorithm ring is not implemented on GPU buffers (", cfg.forcedBy,
-        "); use auto, dda_flat, dda_tree or dda_large"));
+    throw ctran::InvalidArgument(
+        ctran::strCat("all_reduce: algorithm ring is not implemented on GPU buffers (",
+                      cfg.forcedBy, "); use auto, dda_flat, dda_tree or dda_large"));
   }
   if (cfg.forced != AllReduceAlgo::kAuto) return {cfg.forced, "forced by " + cfg.forcedBy};
   if (in.bytes <= cfg.gpuFlatMaxBytes) {
@@ -76,32 +77,39 @@ Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
 Selection selectAllReduce(const SelectorInput& in, const SelectorConfig& cfg) {
   if (in.gpu) return selectGpu(in, cfg);
   if (cfg.forced == AllReduceAlgo::kDdaLarge) {
-    throw ctran::InvalidArgument(ctran::strCat(
-        "all_reduce: algorithm dda_large runs on GPU buffers only (", cfg.forcedBy,
-        "); host buffers use auto, ring, dda_flat or dda_tree"));
+    throw ctran::InvalidArgument(
+        ctran::strCat("all_reduce: algorithm dda_large runs on GPU buffers only (", cfg.forcedBy,
+                      "); host buffers use auto, ring, dda_flat or dda_tree"));
   }
   const bool ddaPossible = in.nHosts == 1 && in.directAccess;
   if (cfg.forced != AllReduceAlgo::kAuto) {
     bool dda = cfg.forced == AllReduceAlgo::kDdaFlat || cfg.forced == AllReduceAlgo::kDdaTree;
     if (dda && !ddaPossible) {
-      throw ctran::InvalidArgument(ctran::strCat(
-          "all_reduce: algorithm ", algoName(cfg.forced), " needs every rank on one host with "
-          "direct access to peers' memory, but the communicator spans ", in.nHosts,
-          " host(s)", in.directAccess ? "" : " without direct access (tcp transport or "
-          "RCCLX_DDA_ENABLE=0)", " (", cfg.forcedBy, ")"));
+      throw ctran::InvalidArgument(
+          ctran::strCat("all_reduce: algorithm ", algoName(cfg.forced),
+                        " needs every rank on one host with "
+                        "direct access to peers' memory, but the communicator spans ",
+                        in.nHosts, " host(s)",
+                        in.directAccess ? ""
+                                        : " without direct access (tcp transport or "
+                                          "RCCLX_DDA_ENABLE=0)",
+                        " (", cfg.forcedBy, ")"));
     }
     return {cfg.forced, "forced by " + cfg.forcedBy};
   }
   if (!ddaPossible) {
     return {AllReduceAlgo::kRing,
-            in.nHosts > 1 ? ctran::strCat("ranks span ", in.nHosts, " hosts")
-                          : std::string("no direct access to peers (tcp transport or DDA disabled)")};
+            in.nHosts > 1
+                ? ctran::strCat("ranks span ", in.nHosts, " hosts")
+                : std::string("no direct access to peers (tcp transport or DDA disabled)")};
   }
   if (in.bytes <= cfg.flatMaxBytes) {
-    return {AllReduceAlgo::kDdaFlat, ctran::strCat(in.bytes, " bytes <= flat max ", cfg.flatMaxBytes)};
+    return {AllReduceAlgo::kDdaFlat,
+            ctran::strCat(in.bytes, " bytes <= flat max ", cfg.flatMaxBytes)};
   }
   if (in.bytes <= cfg.treeMaxBytes) {
-    return {AllReduceAlgo::kDdaTree, ctran::strCat(in.bytes, " bytes <= tree max ", cfg.treeMaxBytes)};
+    return {AllReduceAlgo::kDdaTree,
+            ctran::strCat(in.bytes, " bytes <= tree max ", cfg.treeMaxBytes)};
   }
   return {AllReduceAlgo::kRing, ctran::strCat(in.bytes, " bytes > tree max ", cfg.treeMaxBytes)};
 }

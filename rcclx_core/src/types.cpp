@@ -24,15 +24,15 @@ size_t dataTypeSize(DataType t) {
 }
 
 const char* dataTypeName(DataType t) {
-  static const char* kNames[kNumDataTypes] = {
-      "int8",    "uint8",   "int32",   "uint32",   "int64",         "uint64",
-      "float16", "float32", "float64", "bfloat16", "float8_e4m3", "float8_e5m2"};
+  static const char* kNames[kNumDataTypes] = {"int8",    "uint8",    "int32",       "uint32",
+                                              "int64",   "uint64",   "float16",     "float32",
+                                              "float64", "bfloat16", "float8_e4m3", "float8_e5m2"};
   int i = static_cast<int>(t);
   return i >= 0 && i < kNumDataTypes ? kNames[i] : "unknown";
 }
 
 const char* redOpName(RedOp op) {
-  static const char* kNames[kNumRedOps] = {"sum", "prod", "max", "min", "avg",
+  static const char* kNames[kNumRedOps] = {"sum",        "prod", "max", "min", "avg",
                                            "premul_sum", "band", "bor", "bxor"};
   int i = static_cast<int>(op);
   return i >= 0 && i < kNumRedOps ? kNames[i] : "unknown";

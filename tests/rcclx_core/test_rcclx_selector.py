@@ -28,9 +28,9 @@ def select(nbytes, **kw):
         (0, "dda_flat", "0 bytes <= flat max 32768"),
         (4, "dda_flat", "4 bytes <= flat max 32768"),
         (32 << 10, "dda_flat", "32768 bytes <= flat max 32768"),
-        ((32 << 10) + 1, "dda_tree", "32769 bytes <= tree max 1073741824"),
-        (1 << 30, "dda_tree", "1073741824 bytes <= tree max 1073741824"),
-        ((1 << 30) + 1, "ring", "1073741825 bytes > tree max 1073741824"),
+        ((32 << 10) + 1, "dda_tree", "32769 bytes <= tree max 2097152"),
+        (2 << 20, "dda_tree", "2097152 bytes <= tree max 2097152"),
+        ((2 << 20) + 1, "ring", "2097153 bytes > tree max 2097152"),
     ],
 )
 def test_default_thresholds(nbytes, algo, reason):

@@ -32,8 +32,7 @@ const char* resultName(Result r);
 /// Base of every exception RCCLX throws; carries the result code the C ABI returns.
 class Error : public std::runtime_error {
  public:
-  Error(Result result, const std::string& message)
-      : std::runtime_error(message), result_(result) {}
+  Error(Result result, const std::string& message) : std::runtime_error(message), result_(result) {}
   /// The ncclResult_t-compatible code of this error.
   Result result() const { return result_; }
 
@@ -88,24 +87,26 @@ std::string strCat(const Parts&... parts) {
 /// Throws SystemError with "what: strerror(errno)".
 [[noreturn]] void throwSystemError(const std::string& what, int err);
 
-[[noreturn]] void assertFailed(const char* cond, const char* file, int line, const std::string& msg);
+[[noreturn]] void assertFailed(const char* cond, const char* file, int line,
+                               const std::string& msg);
 
 }  // namespace ctran
 
 /// Aborts on a broken internal invariant (a bug in RCCLX, never bad user input).
-#define CTRAN_ASSERT(cond, ...)                                                    \
-  do {                                                                             \
-    if (!(cond)) ::ctran::assertFailed(#cond, __FILE__, __LINE__, ::ctran::strCat("" __VA_ARGS__)); \
+#define CTRAN_ASSERT(cond, ...)                                                          \
+  do {                                                                                   \
+    if (!(cond))                                                                         \
+      ::ctran::assertFailed(#cond, __FILE__, __LINE__, ::ctran::strCat("" __VA_ARGS__)); \
   } while (0)
 
 /// Throws ErrorType(message parts...) when cond is false.
-#define CTRAN_CHECK(cond, ErrorType, ...)                   \
-  do {                                                      \
+#define CTRAN_CHECK(cond, ErrorType, ...)                       \
+  do {                                                          \
     if (!(cond)) throw ErrorType(::ctran::strCat(__VA_ARGS__)); \
   } while (0)
 
 /// Throws SystemError naming the call and errno when a POSIX call returns -1.
-#define CTRAN_SYSCHECK(expr, what)                                   \
-  do {                                                               \
-    if ((expr) == -1) ::ctran::throwSystemError((what), errno);      \
+#define CTRAN_SYSCHECK(expr, what)                              \
+  do {                                                          \
+    if ((expr) == -1) ::ctran::throwSystemError((what), errno); \
   } while (0)

@@ -20,9 +20,9 @@ void write(Level lvl, const std::string& message);
 
 }  // namespace ctran::log
 
-#define CTRAN_LOG(LEVEL, ...)                                                          \
-  do {                                                                                 \
-    if (::ctran::log::level() >= ::ctran::log::Level::k##LEVEL)                        \
+#define CTRAN_LOG(LEVEL, ...)                                                           \
+  do {                                                                                  \
+    if (::ctran::log::level() >= ::ctran::log::Level::k##LEVEL)                         \
       ::ctran::log::write(::ctran::log::Level::k##LEVEL, ::ctran::strCat(__VA_ARGS__)); \
   } while (0)
 #define CTRAN_WARN(...) CTRAN_LOG(Warn, __VA_ARGS__)

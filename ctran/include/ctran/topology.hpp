@@ -12,11 +12,11 @@ namespace ctran {
 struct Topology {
   int rank = 0;
   int nranks = 1;
-  std::string hostId;              ///< this process's host identity
-  std::vector<int> hostOf;         ///< host index of every rank (hosts numbered by lowest rank)
-  std::vector<int64_t> pids;       ///< process id of every rank (meaningful on its own host)
-  std::vector<int> localRanks;     ///< global ranks on this host, ascending
-  int localRank = 0;               ///< index of `rank` in localRanks
+  std::string hostId;           ///< this process's host identity
+  std::vector<int> hostOf;      ///< host index of every rank (hosts numbered by lowest rank)
+  std::vector<int64_t> pids;    ///< process id of every rank (meaningful on its own host)
+  std::vector<int> localRanks;  ///< global ranks on this host, ascending
+  int localRank = 0;            ///< index of `rank` in localRanks
   int nHosts = 1;
 
   int localSize() const { return static_cast<int>(localRanks.size()); }

@@ -29,12 +29,12 @@ const char* transportName(TransportKind kind);
 
 /// A local window as transports see it.
 struct LocalWindow {
-  uint64_t id = 0;             ///< the same on every rank (windows are created collectively)
-  void* data = nullptr;        ///< the window's bytes
+  uint64_t id = 0;       ///< the same on every rank (windows are created collectively)
+  void* data = nullptr;  ///< the window's bytes
   size_t bytes = 0;
   SignalCell* signals = nullptr;  ///< the window's signal slots
   int numSignals = 0;
-  std::string segmentName;     ///< shared-memory name of the backing segment (host windows)
+  std::string segmentName;  ///< shared-memory name of the backing segment (host windows)
 };
 
 /// One peer's window, as reached through one transport.

@@ -16,8 +16,8 @@ void registerPeerGroup(py::module_& m);
 
 void defineErrors(py::module_& m) {
   auto make = [&](const char* name, py::object bases, const char* doc) {
-    py::object cls = py::reinterpret_steal<py::object>(
-        PyErr_NewExceptionWithDoc((std::string("ctran.") + name).c_str(), doc, bases.ptr(), nullptr));
+    py::object cls = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+        (std::string("ctran.") + name).c_str(), doc, bases.ptr(), nullptr));
     m.attr(name) = cls;
     return cls;
   };

@@ -12,7 +12,9 @@ namespace py = pybind11;
 namespace ctran::python {
 namespace {
 
-py::bytes toPy(const Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
+py::bytes toPy(const Bytes& b) {
+  return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+}
 
 Bytes fromPy(const py::bytes& b) {
   std::string s = b;
@@ -28,20 +30,28 @@ py::object memoryOf(void* p, size_t n) {
 
 void registerPeerGroup(py::module_& m) {
   py::class_<Bootstrap>(m, "Bootstrap", "Membership in a group of processes (setup traffic only).")
-      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks) {
+      .def_static(
+          "from_unique_id",
+          [](const py::bytes& uid, int rank, int nranks) {
             UniqueId id = uniqueIdFromPy(uid);
             py::gil_scoped_release nogil;
             return Bootstrap::fromUniqueId(id, rank, nranks);
-          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
+          },
+          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
       .def_static("from_env", &Bootstrap::fromEnv, py::call_guard<py::gil_scoped_release>())
-      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix) {
+      .def_static(
+          "from_store",
+          [](py::object store, int rank, int nranks, std::string prefix) {
             auto s = storeFromPy(store);
             py::gil_scoped_release nogil;
             return std::make_unique<Bootstrap>(s, rank, nranks, prefix);
-          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
+          },
+          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
       .def_property_readonly("rank", &Bootstrap::rank)
       .def_property_readonly("nranks", &Bootstrap::nranks)
-      .def("all_gather", [](Bootstrap& b, const py::bytes& mine) {
+      .def(
+          "all_gather",
+          [](Bootstrap& b, const py::bytes& mine) {
             Bytes in = fromPy(mine);
             std::vector<Bytes> all;
             {
@@ -51,21 +61,28 @@ void registerPeerGroup(py::module_& m) {
             py::list out;
             for (auto& x : all) out.append(toPy(x));
             return out;
-          }, py::arg("data"))
+          },
+          py::arg("data"))
       .def("barrier", &Bootstrap::barrier, py::call_guard<py::gil_scoped_release>())
-      .def("send", [](Bootstrap& b, int peer, const py::bytes& msg) {
+      .def(
+          "send",
+          [](Bootstrap& b, int peer, const py::bytes& msg) {
             Bytes in = fromPy(msg);
             py::gil_scoped_release nogil;
             b.send(peer, in);
-          }, py::arg("peer"), py::arg("data"))
-      .def("recv", [](Bootstrap& b, int peer) {
+          },
+          py::arg("peer"), py::arg("data"))
+      .def(
+          "recv",
+          [](Bootstrap& b, int peer) {
             Bytes out;
             {
               py::gil_scoped_release nogil;
               out = b.recv(peer);
             }
             return toPy(out);
-          }, py::arg("peer"));
+          },
+          py::arg("peer"));
 
   py::class_<Topology>(m, "Topology", "Ranks grouped by host.")
       .def_readonly("rank", &Topology::rank)
@@ -80,27 +97,39 @@ void registerPeerGroup(py::module_& m) {
   m.def("host_identity", &hostIdentity);
 
   py::class_<PeerGroup>(m, "PeerGroup", "A rank's transports to every peer of its group.")
-      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks) {
+      .def_static(
+          "from_unique_id",
+          [](const py::bytes& uid, int rank, int nranks) {
             UniqueId id = uniqueIdFromPy(uid);
             py::gil_scoped_release nogil;
             return std::make_unique<PeerGroup>(Bootstrap::fromUniqueId(id, rank, nranks));
-          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
-      .def_static("from_env", [] { return std::make_unique<PeerGroup>(Bootstrap::fromEnv()); },
-                  py::call_guard<py::gil_scoped_release>())
-      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix) {
+          },
+          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
+      .def_static(
+          "from_env", [] { return std::make_unique<PeerGroup>(Bootstrap::fromEnv()); },
+          py::call_guard<py::gil_scoped_release>())
+      .def_static(
+          "from_store",
+          [](py::object store, int rank, int nranks, std::string prefix) {
             auto s = storeFromPy(store);
             py::gil_scoped_release nogil;
-            return std::make_unique<PeerGroup>(std::make_unique<Bootstrap>(s, rank, nranks, prefix));
-          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
+            return std::make_unique<PeerGroup>(
+                std::make_unique<Bootstrap>(s, rank, nranks, prefix));
+          },
+          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
       .def_property_readonly("rank", &PeerGroup::rank)
       .def_property_readonly("nranks", &PeerGroup::nranks)
       .def_property_readonly("topology", &PeerGroup::topology, py::return_value_policy::copy)
-      .def_property_readonly("bootstrap", &PeerGroup::bootstrap, py::return_value_policy::reference_internal)
+      .def_property_readonly("bootstrap", &PeerGroup::bootstrap,
+                             py::return_value_policy::reference_internal)
       .def_property_readonly("job_tag", &PeerGroup::jobTag)
-      .def("transport_to", [](const PeerGroup& g, int peer) { return transportName(g.transportTo(peer)); },
-           py::arg("peer"))
-      .def("create_window", &PeerGroup::createWindow, py::arg("nbytes"), py::arg("num_signals") = 64,
-           py::keep_alive<0, 1>(), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "transport_to",
+          [](const PeerGroup& g, int peer) { return transportName(g.transportTo(peer)); },
+          py::arg("peer"))
+      .def("create_window", &PeerGroup::createWindow, py::arg("nbytes"),
+           py::arg("num_signals") = 64, py::keep_alive<0, 1>(),
+           py::call_guard<py::gil_scoped_release>())
       .def("check_peer", &PeerGroup::checkPeer, py::arg("peer"))
       .def("destroy", &PeerGroup::destroy)
       .def_property_readonly("destroyed", &PeerGroup::destroyed);
@@ -110,15 +139,21 @@ void registerPeerGroup(py::module_& m) {
       .def_property_readonly("id", &Window::id)
       .def_property_readonly("nbytes", &Window::bytes)
       .def_property_readonly("num_signals", &Window::numSignals)
-      .def_property_readonly("buffer", [](const Window& w) { return memoryOf(w.data(), w.bytes()); },
-                             "Writable memoryview of this rank's bytes (invalid after destroy).")
-      .def("peer_buffer", [](const Window& w, int peer) { return memoryOf(w.peerData(peer), w.bytes()); },
-           py::arg("peer"), "Memoryview of a peer's bytes mapped here, or None (tcp peers).")
-      .def("put", [](Window& w, int peer, size_t offset, py::object data) {
+      .def_property_readonly(
+          "buffer", [](const Window& w) { return memoryOf(w.data(), w.bytes()); },
+          "Writable memoryview of this rank's bytes (invalid after destroy).")
+      .def(
+          "peer_buffer",
+          [](const Window& w, int peer) { return memoryOf(w.peerData(peer), w.bytes()); },
+          py::arg("peer"), "Memoryview of a peer's bytes mapped here, or None (tcp peers).")
+      .def(
+          "put",
+          [](Window& w, int peer, size_t offset, py::object data) {
             Py_buffer view;
             if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
               PyErr_Clear();
-              throw InvalidArgument("window put: data must be a C-contiguous buffer (bytes, numpy array...)");
+              throw InvalidArgument(
+                  "window put: data must be a C-contiguous buffer (bytes, numpy array...)");
             }
             try {
               py::gil_scoped_release nogil;
@@ -128,7 +163,8 @@ void registerPeerGroup(py::module_& m) {
               throw;
             }
             PyBuffer_Release(&view);
-          }, py::arg("peer"), py::arg("offset"), py::arg("data"))
+          },
+          py::arg("peer"), py::arg("offset"), py::arg("data"))
       .def("signal", &Window::signal, py::arg("peer"), py::arg("slot"), py::arg("delta") = 1,
            py::call_guard<py::gil_scoped_release>())
       .def("wait_signal", &Window::waitSignal, py::arg("slot"), py::arg("value"),

@@ -25,7 +25,8 @@ class PyStore : public Store {
 
   void set(const std::string& key, const Bytes& value) override {
     call("set", [&] {
-      obj_->attr("set")(key, pybind11::bytes(reinterpret_cast<const char*>(value.data()), value.size()));
+      obj_->attr("set")(key,
+                        pybind11::bytes(reinterpret_cast<const char*>(value.data()), value.size()));
     });
   }
 

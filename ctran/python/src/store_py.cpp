@@ -17,7 +17,9 @@ Deadline deadlineFrom(std::optional<int64_t> timeoutMs) {
   return Deadline::after(timeoutMs.value_or(-1));
 }
 
-py::bytes toPy(const Bytes& b) { return py::bytes(reinterpret_cast<const char*>(b.data()), b.size()); }
+py::bytes toPy(const Bytes& b) {
+  return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+}
 
 Bytes fromPy(const py::bytes& b) {
   std::string s = b;
@@ -28,35 +30,47 @@ Bytes fromPy(const py::bytes& b) {
 
 void registerStore(py::module_& m) {
   py::class_<Store, std::shared_ptr<Store>>(m, "Store", "Key-value rendezvous store.")
-      .def("set", [](Store& s, const std::string& k, const py::bytes& v) {
+      .def(
+          "set",
+          [](Store& s, const std::string& k, const py::bytes& v) {
             Bytes b = fromPy(v);
             py::gil_scoped_release nogil;
             s.set(k, b);
-          }, py::arg("key"), py::arg("value"))
-      .def("get", [](Store& s, const std::string& k, std::optional<int64_t> timeoutMs) {
+          },
+          py::arg("key"), py::arg("value"))
+      .def(
+          "get",
+          [](Store& s, const std::string& k, std::optional<int64_t> timeoutMs) {
             Bytes b;
             {
               py::gil_scoped_release nogil;
               b = s.get(k, deadlineFrom(timeoutMs));
             }
             return toPy(b);
-          }, py::arg("key"), py::arg("timeout_ms") = py::none(),
+          },
+          py::arg("key"), py::arg("timeout_ms") = py::none(),
           "Waits for `key` (RCCLX_TIMEOUT_MS unless timeout_ms is given) and returns its value.")
       .def("add", &Store::add, py::arg("key"), py::arg("delta"),
            py::call_guard<py::gil_scoped_release>())
-      .def("check", [](Store& s, const std::vector<std::string>& keys) {
+      .def(
+          "check",
+          [](Store& s, const std::vector<std::string>& keys) {
             py::gil_scoped_release nogil;
             for (const auto& k : keys) {
               if (!s.check(k)) return false;
             }
             return true;
-          }, py::arg("keys"), "True when every key exists.")
-      .def("delete_key", [](Store& s, const std::string& k) {
+          },
+          py::arg("keys"), "True when every key exists.")
+      .def(
+          "delete_key",
+          [](Store& s, const std::string& k) {
             py::gil_scoped_release nogil;
             bool had = s.check(k);
             s.erase(k);
             return had;
-          }, py::arg("key"));
+          },
+          py::arg("key"));
 
   py::class_<TcpStoreServer, std::shared_ptr<TcpStoreServer>>(m, "TcpStoreServer",
                                                               "Hosts a TCP store in this process.")
@@ -74,25 +88,30 @@ void registerStore(py::module_& m) {
       .def(py::init<std::string>(), py::arg("directory"))
       .def_property_readonly("directory", &FileStore::directory);
 
-  py::class_<MemoryStore, Store, std::shared_ptr<MemoryStore>>(m, "MemoryStore")
-      .def(py::init<>());
+  py::class_<MemoryStore, Store, std::shared_ptr<MemoryStore>>(m, "MemoryStore").def(py::init<>());
 
   py::class_<PyStore, Store, std::shared_ptr<PyStore>>(
       m, "PythonStore", "Adapts an object with torch.distributed.Store's methods.")
       .def(py::init<py::object>(), py::arg("store"));
 
-  m.def("create_unique_id", [] {
+  m.def(
+      "create_unique_id",
+      [] {
         UniqueId id = createUniqueId();
         return py::bytes(reinterpret_cast<const char*>(id.bytes.data()), id.bytes.size());
       },
       "Starts a bootstrap store server in this process and returns its 128-byte id.");
-  m.def("describe_unique_id", [](const py::bytes& b) {
+  m.def(
+      "describe_unique_id",
+      [](const py::bytes& b) {
         std::string s = b;
-        CTRAN_CHECK(s.size() == 128, InvalidArgument, "unique id must be 128 bytes, got ", s.size());
+        CTRAN_CHECK(s.size() == 128, InvalidArgument, "unique id must be 128 bytes, got ",
+                    s.size());
         UniqueId id;
         std::copy(s.begin(), s.end(), id.bytes.begin());
         return describeUniqueId(id);
-      }, py::arg("unique_id"), "The host:port a unique id names.");
+      },
+      py::arg("unique_id"), "The host:port a unique id names.");
 }
 
 }  // namespace ctran::python

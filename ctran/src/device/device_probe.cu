@@ -10,7 +10,8 @@ namespace {
 __global__ void storeValue(long long* out, long long value) { *out = value; }
 
 void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) throw CudaError(strCat("device probe: ", what, ": ", cudaGetErrorString(err)));
+  if (err != cudaSuccess)
+    throw CudaError(strCat("device probe: ", what, ": ", cudaGetErrorString(err)));
 }
 
 }  // namespace

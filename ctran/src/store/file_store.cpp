@@ -46,7 +46,8 @@ void writeFileAtomically(const std::string& path, const Bytes& value) {
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     CTRAN_CHECK(f.good(), SystemError, "cannot write store file ", tmp, ": ", std::strerror(errno));
-    f.write(reinterpret_cast<const char*>(value.data()), static_cast<std::streamsize>(value.size()));
+    f.write(reinterpret_cast<const char*>(value.data()),
+            static_cast<std::streamsize>(value.size()));
   }
   CTRAN_SYSCHECK(::rename(tmp.c_str(), path.c_str()), strCat("rename ", tmp, " -> ", path));
 }

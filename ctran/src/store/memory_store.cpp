@@ -27,8 +27,8 @@ void MemoryStore::set(const std::string& key, const Bytes& value) {
 
 Bytes MemoryStore::get(const std::string& key, const Deadline& deadline) {
   std::unique_lock<std::mutex> lock(impl_->mu);
-  bool found = impl_->changed.wait_until(lock, deadline.at(),
-                                         [&] { return impl_->data.count(key) != 0; });
+  bool found =
+      impl_->changed.wait_until(lock, deadline.at(), [&] { return impl_->data.count(key) != 0; });
   if (!found) throwTimeout(deadline, "store key '" + key + "' in a memory store");
   return impl_->data[key];
 }

@@ -41,11 +41,11 @@ struct P2POp;
 
 /// Per-call options.
 struct CallOptions {
-  bool async = false;        ///< return at once; the Work completes later
-  std::string algo;          ///< allreduce only: force an algorithm ("" = RCCLX_ALLREDUCE_ALGO)
-  double premulScalar = 1.0; ///< PREMUL_SUM only: this rank's scalar
-  bool onDevice = false;     ///< allreduce only: the buffers are on the communicator's GPU
-  void* stream = nullptr;    ///< with onDevice: the cudaStream_t to enqueue on (null: legacy default)
+  bool async = false;         ///< return at once; the Work completes later
+  std::string algo;           ///< allreduce only: force an algorithm ("" = RCCLX_ALLREDUCE_ALGO)
+  double premulScalar = 1.0;  ///< PREMUL_SUM only: this rank's scalar
+  bool onDevice = false;      ///< allreduce only: the buffers are on the communicator's GPU
+  void* stream = nullptr;  ///< with onDevice: the cudaStream_t to enqueue on (null: legacy default)
 };
 
 class Communicator {
@@ -99,7 +99,8 @@ class Communicator {
   /// send (root only) holds size() blocks of recvCount elements.
   WorkPtr scatter(const void* send, void* recv, size_t recvCount, DataType type, int root,
                   const CallOptions& opts = {});
-  WorkPtr send(const void* buf, size_t count, DataType type, int peer, const CallOptions& opts = {});
+  WorkPtr send(const void* buf, size_t count, DataType type, int peer,
+               const CallOptions& opts = {});
   WorkPtr recv(void* buf, size_t count, DataType type, int peer, const CallOptions& opts = {});
   WorkPtr barrier(const CallOptions& opts = {});
 

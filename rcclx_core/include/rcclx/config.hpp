@@ -11,9 +11,9 @@ void declareKnobs();
 /// Typed accessors: rcclx::knob::RCCLX_ALLREDUCE_ALGO() and so on.
 namespace knob {
 #define RCCLX_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION) \
-  inline auto NAME() {                                      \
-    declareKnobs();                                         \
-    return ::ctran::config::get##TYPE(#NAME);               \
+  inline auto NAME() {                                        \
+    declareKnobs();                                           \
+    return ::ctran::config::get##TYPE(#NAME);                 \
   }
 #include "rcclx/knobs.def"
 #undef RCCLX_KNOB

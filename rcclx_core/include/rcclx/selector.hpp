@@ -34,9 +34,9 @@ struct SelectorConfig {
   AllReduceAlgo forced = AllReduceAlgo::kAuto;
   std::string forcedBy;  ///< "RCCLX_ALLREDUCE_ALGO=dda_tree" or "algo='ring'" (for messages)
   size_t flatMaxBytes = 32 << 10;
-  size_t treeMaxBytes = size_t{1} << 30;
-  size_t gpuFlatMaxBytes = 256 << 10;           ///< GPU: dda_flat up to here
-  size_t gpuTreeMaxBytes = size_t{32} << 20;    ///< GPU: dda_tree up to here, then dda_large
+  size_t treeMaxBytes = size_t{2} << 20;
+  size_t gpuFlatMaxBytes = 256 << 10;         ///< GPU: dda_flat up to here
+  size_t gpuTreeMaxBytes = size_t{32} << 20;  ///< GPU: dda_tree up to here, then dda_large
 };
 
 struct Selection {
@@ -44,8 +44,8 @@ struct Selection {
   std::string reason;
 };
 
-/// Reads RCCLX_ALLREDUCE_ALGO, the RCCL_DDA_* and RCCLX_GPU_* thresholds; `hint` (a per-call algorithm
-/// name, may be empty) overrides the environment's choice.
+/// Reads RCCLX_ALLREDUCE_ALGO, the RCCL_DDA_* and RCCLX_GPU_* thresholds; `hint` (a per-call
+/// algorithm name, may be empty) overrides the environment's choice.
 SelectorConfig selectorConfigFromEnv(const std::string& hint = "");
 
 /// Picks the algorithm. Throws InvalidArgument when a forced algorithm cannot run here.

@@ -17,7 +17,6 @@ from ctran import (
     SystemCallError,
     TimeoutError,
 )
-
 from rcclx_core._C import (
     Communicator,
     DataType,

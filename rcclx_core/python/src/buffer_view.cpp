@@ -169,8 +169,10 @@ void viaBufferProtocol(const py::handle& obj, const std::string& name,
       std::string type = py::str(py::type::handle_of(obj).attr("__name__"));
       std::string why = refusal.empty() ? "" : " (its __dlpack__ failed: " + refusal + ")";
       throw ctran::InvalidArgument(ctran::strCat(
-          name, ": expected a contiguous array (numpy, torch, or any DLPack or buffer-protocol "
-          "object), got ", type, why));
+          name,
+          ": expected a contiguous array (numpy, torch, or any DLPack or buffer-protocol "
+          "object), got ",
+          type, why));
     }
   }
   std::string fmt = view.format ? view.format : "B";

@@ -117,8 +117,8 @@ BufferView reduceBuffer(const py::handle& obj, const char* op, const char* arg,
                   v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
               InvalidArgument, op, ": ", arg, " is on device ", v.deviceName(),
               ", which this build cannot reach");
-  CTRAN_CHECK(!cuda || commDevice >= 0, InvalidArgument, op, ": ", arg, " is on ",
-              v.deviceName(), " but the communicator was created without a device (pass "
+  CTRAN_CHECK(!cuda || commDevice >= 0, InvalidArgument, op, ": ", arg, " is on ", v.deviceName(),
+              " but the communicator was created without a device (pass "
               "device= when creating it)");
   CTRAN_CHECK(!cuda || v.deviceId == commDevice, InvalidArgument, op, ": ", arg, " is on ",
               v.deviceName(), " but the communicator runs on cuda:", commDevice);
@@ -139,7 +139,8 @@ void expectCount(const BufferView& v, size_t want, const char* op, const char* a
 
 RedOp opArg(int op, DataType t, const char* what) { return checkRedOp(op, t, what); }
 
-CallOptions optionsOf(bool async, const py::object& algo = py::none(), const py::object& scalar = py::none()) {
+CallOptions optionsOf(bool async, const py::object& algo = py::none(),
+                      const py::object& scalar = py::none()) {
   CallOptions o;
   o.async = async;
   if (!algo.is_none()) o.algo = algo.cast<std::string>();
@@ -149,8 +150,8 @@ CallOptions optionsOf(bool async, const py::object& algo = py::none(), const py:
 
 std::vector<size_t> countsArg(const py::object& obj, int n, const char* op, const char* arg) {
   auto v = obj.cast<std::vector<int64_t>>();
-  CTRAN_CHECK(v.size() == static_cast<size_t>(n), InvalidArgument, op, ": ", arg, " has ",
-              v.size(), " entries for ", n, " ranks");
+  CTRAN_CHECK(v.size() == static_cast<size_t>(n), InvalidArgument, op, ": ", arg, " has ", v.size(),
+              " entries for ", n, " ranks");
   std::vector<size_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     CTRAN_CHECK(v[i] >= 0, InvalidArgument, op, ": ", arg, "[", i, "]=", v[i], " is negative");
@@ -183,43 +184,55 @@ std::unique_ptr<PyCommunicator> wrap(std::unique_ptr<Communicator> c) {
 
 void registerCommunicator(py::module_& m) {
   py::class_<Work, WorkPtr>(m, "Work", "Handle of an asynchronous operation.")
-      .def("wait", [](Work& w, std::optional<double> timeout) {
+      .def(
+          "wait",
+          [](Work& w, std::optional<double> timeout) {
             py::gil_scoped_release nogil;
             w.wait(timeout ? static_cast<int64_t>(*timeout * 1000) : -1);
             return true;
-          }, py::arg("timeout") = py::none(),
+          },
+          py::arg("timeout") = py::none(),
           "Waits (at most `timeout` seconds) and raises the operation's error, if any.")
       .def("is_completed", &Work::isCompleted)
       .def_property_readonly("description", &Work::description);
 
   using PC = PyCommunicator;
   py::class_<PC>(m, "Communicator", "A rank's membership in a group running collectives.")
-      .def_static("from_unique_id", [](const py::bytes& uid, int rank, int nranks,
-                                       std::optional<int> device) {
+      .def_static(
+          "from_unique_id",
+          [](const py::bytes& uid, int rank, int nranks, std::optional<int> device) {
             ctran::UniqueId id = ctran::python::uniqueIdFromPy(uid);
             py::gil_scoped_release nogil;
-            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromUniqueId(id, rank, nranks),
-                                                    device.value_or(-1));
+            auto c = std::make_unique<Communicator>(
+                ctran::Bootstrap::fromUniqueId(id, rank, nranks), device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          }, py::arg("unique_id"), py::arg("rank"), py::arg("nranks"), py::arg("device") = py::none(),
+          },
+          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"), py::arg("device") = py::none(),
           "Joins the group named by unique_id. With device (a GPU index; every rank passes one, "
           "or none), the communicator also runs all_reduce on that GPU's buffers.")
-      .def_static("from_env", [](std::optional<int> device) {
+      .def_static(
+          "from_env",
+          [](std::optional<int> device) {
             py::gil_scoped_release nogil;
-            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromEnv(), device.value_or(-1));
+            auto c =
+                std::make_unique<Communicator>(ctran::Bootstrap::fromEnv(), device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          }, py::arg("device") = py::none())
-      .def_static("from_store", [](py::object store, int rank, int nranks, std::string prefix,
-                                   std::optional<int> device) {
+          },
+          py::arg("device") = py::none())
+      .def_static(
+          "from_store",
+          [](py::object store, int rank, int nranks, std::string prefix,
+             std::optional<int> device) {
             auto s = ctran::python::storeFromPy(store);
             py::gil_scoped_release nogil;
             auto c = std::make_unique<Communicator>(
                 std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix), device.value_or(-1));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
-          }, py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx",
+          },
+          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx",
           py::arg("device") = py::none())
       .def_property_readonly("rank", [](PC& c) { return c.comm().rank(); })
       .def_property_readonly("size", [](PC& c) { return c.comm().size(); })
@@ -227,20 +240,27 @@ void registerCommunicator(py::module_& m) {
       .def_property_readonly("local_size", [](PC& c) { return c.comm().topology().localSize(); })
       .def_property_readonly("num_hosts", [](PC& c) { return c.comm().topology().nHosts; })
       .def_property_readonly("direct_access", [](PC& c) { return c.comm().directAccess(); })
-      .def_property_readonly("device", [](PC& c) -> py::object {
+      .def_property_readonly(
+          "device",
+          [](PC& c) -> py::object {
             int d = c.comm().device();
             return d < 0 ? py::object(py::none()) : py::object(py::int_(d));
-          }, "The GPU index all_reduce on device buffers runs on, or None.")
-      .def("set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
-          py::arg("spec"), "Replaces the GPU kernels' launch shapes ('name=value,...', as "
+          },
+          "The GPU index all_reduce on device buffers runs on, or None.")
+      .def(
+          "set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
+          py::arg("spec"),
+          "Replaces the GPU kernels' launch shapes ('name=value,...', as "
           "RCCLX_GPU_TUNING); for tuning tools.")
-      .def("all_reduce", [](PC& c, py::object send, py::object recv, int op, py::object algo,
-                            py::object scalar, bool async, py::object dtype,
-                            std::optional<uintptr_t> stream) {
+      .def(
+          "all_reduce",
+          [](PC& c, py::object send, py::object recv, int op, py::object algo, py::object scalar,
+             bool async, py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "all_reduce";
             const int dev = c.comm().device();
             auto s = reduceBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
-            auto r = recv.is_none() ? s : reduceBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
+            auto r =
+                recv.is_none() ? s : reduceBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
             RedOp red = opArg(op, s.type, o);
@@ -261,15 +281,18 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
-          py::arg("algo") = py::none(), py::arg("scalar") = py::none(),
-          py::arg("async_op") = false, py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          },
+          py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
+          py::arg("algo") = py::none(), py::arg("scalar") = py::none(), py::arg("async_op") = false,
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
           "recv = op over ranks of send (in place when recvbuf is None). GPU buffers (on the "
           "communicator's device): enqueued on `stream` (a cudaStream_t as an int, e.g. "
           "torch.cuda.current_stream().cuda_stream; default the legacy default stream 0), "
           "returns None at once; capturable in a CUDA graph.")
-      .def("reduce", [](PC& c, py::object send, py::object recv, int root, int op,
-                        py::object scalar, bool async, py::object dtype) {
+      .def(
+          "reduce",
+          [](PC& c, py::object send, py::object recv, int root, int op, py::object scalar,
+             bool async, py::object dtype) {
             const char* o = "reduce";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
             BufferView r = s;
@@ -282,13 +305,16 @@ void registerCommunicator(py::module_& m) {
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
             return c.run(async, {send, recv}, [&] {
-              return c.comm().reduce(s.data, isRoot ? r.data : nullptr, s.count, s.type, red, root, opts);
+              return c.comm().reduce(s.data, isRoot ? r.data : nullptr, s.count, s.type, red, root,
+                                     opts);
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          },
+          py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("op") = 0, py::arg("scalar") = py::none(), py::arg("async_op") = false,
           py::arg("dtype") = py::none())
-      .def("broadcast", [](PC& c, py::object send, py::object recv, int root, bool async,
-                           py::object dtype) {
+      .def(
+          "broadcast",
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
             const char* o = "broadcast";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
             auto r = recv.is_none() ? s : hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -297,9 +323,12 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().broadcast(s.data, r.data, s.count, s.type, root, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          },
+          py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("all_gather", [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+      .def(
+          "all_gather",
+          [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
             const char* o = "all_gather";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -309,10 +338,13 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().allGather(s.data, r.data, s.count, s.type, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
           py::arg("dtype") = py::none())
-      .def("all_gather_v", [](PC& c, py::object send, py::object recv, py::object counts,
-                              bool async, py::object dtype) {
+      .def(
+          "all_gather_v",
+          [](PC& c, py::object send, py::object recv, py::object counts, bool async,
+             py::object dtype) {
             const char* o = "all_gather_v";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -323,10 +355,13 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
           py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("reduce_scatter", [](PC& c, py::object send, py::object recv, int op, py::object scalar,
-                                bool async, py::object dtype) {
+      .def(
+          "reduce_scatter",
+          [](PC& c, py::object send, py::object recv, int op, py::object scalar, bool async,
+             py::object dtype) {
             const char* o = "reduce_scatter";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -338,10 +373,13 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().reduceScatter(s.data, r.data, r.count, s.type, red, opts);
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0,
-          py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("reduce_scatter_v", [](PC& c, py::object send, py::object recv, py::object counts,
-                                  int op, py::object scalar, bool async, py::object dtype) {
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0, py::arg("scalar") = py::none(),
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def(
+          "reduce_scatter_v",
+          [](PC& c, py::object send, py::object recv, py::object counts, int op, py::object scalar,
+             bool async, py::object dtype) {
             const char* o = "reduce_scatter_v";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -355,9 +393,13 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().reduceScatterV(s.data, r.data, cnt, s.type, red, opts);
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
-          py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("all_to_all", [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
+          py::arg("scalar") = py::none(), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def(
+          "all_to_all",
+          [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
             const char* o = "all_to_all";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
@@ -369,11 +411,13 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().allToAll(s.data, r.data, s.count / n, s.type, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
           py::arg("dtype") = py::none())
-      .def("all_to_all_v", [](PC& c, py::object send, py::object recv, py::object sendCounts,
-                              py::object recvCounts, py::object sendDispls, py::object recvDispls,
-                              bool async, py::object dtype) {
+      .def(
+          "all_to_all_v",
+          [](PC& c, py::object send, py::object recv, py::object sendCounts, py::object recvCounts,
+             py::object sendDispls, py::object recvDispls, bool async, py::object dtype) {
             const char* o = "all_to_all_v";
             int n = c.comm().size();
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
@@ -381,18 +425,22 @@ void registerCommunicator(py::module_& m) {
             sameType(s, r, o);
             auto sc = countsArg(sendCounts, n, o, "send_counts");
             auto rc = countsArg(recvCounts, n, o, "recv_counts");
-            auto sd = sendDispls.is_none() ? packed(sc) : countsArg(sendDispls, n, o, "send_displs");
-            auto rd = recvDispls.is_none() ? packed(rc) : countsArg(recvDispls, n, o, "recv_displs");
+            auto sd =
+                sendDispls.is_none() ? packed(sc) : countsArg(sendDispls, n, o, "send_displs");
+            auto rd =
+                recvDispls.is_none() ? packed(rc) : countsArg(recvDispls, n, o, "recv_displs");
             checkFits(s, sc, sd, o, "sendbuf");
             checkFits(r, rc, rd, o, "recvbuf");
             return c.run(async, {send, recv}, [&] {
               return c.comm().allToAllV(s.data, sc, sd, r.data, rc, rd, s.type, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("send_counts"),
-          py::arg("recv_counts"), py::arg("send_displs") = py::none(),
-          py::arg("recv_displs") = py::none(), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
-      .def("gather", [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("send_counts"), py::arg("recv_counts"),
+          py::arg("send_displs") = py::none(), py::arg("recv_displs") = py::none(),
+          py::arg("async_op") = false, py::arg("dtype") = py::none())
+      .def(
+          "gather",
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
             const char* o = "gather";
             auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
             void* rp = nullptr;
@@ -406,9 +454,12 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().gather(s.data, rp, s.count, s.type, root, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
+          },
+          py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("scatter", [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+      .def(
+          "scatter",
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
             const char* o = "scatter";
             auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
             const void* sp = nullptr;
@@ -422,66 +473,91 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, [&] {
               return c.comm().scatter(sp, r.data, r.count, r.type, root, optionsOf(async));
             });
-          }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0,
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("send", [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
+          },
+          py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def(
+          "send",
+          [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
             auto b = hostBuffer(buf, "send", "buf", dtypeArg(dtype), false);
             return c.run(async, {buf}, [&] {
               return c.comm().send(b.data, b.count, b.type, peer, optionsOf(async));
             });
-          }, py::arg("buf"), py::arg("peer"), py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("recv", [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
+          },
+          py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def(
+          "recv",
+          [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
             auto b = hostBuffer(buf, "recv", "buf", dtypeArg(dtype), true);
             return c.run(async, {buf}, [&] {
               return c.comm().recv(b.data, b.count, b.type, peer, optionsOf(async));
             });
-          }, py::arg("buf"), py::arg("peer"), py::arg("async_op") = false, py::arg("dtype") = py::none())
-      .def("barrier", [](PC& c, bool async) {
+          },
+          py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
+          py::arg("dtype") = py::none())
+      .def(
+          "barrier",
+          [](PC& c, bool async) {
             return c.run(async, {}, [&] { return c.comm().barrier(optionsOf(async)); });
-          }, py::arg("async_op") = false)
-      .def("group_start", [](PC& c) { c.comm().groupStart(); })
-      .def("group_end", [](PC& c, bool async) { return c.groupEnd(async); },
+          },
           py::arg("async_op") = false)
-      .def("split", [](PC& c, int color, std::optional<int> key) {
+      .def("group_start", [](PC& c) { c.comm().groupStart(); })
+      .def(
+          "group_end", [](PC& c, bool async) { return c.groupEnd(async); },
+          py::arg("async_op") = false)
+      .def(
+          "split",
+          [](PC& c, int color, std::optional<int> key) {
             std::unique_ptr<Communicator> sub;
             {
               py::gil_scoped_release nogil;
               sub = c.comm().split(color, key.value_or(c.comm().rank()));
             }
             return wrap(std::move(sub));
-          }, py::arg("color"), py::arg("key") = py::none(),
+          },
+          py::arg("color"), py::arg("key") = py::none(),
           "Ranks with the same color form a new communicator (None for a negative color).")
-      .def("split_ranks", [](PC& c, const std::vector<int>& ranks) {
+      .def(
+          "split_ranks",
+          [](PC& c, const std::vector<int>& ranks) {
             std::unique_ptr<Communicator> sub;
             {
               py::gil_scoped_release nogil;
               sub = c.comm().splitRanks(ranks);
             }
             return wrap(std::move(sub));
-          }, py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
-      .def("select_all_reduce", [](PC& c, size_t nbytes, int dtype, int op, py::object algo,
-                                   bool gpu) {
+          },
+          py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
+      .def(
+          "select_all_reduce",
+          [](PC& c, size_t nbytes, int dtype, int op, py::object algo, bool gpu) {
             DataType t = checkDataType(dtype, "select_all_reduce");
-            Selection s = c.comm().selectAllReduce(nbytes, t, checkRedOp(op, t, "select_all_reduce"),
-                                                   algo.is_none() ? "" : algo.cast<std::string>(), gpu);
+            Selection s =
+                c.comm().selectAllReduce(nbytes, t, checkRedOp(op, t, "select_all_reduce"),
+                                         algo.is_none() ? "" : algo.cast<std::string>(), gpu);
             return py::make_tuple(algoName(s.algo), s.reason);
-          }, py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none(),
+          },
+          py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none(),
           py::arg("gpu") = false)
-      .def("finalize", [](PC& c) {
-            py::gil_scoped_release nogil;
-            c.comm().finalize();
-          })
-      .def("destroy", [](PC& c) {
-            {
-              py::gil_scoped_release nogil;
-              c.comm().destroy();
-            }
-            c.prune();
-          })
-      .def("abort", [](PC& c) {
-            py::gil_scoped_release nogil;
-            c.comm().abort();
-          })
+      .def("finalize",
+           [](PC& c) {
+             py::gil_scoped_release nogil;
+             c.comm().finalize();
+           })
+      .def("destroy",
+           [](PC& c) {
+             {
+               py::gil_scoped_release nogil;
+               c.comm().destroy();
+             }
+             c.prune();
+           })
+      .def("abort",
+           [](PC& c) {
+             py::gil_scoped_release nogil;
+             c.comm().abort();
+           })
       .def_property_readonly("destroyed", [](PC& c) { return c.comm().destroyed(); });
 }
 

@@ -42,8 +42,9 @@ void registerTypes(py::module_& m) {
       .value("BAND", RedOp::kBitAnd)
       .value("BOR", RedOp::kBitOr)
       .value("BXOR", RedOp::kBitXor);
-  m.def("datatype_size", [](int t) { return dataTypeSize(checkDataType(t, "datatype_size")); },
-        py::arg("dtype"));
+  m.def(
+      "datatype_size", [](int t) { return dataTypeSize(checkDataType(t, "datatype_size")); },
+      py::arg("dtype"));
 }
 
 void registerSelector(py::module_& m) {
@@ -72,14 +73,17 @@ void registerSelector(py::module_& m) {
       },
       py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("nranks") = 2,
       py::arg("num_hosts") = 1, py::arg("direct_access") = true, py::arg("forced") = "auto",
-      py::arg("flat_max_bytes") = 32 << 10, py::arg("tree_max_bytes") = size_t{1} << 30,
-      py::arg("gpu") = false, py::arg("gpu_flat_max_bytes") = SelectorConfig().gpuFlatMaxBytes,
+      py::arg("flat_max_bytes") = SelectorConfig().flatMaxBytes,
+      py::arg("tree_max_bytes") = SelectorConfig().treeMaxBytes, py::arg("gpu") = false,
+      py::arg("gpu_flat_max_bytes") = SelectorConfig().gpuFlatMaxBytes,
       py::arg("gpu_tree_max_bytes") = SelectorConfig().gpuTreeMaxBytes,
       "The pure allreduce selector: (algorithm, reason) for the given call and thresholds.");
 }
 
 void registerConfig(py::module_& m) {
-  m.def("config_dump", [] {
+  m.def(
+      "config_dump",
+      [] {
         declareKnobs();
         py::list out;
         for (const auto& k : ctran::config::dump()) {
@@ -98,7 +102,9 @@ void registerConfig(py::module_& m) {
       },
       "Every knob of ctran and rcclx_core with its effective value.");
   m.def("refresh_logging", &ctran::log::refresh, "Re-reads RCCLX_DEBUG.");
-  m.def("create_unique_id", [] {
+  m.def(
+      "create_unique_id",
+      [] {
         ctran::UniqueId id = ctran::createUniqueId();
         return py::bytes(reinterpret_cast<const char*>(id.bytes.data()), id.bytes.size());
       },

@@ -20,13 +20,13 @@ void ringAllReduce(Channels& channels, const void* send, void* recv, size_t coun
 
 /// DDA flat: every rank stages its input, then loads every rank's staged input and reduces
 /// all of them locally in rank order. One synchronisation per chunk; for small messages.
-void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count,
-                      DataType type, RedOp op, uint64_t tag);
+void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
+                      RedOp op, uint64_t tag);
 
 /// DDA tree: every rank stages its input; rank r reduces slice r of all inputs (direct loads,
 /// rank order) into its result region; then every rank copies all result slices. Two
 /// synchronisations per chunk, 1/n of the reduction work per rank; for medium messages.
-void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count,
-                      DataType type, RedOp op, uint64_t tag);
+void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
+                      RedOp op, uint64_t tag);
 
 }  // namespace rcclx

@@ -9,8 +9,8 @@
 
 namespace rcclx {
 
-void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count,
-                      DataType type, RedOp op, uint64_t tag) {
+void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
+                      RedOp op, uint64_t tag) {
   const int n = arena.nranks();
   const size_t elem = dataTypeSize(type);
   const size_t chunkElems = arena.slotBytes() / elem;

@@ -9,8 +9,8 @@
 
 namespace rcclx {
 
-void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count,
-                      DataType type, RedOp op, uint64_t tag) {
+void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
+                      RedOp op, uint64_t tag) {
   const int n = arena.nranks();
   const int r = arena.rank();
   const size_t elem = dataTypeSize(type);

@@ -28,7 +28,9 @@ void ringAllReduce(Channels& ch, const void* send, void* recv, size_t count, Dat
     const size_t roundCount = std::min(roundElems, count - base);
     const size_t seg = (roundCount + n - 1) / n;
     auto lo = [&](int j) { return base + std::min(seg * j, roundCount); };
-    auto len = [&](int j) { return std::min(seg * (j + 1), roundCount) - std::min(seg * j, roundCount); };
+    auto len = [&](int j) {
+      return std::min(seg * (j + 1), roundCount) - std::min(seg * j, roundCount);
+    };
 
     // Reduce-scatter: segment j starts at rank j and gains one input per hop; the rank before
     // j adds the last one, so rank r completes segment r+1.

@@ -8,8 +8,8 @@
 
 namespace rcclx {
 
-void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type,
-                 RedOp op, int root, uint64_t tag) {
+void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                 int root, uint64_t tag) {
   const int n = ch.nranks();
   const int r = ch.rank();
   const size_t elem = dataTypeSize(type);

@@ -32,8 +32,8 @@ void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, in
 
 /// Pipelined chain toward `root`, starting at root+1; combined in chain order. recv is
 /// written on the root only.
-void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type,
-                 RedOp op, int root, uint64_t tag);
+void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                 int root, uint64_t tag);
 
 /// Ring all-gather of blocks of `counts[b]` elements placed at `displs[b]` in recv; this
 /// rank's block comes from send (which may already sit at its place in recv).

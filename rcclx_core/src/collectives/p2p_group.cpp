@@ -4,19 +4,19 @@
 #include <set>
 
 #include "../p2p/channels.hpp"
+#include "../tags.hpp"
 #include "collectives.hpp"
 #include "ctran/checks.hpp"
 #include "ctran/wait.hpp"
-#include "../tags.hpp"
 
 namespace rcclx {
 namespace {
 
 struct Progress {
   P2POp* op;
-  size_t done = 0;      // bytes moved
-  size_t chunks = 0;    // chunks moved
-  size_t totalChunks;   // a zero-byte message is one empty chunk
+  size_t done = 0;     // bytes moved
+  size_t chunks = 0;   // chunks moved
+  size_t totalChunks;  // a zero-byte message is one empty chunk
   bool finished() const { return chunks == totalChunks; }
 };
 

@@ -21,7 +21,9 @@ void ringAllGatherV(Channels& ch, const void* send, void* recv, const std::vecto
   const int prev = (r + n - 1) % n;
   const size_t chunkElems = ch.slotBytes() / elem;
   const size_t maxCount = *std::max_element(counts.begin(), counts.end());
-  auto part = [&](int b, size_t c) { return counts[b] > c ? std::min(chunkElems, counts[b] - c) : 0; };
+  auto part = [&](int b, size_t c) {
+    return counts[b] > c ? std::min(chunkElems, counts[b] - c) : 0;
+  };
   size_t c = 0;
   do {
     {

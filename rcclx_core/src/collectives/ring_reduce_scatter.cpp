@@ -18,14 +18,17 @@ void ringReduceScatterV(Channels& ch, const void* send, void* recv,
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   if (n == 1) {
-    if (in + displs[0] * elem != out && counts[0]) std::memmove(out, in + displs[0] * elem, counts[0] * elem);
+    if (in + displs[0] * elem != out && counts[0])
+      std::memmove(out, in + displs[0] * elem, counts[0] * elem);
     return;
   }
   const int next = (r + 1) % n;
   const int prev = (r + n - 1) % n;
   const size_t chunkElems = ch.slotBytes() / elem;
   const size_t maxCount = *std::max_element(counts.begin(), counts.end());
-  auto part = [&](int b, size_t c) { return counts[b] > c ? std::min(chunkElems, counts[b] - c) : 0; };
+  auto part = [&](int b, size_t c) {
+    return counts[b] > c ? std::min(chunkElems, counts[b] - c) : 0;
+  };
   size_t c = 0;
   do {
     {

@@ -28,7 +28,8 @@ inline float bf16ToFloat(uint16_t h) { return bitsFloat(static_cast<uint32_t>(h)
 
 inline uint16_t floatToBf16(float f) {
   uint32_t u = floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
@@ -51,7 +52,7 @@ inline uint16_t floatToHalf(float f) {
   x &= 0x7fffffffu;
   if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u);
   if (x >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
-  if (x < 0x38800000u) {                         // below 2^-14: subnormal (or zero) in fp16
+  if (x < 0x38800000u) {                        // below 2^-14: subnormal (or zero) in fp16
     float units = std::nearbyint(bitsFloat(x) * 16777216.0f);  // in units of 2^-24, RNE
     return sign | static_cast<uint16_t>(units);
   }
@@ -104,7 +105,8 @@ inline float fp8ToFloat(uint8_t v) {
   if (kExp == 4 && exp == 0xf && man == 0x7) return std::nanf("");
   if (kExp == 5 && exp == 0x1f) return man ? std::nanf("") : sign * INFINITY;
   if (exp == 0) return sign * std::ldexp(static_cast<float>(man), 1 - kBias - kMan);
-  return sign * std::ldexp(1.0f + static_cast<float>(man) / (1 << kMan), static_cast<int>(exp) - kBias);
+  return sign *
+         std::ldexp(1.0f + static_cast<float>(man) / (1 << kMan), static_cast<int>(exp) - kBias);
 }
 
 inline uint8_t floatToE4m3(float f) { return floatToFp8<4, 3, true>(f); }

@@ -57,29 +57,46 @@ template <typename A>
 using Wrapping = typename WrappingOf<A>::type;
 
 struct OpSum {
-  template <typename A> static A apply(A a, A b) {
+  template <typename A>
+  static A apply(A a, A b) {
     return static_cast<A>(static_cast<Wrapping<A>>(a) + static_cast<Wrapping<A>>(b));
   }
 };
 struct OpProd {
-  template <typename A> static A apply(A a, A b) {
+  template <typename A>
+  static A apply(A a, A b) {
     return static_cast<A>(static_cast<Wrapping<A>>(a) * static_cast<Wrapping<A>>(b));
   }
 };
 struct OpMax {
-  template <typename A> static A apply(A a, A b) { return a < b ? b : a; }
+  template <typename A>
+  static A apply(A a, A b) {
+    return a < b ? b : a;
+  }
 };
 struct OpMin {
-  template <typename A> static A apply(A a, A b) { return b < a ? b : a; }
+  template <typename A>
+  static A apply(A a, A b) {
+    return b < a ? b : a;
+  }
 };
 struct OpAnd {
-  template <typename A> static A apply(A a, A b) { return a & b; }
+  template <typename A>
+  static A apply(A a, A b) {
+    return a & b;
+  }
 };
 struct OpOr {
-  template <typename A> static A apply(A a, A b) { return a | b; }
+  template <typename A>
+  static A apply(A a, A b) {
+    return a | b;
+  }
 };
 struct OpXor {
-  template <typename A> static A apply(A a, A b) { return a ^ b; }
+  template <typename A>
+  static A apply(A a, A b) {
+    return a ^ b;
+  }
 };
 
 template <typename C, typename Op>

@@ -65,8 +65,8 @@ class DirectArena {
   int nranks_;
   size_t slotBytes_;
   std::shared_ptr<ctran::Window> window_;
-  std::vector<char*> bases_;                   // every rank's window data, mapped here
-  std::vector<ctran::SignalCell*> signals_;    // every rank's signal cells, mapped here
+  std::vector<char*> bases_;                 // every rank's window data, mapped here
+  std::vector<ctran::SignalCell*> signals_;  // every rank's signal cells, mapped here
   uint64_t step_ = 0;
 };
 

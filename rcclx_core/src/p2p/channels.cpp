@@ -11,8 +11,8 @@ namespace rcclx {
 
 Channels::Channels(ctran::PeerGroup& group, size_t slotBytes, int numSlots)
     : group_(group), rank_(group.rank()), nranks_(group.nranks()), numSlots_(numSlots) {
-  CTRAN_CHECK(slotBytes >= 4096 && numSlots >= 2, ctran::InvalidArgument,
-              "channels: slot size ", slotBytes, " must be >= 4096 and slots ", numSlots, " >= 2");
+  CTRAN_CHECK(slotBytes >= 4096 && numSlots >= 2, ctran::InvalidArgument, "channels: slot size ",
+              slotBytes, " must be >= 4096 and slots ", numSlots, " >= 2");
   slotBytes_ = (slotBytes + 63) / 64 * 64;
   size_t bytes = static_cast<size_t>(nranks_) * numSlots_ * slotStride();
   window_ = group.createWindow(bytes, 2 * nranks_);
@@ -70,10 +70,11 @@ void Channels::commitSend(int peer, size_t bytes, uint64_t tag) {
 
 void Channels::checkChunk(int peer, const ChunkHeader* h, size_t expectBytes, uint64_t tag) const {
   if (h->tag != tag) {
-    throw ctran::InvalidUsage(ctran::strCat(
-        "mismatched calls: rank ", peer, " sent a chunk of ", describeTag(h->tag), " but rank ",
-        rank_, " expected one of ", describeTag(tag), " (do all ranks call the same collectives in"
-        " the same order?)"));
+    throw ctran::InvalidUsage(ctran::strCat("mismatched calls: rank ", peer, " sent a chunk of ",
+                                            describeTag(h->tag), " but rank ", rank_,
+                                            " expected one of ", describeTag(tag),
+                                            " (do all ranks call the same collectives in"
+                                            " the same order?)"));
   }
   if (h->bytes != expectBytes) {
     throw ctran::InvalidArgument(ctran::strCat(

@@ -68,8 +68,8 @@ class Channels {
   size_t slotBytes_;
   int numSlots_;
   std::shared_ptr<ctran::Window> window_;
-  std::vector<uint64_t> sent_;      // chunks sent to each peer
-  std::vector<uint64_t> received_;  // chunks consumed from each peer
+  std::vector<uint64_t> sent_;              // chunks sent to each peer
+  std::vector<uint64_t> received_;          // chunks consumed from each peer
   std::vector<std::vector<char>> staging_;  // per tcp peer: where a chunk is built before put()
 };
 

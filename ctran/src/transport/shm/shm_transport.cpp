@@ -13,7 +13,9 @@ namespace {
 class ShmPeerWindow : public PeerWindow {
  public:
   ShmPeerWindow(ShmSegment segment, size_t dataOffset, size_t bytes, int numSignals)
-      : segment_(std::move(segment)), dataOffset_(dataOffset), bytes_(bytes),
+      : segment_(std::move(segment)),
+        dataOffset_(dataOffset),
+        bytes_(bytes),
         numSignals_(numSignals) {}
 
   void* directData() override { return static_cast<char*>(segment_.data()) + dataOffset_; }

@@ -115,7 +115,8 @@ void TcpTransport::releaseWindow(uint64_t windowId) {
 void TcpTransport::checkPeer(int peer) {
   auto& c = conns_[peer];
   if (c && c->closed.load()) {
-    throw RemoteError(strCat("peer rank ", peer, " closed its tcp connection (it exited or failed)"));
+    throw RemoteError(
+        strCat("peer rank ", peer, " closed its tcp connection (it exited or failed)"));
   }
 }
 
