@@ -200,3 +200,112 @@ def perf(session: nox.Session) -> None:
     session.install(*CONSTRAINTS, "numpy", "torch")
     install_packages(session, PERF_PACKAGES)
     session.run("rcclx-perf", *(session.posargs or ["-c", "1", "--compare", "gloo"]))
+
+
+# The AMD build check (`nox -s hip`): CDNA2 (MI200), 64-wide wavefronts, no FP8 conversion
+# hardware; what the GPU code must compile for besides NVIDIA's GPUs.
+HIP_ARCHITECTURES = "gfx90a"
+HIP_BUILD_DIR = ROOT / "build" / "hip"
+HIP_LIBRARIES = ("ctran", "rcclx_core")
+
+
+@nox.session
+def hip(session: nox.Session) -> None:
+    """Compile ctran's and rcclx_core's GPU code for AMD (hipcc, gfx90a) into their libraries."""
+    hipcc = _ensure_hipcc(session)
+    _check_no_cuda_guards(session)
+    tools = [name for name in ("cmake", "ninja") if shutil.which(name) is None]
+    if tools:
+        session.install(*CONSTRAINTS, *tools)
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")
+    session.run(
+        "cmake",
+        "-S",
+        str(ROOT),
+        "-B",
+        str(HIP_BUILD_DIR),
+        "-G",
+        "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DRCCLX_GPU_BACKEND=HIP",
+        f"-DRCCLX_HIPCC={hipcc}",
+        f"-DRCCLX_HIP_ARCHITECTURES={HIP_ARCHITECTURES}",
+        "-DRCCLX_BUILD_PYTHON=OFF",
+        "-DRCCLX_PACKAGE=rcclx_core",
+        external=True,
+    )
+    build = ["cmake", "--build", str(HIP_BUILD_DIR), "-j", jobs, "--target", *HIP_LIBRARIES]
+    session.run(*build, external=True)
+    _check_hip_objects(session)
+
+
+def _ensure_hipcc(session: nox.Session) -> str:
+    """The hipcc to use; installs Debian's hipcc package when missing (as root on Debian)."""
+    found = shutil.which("hipcc") or shutil.which("hipcc", path="/opt/rocm/bin")
+    if found:
+        return found
+    debian = Path("/etc/debian_version").is_file() and shutil.which("apt-get") is not None
+    if not debian or os.geteuid() != 0:
+        session.error(
+            "hipcc not found. On Debian 12 or newer, run this session as root (it installs the "
+            "`hipcc` package) or `apt-get install --no-install-recommends hipcc` yourself; "
+            "elsewhere install ROCm's hipcc and put it on PATH"
+        )
+    session.log("hipcc not found: installing Debian's hipcc package (clang, ROCm device libs)")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", env=env, external=True)
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "hipcc"]
+    session.run(*install, env=env, external=True)
+    found = shutil.which("hipcc")
+    if not found:
+        session.error("apt-get installed hipcc, but no hipcc is on PATH")
+    return found
+
+
+def _check_no_cuda_guards(session: nox.Session) -> None:
+    """Fails on GPU code guarded by RCCLX_HAVE_CUDA (in C++ or CMake), which the HIP build
+    would silently leave out; RCCLX_HAVE_GPU is the guard for code of both vendors."""
+    parts = ("ctran", "rcclx_core", "nccl_compat")
+    names = [n for n in _native_sources() if n.split("/")[0] in parts]
+    names += [f"{p}/CMakeLists.txt" for p in parts if (ROOT / p / "CMakeLists.txt").is_file()]
+    hits = []
+    for name in names:
+        cmake = name.endswith(".txt")
+        for number, line in enumerate((ROOT / name).read_text().splitlines(), 1):
+            code = line.strip()
+            guard = code.startswith("if(" if cmake else "#")
+            if guard and "RCCLX_HAVE_CUDA" in code and "RCCLX_HAVE_GPU" not in code:
+                hits.append(f"{name}:{number}: {code}")
+    if hits:
+        session.error(
+            "GPU code guarded by RCCLX_HAVE_CUDA is left out of the HIP build; guard it with "
+            "RCCLX_HAVE_GPU:\n  " + "\n  ".join(hits)
+        )
+
+
+def _check_hip_objects(session: nox.Session) -> None:
+    """Every .cu file of the libraries was compiled, and each one defining kernels holds code
+    for every HIP target (a file CMake does not list, or lists only for CUDA, fails here)."""
+    problems = []
+    sources = [
+        name
+        for name in _native_sources()
+        if name.endswith(".cu") and name.split("/")[0] in HIP_LIBRARIES
+    ]
+    for name in sources:
+        library, relative = name.split("/", 1)
+        objects = list((HIP_BUILD_DIR / library / "CMakeFiles").glob(f"*.dir/{relative}.o"))
+        if not objects:
+            problems.append(f"{name}: not compiled by the HIP build (not in CMake's sources?)")
+            continue
+        if "__global__" not in (ROOT / name).read_text():
+            session.log(f"{name}: compiled (host code only)")
+            continue
+        data = objects[0].read_bytes()
+        for arch in HIP_ARCHITECTURES.split(";"):
+            if f"amdgcn-amd-amdhsa--{arch}".encode() not in data:
+                problems.append(f"{name}: its object has no {arch} code")
+        session.log(f"{name}: compiled for {HIP_ARCHITECTURES} ({len(data) // 1024} KiB)")
+    if problems:
+        session.error("HIP build incomplete:\n  " + "\n  ".join(problems))
+    session.log(f"HIP build check passed: {len(sources)} GPU sources, libraries in {HIP_BUILD_DIR}")

@@ -5,7 +5,7 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
 #include "ctran/device.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
@@ -16,7 +16,7 @@ namespace {
 
 size_t roundUp256(size_t x) { return (x + 255) & ~size_t{255}; }
 
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
 // Every rank contributes either its payload ('K' + payload) or its error ('E' + message);
 // when any rank failed, every rank throws CudaError naming the first failing rank, so no rank
 // is left waiting on a peer that gave up.
@@ -62,7 +62,7 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
               " hosts; device windows need every rank on one host");
   CTRAN_CHECK(dataBytes > 0 && numSignals >= 0, InvalidArgument, "DeviceWindow: dataBytes ",
               dataBytes, " and numSignals ", numSignals, " must be positive");
-#ifndef RCCLX_HAVE_CUDA
+#ifndef RCCLX_HAVE_GPU
   throw CudaError("DeviceWindow: this build has no GPU code (built without a CUDA compiler)");
 #else
   const int rank = topo.rank;
@@ -79,8 +79,9 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     CTRAN_CHECK(device >= 0 && device < ndev, InvalidArgument, "GPU ", device,
                 " is out of range for ", ndev, " GPUs on this host");
     CTRAN_GPU_CHECK(gpuSetDevice(device), "GPU ", device);
-    CTRAN_GPU_CHECK(gpuMalloc(&base_, layout.totalBytes), "allocating ", layout.totalBytes,
-                    " bytes (", dataBytes, " data, ", numSignals, " signals) on GPU ", device);
+    CTRAN_GPU_CHECK(gpuMallocPeerVisible(&base_, layout.totalBytes), "allocating ",
+                    layout.totalBytes, " bytes (", dataBytes, " data, ", numSignals,
+                    " signals) on GPU ", device);
     CTRAN_GPU_CHECK(gpuMemset(base_, 0, layout.totalBytes), "zeroing ", layout.totalBytes,
                     " bytes");
     CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "zeroing the window on GPU ", device);
@@ -123,7 +124,7 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     throw;
   }
   CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ", layout.totalBytes,
-             " bytes, peers mapped by CUDA IPC");
+             " bytes, peers mapped by ", gpuRuntimeName(), " IPC");
 #endif
 }
 
@@ -140,12 +141,12 @@ DeviceWindow::~DeviceWindow() {
 void DeviceWindow::destroy(bool collective) {
   CTRAN_CHECK(!destroyed_, InvalidUsage, "DeviceWindow::destroy: already destroyed");
   destroyed_ = true;
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
   if (collective) {
     gpuError_t err = gpuSetDevice(device_);
     if (err == gpuSuccess) err = gpuDeviceSynchronize();
     if (err != gpuSuccess) {
-      gpuGetLastError();
+      (void)gpuGetLastError();
       CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ",
                  gpuGetErrorString(err));
     }
@@ -160,17 +161,17 @@ void DeviceWindow::destroy(bool collective) {
 }
 
 void DeviceWindow::release() {
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
   CudaIpcTransport ipc(device_);
   for (void* p : imported_) {
     if (p) ipc.release({p, true, 0, device_});
   }
   imported_.clear();
   if (base_) {
-    gpuSetDevice(device_);
+    (void)gpuSetDevice(device_);
     gpuError_t err = gpuFree(base_);
     if (err != gpuSuccess) {
-      gpuGetLastError();
+      (void)gpuGetLastError();
       CTRAN_WARN("device window: freeing ", allocBytes_, " bytes on GPU ", device_, ": ",
                  gpuGetErrorString(err));
     }

@@ -1,9 +1,11 @@
 // One set of names for the GPU runtime, whichever vendor's it is: CUDA (what runs here) or HIP.
 //
 // RCCL gets its HIP sources by running hipify over NCCL's; we instead write every GPU file once
-// against the names below. Host code uses the gpu* types, constants and functions; device code
-// also gets RCCLX_WARP_SIZE. Only translation units of a build with GPU code (RCCLX_HAVE_CUDA,
-// or RCCLX_HAVE_HIP for the AMD build) may include this header: it pulls in the vendor runtime.
+// against the names below. Host code uses the gpu* types, constants and functions; host and
+// device code get the warp size as ctran::kWarpSize (RCCLX_WARP_SIZE): 32 on NVIDIA, 64 (the
+// wavefront) on AMD's CDNA GPUs. Only translation units of a build with GPU code (RCCLX_HAVE_GPU:
+// RCCLX_HAVE_CUDA, or RCCLX_HAVE_HIP for the AMD build, cmake/RcclxHip.cmake) may include this
+// header: it pulls in the vendor runtime.
 //
 // CTRAN_GPU_CHECK(call, context...) turns a failed runtime call into ctran::CudaError whose
 // message names the call, the runtime's own error text and the caller's context.
@@ -18,6 +20,15 @@
 #endif
 
 #include "ctran/checks.hpp"
+
+// RCCLX_GPU_FP8_HW: 1 while compiling device code for a target that converts float <-> OCP fp8
+// (e4m3 / e5m2) in hardware (NVIDIA sm_89 and newer), else 0. AMD's gfx90a has no FP8
+// conversion and gfx94x converts only the FNUZ variants, so HIP builds take the software path.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define RCCLX_GPU_FP8_HW 1
+#else
+#define RCCLX_GPU_FP8_HW 0
+#endif
 
 #if RCCLX_GPU_HIP
 
@@ -48,6 +59,17 @@ using gpuIpcMemHandle_t = hipIpcMemHandle_t;
 #define gpuIpcOpenMemHandle hipIpcOpenMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define RCCLX_WARP_SIZE 64
+// Peer-visible memory (flags polled with system-scope atomics) must be fine-grained on AMD:
+// plain hipMalloc memory is coarse-grained, coherent only at kernel boundaries.
+#ifdef hipDeviceMallocUncached
+#define RCCLX_HIP_PEER_VISIBLE_FLAGS hipDeviceMallocUncached
+#else
+#define RCCLX_HIP_PEER_VISIBLE_FLAGS hipDeviceMallocFinegrained
+#endif
+#if defined(__HIP_DEVICE_COMPILE__) && defined(__AMDGCN_WAVEFRONT_SIZE)
+static_assert(__AMDGCN_WAVEFRONT_SIZE == RCCLX_WARP_SIZE,
+              "RCCLX's HIP kernels assume 64-wide wavefronts (CDNA: gfx90a, gfx94x)");
+#endif
 
 #else
 
@@ -83,6 +105,19 @@ using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
 
 namespace ctran {
 
+/// Threads per warp (NVIDIA) or wavefront (AMD) of the GPUs this build targets.
+constexpr int kWarpSize = RCCLX_WARP_SIZE;
+
+/// Allocates device memory that peers map (IPC) and signal with system-scope atomics:
+/// cudaMalloc on NVIDIA; fine-grained (uncached) memory on AMD.
+inline gpuError_t gpuMallocPeerVisible(void** ptr, size_t bytes) {
+#if RCCLX_GPU_HIP
+  return hipExtMallocWithFlags(ptr, bytes, RCCLX_HIP_PEER_VISIBLE_FLAGS);
+#else
+  return cudaMalloc(ptr, bytes);
+#endif
+}
+
 /// "CUDA" or "HIP": the runtime this translation unit was built against (for messages).
 inline const char* gpuRuntimeName() {
 #if RCCLX_GPU_HIP
@@ -95,7 +130,7 @@ inline const char* gpuRuntimeName() {
 /// Throws CudaError "<context>: <call> failed: <runtime's error text> (error <code>)".
 [[noreturn]] inline void throwGpuError(gpuError_t err, const char* call,
                                        const std::string& context) {
-  gpuGetLastError();  // clear a non-sticky error so the next call starts clean
+  (void)gpuGetLastError();  // clear a non-sticky error so the next call starts clean
   throw CudaError(strCat(context, context.empty() ? "" : ": ", call,
                          " failed: ", gpuGetErrorString(err), " (", gpuRuntimeName(), " error ",
                          static_cast<int>(err), ")"));

@@ -30,7 +30,8 @@ namespace ctran::device {
 /// Nanoseconds from a global clock (coarse: it ticks about every microsecond).
 __device__ __forceinline__ uint64_t globalTimerNs() {
 #if RCCLX_GPU_HIP
-  return wall_clock64() * 10;  // 100 MHz constant clock on MI-series GPUs
+  // s_memrealtime (what wall_clock64() reads): a 100 MHz constant clock on MI-series GPUs.
+  return __builtin_amdgcn_s_memrealtime() * 10;
 #else
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -58,6 +59,19 @@ __device__ __forceinline__ uint64_t signalAcquire(const uint64_t* flag) {
 #endif
 }
 
+/// Loads data a peer stored into this GPU's memory, after the acquire that saw the peer's flag.
+/// NVIDIA: ld.global.cg, bypassing L1 (it may still hold the line's old contents). AMD: a plain
+/// load; the system-scope acquire (signalAcquire) invalidated the CU's L1, which every wave of
+/// the block shares.
+template <typename T>
+__device__ __forceinline__ T loadPeerStored(const T* p) {
+#if RCCLX_GPU_HIP
+  return *p;
+#else
+  return __ldcg(p);
+#endif
+}
+
 /// Set by the first timed-out wait of this module, so one line is printed, not one per thread.
 static __device__ unsigned int gTimeoutReported = 0;
 
@@ -71,7 +85,11 @@ __device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int
         "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
         rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000), what,
         peer, (unsigned long long)expected, (unsigned long long)seen);
+#if RCCLX_GPU_HIP
+  __builtin_trap();  // s_trap: the queue reports an error, as __trap() does on CUDA
+#else
   __trap();
+#endif
 }
 
 /// Tracks a bounded wait: call expired() after each unsuccessful poll.

@@ -2,14 +2,14 @@
 #include "ctran/checks.hpp"
 #include "ctran/device.hpp"
 
-#ifdef RCCLX_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#ifdef RCCLX_HAVE_GPU
+#include "ctran/gpu_runtime.hpp"
 #endif
 
 namespace ctran::device {
 
 bool builtWithCuda() {
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
   return true;
 #else
   return false;
@@ -17,12 +17,12 @@ bool builtWithCuda() {
 }
 
 int count(std::string* why) {
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
   int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) {
-    if (why) *why = strCat("no GPU: ", cudaGetErrorString(err));
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+  gpuError_t err = gpuGetDeviceCount(&n);
+  if (err != gpuSuccess) {
+    if (why) *why = strCat("no GPU: ", gpuGetErrorString(err));
+    (void)gpuGetLastError();  // clear the sticky-free error so later calls start clean
     return 0;
   }
   if (n == 0 && why) *why = "no GPU: the driver reports no devices";
@@ -33,7 +33,7 @@ int count(std::string* why) {
 #endif
 }
 
-#ifndef RCCLX_HAVE_CUDA
+#ifndef RCCLX_HAVE_GPU
 int64_t probe(int, int64_t) {
   throw CudaError("device probe: this build has no GPU code (built without a CUDA compiler)");
 }

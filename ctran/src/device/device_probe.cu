@@ -1,17 +1,16 @@
 // A minimal kernel that proves the GPU toolchain and runtime work end to end.
-#include <cuda_runtime.h>
-
 #include "ctran/checks.hpp"
 #include "ctran/device.hpp"
+#include "ctran/gpu_runtime.hpp"
 
 namespace ctran::device {
 namespace {
 
 __global__ void storeValue(long long* out, long long value) { *out = value; }
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw CudaError(strCat("device probe: ", what, ": ", cudaGetErrorString(err)));
+void check(gpuError_t err, const char* what) {
+  if (err != gpuSuccess)
+    throw CudaError(strCat("device probe: ", what, ": ", gpuGetErrorString(err)));
 }
 
 }  // namespace
@@ -22,14 +21,14 @@ int64_t probe(int dev, int64_t value) {
   CTRAN_CHECK(n > 0, CudaError, "device probe: ", why);
   CTRAN_CHECK(dev >= 0 && dev < n, InvalidArgument, "device probe: device ", dev,
               " is out of range for ", n, " GPUs");
-  check(cudaSetDevice(dev), "cudaSetDevice");
+  check(gpuSetDevice(dev), "gpuSetDevice");
   long long* d = nullptr;
-  check(cudaMalloc(&d, sizeof(long long)), "cudaMalloc");
+  check(gpuMalloc(&d, sizeof(long long)), "gpuMalloc");
   storeValue<<<1, 1>>>(d, value);
-  cudaError_t err = cudaGetLastError();
+  gpuError_t err = gpuGetLastError();
   long long out = 0;
-  if (err == cudaSuccess) err = cudaMemcpy(&out, d, sizeof(out), cudaMemcpyDeviceToHost);
-  cudaFree(d);
+  if (err == gpuSuccess) err = gpuMemcpy(&out, d, sizeof(out), gpuMemcpyDeviceToHost);
+  (void)gpuFree(d);
   check(err, "kernel launch / copy");
   return out;
 }

@@ -81,7 +81,8 @@ void launchDdaFlat(const LaunchArgs& args) {
               "dda_flat: ", a.buf.units * kUnitBytes, " bytes exceed the flat slot of ",
               a.llSlotBytes / 2, " bytes");
   // Small calls launch only the warps they need.
-  const size_t needThreads = (a.buf.units + 31) / 32 * 32;
+  constexpr size_t kWarp = ctran::kWarpSize;
+  const size_t needThreads = (a.buf.units + kWarp - 1) / kWarp * kWarp;
   const int threads = static_cast<int>(needThreads < static_cast<size_t>(args.tuning.flatThreads)
                                            ? needThreads
                                            : args.tuning.flatThreads);

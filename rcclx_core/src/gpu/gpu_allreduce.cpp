@@ -10,7 +10,7 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
 #include "ctran/gpu_runtime.hpp"
 #endif
 
@@ -18,6 +18,13 @@ namespace rcclx::gpu {
 namespace {
 
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+/// Launch sizes are whole warps (wavefronts on AMD); a build without GPU code runs none.
+#ifdef RCCLX_HAVE_GPU
+constexpr int kThreadsMultiple = ctran::kWarpSize;
+#else
+constexpr int kThreadsMultiple = 32;
+#endif
 
 }  // namespace
 
@@ -49,8 +56,9 @@ void Tuning::apply(const std::string& spec) {
     CTRAN_CHECK(!text.empty() && *stop == '\0' && v > 0, ctran::InvalidArgument,
                 "GPU tuning: ", name, "=", text, " must be a positive integer");
     auto threads = [&](int& field) {
-      CTRAN_CHECK(v % 32 == 0 && v <= kMaxThreads, ctran::InvalidArgument, "GPU tuning: ", name,
-                  "=", v, " must be a multiple of 32 up to ", kMaxThreads);
+      CTRAN_CHECK(v % kThreadsMultiple == 0 && v <= kMaxThreads, ctran::InvalidArgument,
+                  "GPU tuning: ", name, "=", v, " must be a multiple of ", kThreadsMultiple,
+                  " up to ", kMaxThreads);
       field = static_cast<int>(v);
     };
     auto blocks = [&](int& field) {
@@ -128,7 +136,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   std::string why;
   CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "all_reduce: ", why);
   if (count == 0) return;
-#ifdef RCCLX_HAVE_CUDA
+#ifdef RCCLX_HAVE_GPU
   int current = -1;
   CTRAN_GPU_CHECK(gpuGetDevice(&current), "all_reduce");
   if (current != device_) CTRAN_GPU_CHECK(gpuSetDevice(device_), "all_reduce: GPU ", device_);

@@ -12,10 +12,16 @@
 #include "gpu/launch.hpp"
 
 #if RCCLX_GPU_HIP
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
-using rcclx_half = __half;
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
 using rcclx_bf16 = __hip_bfloat16;
+#else
+#include <hip/hip_bfloat16.h>  // ROCm before 5.7 (Debian 12's 5.2): the hip_bfloat16 class
+using rcclx_bf16 = hip_bfloat16;
+#define RCCLX_HIP_BF16_CLASS 1
+#endif
+using rcclx_half = __half;
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,12 +47,32 @@ struct AccOf<rcclx_bf16> {
   using type = float;
 };
 
+/// bf16 -> float (exact).
+__device__ __forceinline__ float bf16ToFloat(rcclx_bf16 v) {
+#if RCCLX_HIP_BF16_CLASS
+  return static_cast<float>(v);
+#else
+  return __bfloat162float(v);
+#endif
+}
+
+/// float -> bf16, round to nearest even (NaN stays NaN).
+__device__ __forceinline__ rcclx_bf16 floatToBf16(float v) {
+#if RCCLX_HIP_BF16_CLASS
+  return rcclx_bf16(v);  // hip_bfloat16(float) rounds to nearest even
+#elif RCCLX_GPU_HIP
+  return __float2bfloat16(v);  // rounds to nearest even; HIP has no _rn spelling
+#else
+  return __float2bfloat16_rn(v);
+#endif
+}
+
 template <typename T>
 __device__ __forceinline__ typename AccOf<T>::type toAcc(T v) {
   if constexpr (std::is_same_v<T, rcclx_half>) {
     return __half2float(v);
   } else if constexpr (std::is_same_v<T, rcclx_bf16>) {
-    return __bfloat162float(v);
+    return bf16ToFloat(v);
   } else {
     return v;
   }
@@ -57,7 +83,7 @@ __device__ __forceinline__ T fromAcc(typename AccOf<T>::type v) {
   if constexpr (std::is_same_v<T, rcclx_half>) {
     return __float2half_rn(v);
   } else if constexpr (std::is_same_v<T, rcclx_bf16>) {
-    return __float2bfloat16_rn(v);
+    return floatToBf16(v);
   } else {
     return static_cast<T>(v);
   }
@@ -120,7 +146,9 @@ __device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, boo
 }
 
 /// Loads a staged unit that a peer stored (bypassing L1: the line may be stale there).
-__device__ __forceinline__ uint4 loadStaged(const uint4* p) { return __ldcg(p); }
+__device__ __forceinline__ uint4 loadStaged(const uint4* p) {
+  return ctran::device::loadPeerStored(p);
+}
 
 /// Accumulates units in the order they are added; every rank adding the same units in the same
 /// order gets the same bits.

@@ -64,7 +64,7 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
                 " of rank ", peer, " (no peer-to-peer path)");
     gpuError_t err = gpuDeviceEnablePeerAccess(rec.device, 0);
     if (err == gpuErrorPeerAccessAlreadyEnabled) {
-      gpuGetLastError();
+      (void)gpuGetLastError();
     } else if (err != gpuSuccess) {
       throwGpuError(err, "gpuDeviceEnablePeerAccess",
                     strCat("cuda_ipc: GPU ", device_, " -> GPU ", rec.device, " of rank ", peer));
@@ -86,7 +86,7 @@ bool CudaIpcTransport::release(const Imported& imported) const {
   if (!imported.opened || imported.ptr == nullptr) return true;
   gpuError_t err = gpuIpcCloseMemHandle(imported.ptr);
   if (err != gpuSuccess) {
-    gpuGetLastError();
+    (void)gpuGetLastError();
     CTRAN_WARN("cuda_ipc: closing the mapping of a peer's memory at ", imported.ptr,
                " failed: ", gpuGetErrorString(err));
     return false;
