@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Device check, in one call on a machine with GPUs (2 for the collectives): builds ctran and
 # rcclx_core with this machine's python3, runs the GPU correctness checks
-# (tools/gpu/allreduce_check.py), the GPU tests (tests/gpu, marker gpu), then the allreduce
-# benchmark against NCCL and torch symmetric memory (tools/gpu/allreduce_bench.py), and prints
-# the benchmark table last. Logs and JSON go to $OUT (default /tmp/rcclx_gpu_out).
+# (tools/gpu/allreduce_check.py, tools/gpu/collectives_check.py), the GPU tests (tests/gpu,
+# marker gpu), then the benchmarks against NCCL (tools/gpu/allreduce_bench.py, also against
+# torch symmetric memory; tools/gpu/collectives_bench.py: all_gather, reduce_scatter,
+# all_to_all), and prints the benchmark tables last. Logs and JSON go to $OUT (default
+# /tmp/rcclx_gpu_out).
 #
 #   tools/gpu_check.sh [--no-build] [--no-check] [--no-tests] [--no-bench] [--sweep] [--quick]
+#                      [--no-allreduce] [--no-collectives]
 #
+# --no-allreduce / --no-collectives leave out that half's check, tests and benchmark.
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1): the
 # machines here require it. In-kernel waits give up after RCCLX_TIMEOUT_MS (20 s here).
 set -uo pipefail
@@ -17,11 +21,12 @@ OUT="${OUT:-/tmp/rcclx_gpu_out}"
 BUILD="${RCCLX_GPU_BUILD_DIR:-/tmp/rcclx_gpu_build}"
 SITE="$BUILD/site"
 PY="${PYTHON:-python3}"
-build=1 check=1 tests=1 bench=1 sweep="" quick=""
+build=1 check=1 tests=1 bench=1 sweep="" quick="" allreduce=1 collectives=1
 for a in "$@"; do
   case "$a" in
     --no-build) build=0 ;; --no-check) check=0 ;; --no-tests) tests=0 ;; --no-bench) bench=0 ;;
     --sweep) sweep="--sweep" ;; --quick) quick=1 ;;
+    --no-allreduce) allreduce=0 ;; --no-collectives) collectives=0 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -52,19 +57,36 @@ export PYTHONPATH="$SITE:$ROOT/tests${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import ctran, rcclx_core, sys; print("ctran built with CUDA:", ctran.built_with_cuda(), "GPUs:", ctran.cuda_device_count()); sys.exit(0 if ctran.built_with_cuda() else 1)' || { echo "no GPU code in the build (nvcc not found?)"; exit 1; }
 ngpu=$("$PY" -c 'import ctran; print(ctran.cuda_device_count()[0])')
 
-if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ]; then
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$allreduce" = 1 ]; then
   step "GPU correctness (tools/gpu/allreduce_check.py)"
   RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/allreduce_check.py" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
-if [ "$tests" = 1 ]; then
-  step "GPU tests (pytest -m gpu tests/gpu)"
-  (cd "$ROOT" && timeout 300 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest.log" | tail -15)
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$collectives" = 1 ]; then
+  step "GPU correctness (tools/gpu/collectives_check.py)"
+  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/collectives_check.py" --out "$OUT/coll_check.json" 2>&1 | tee "$OUT/coll_check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
-if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ]; then
+if [ "$tests" = 1 ]; then
+  step "GPU tests (pytest -m gpu tests/gpu)"
+  files=""
+  [ "$allreduce" = 1 ] && files="$files tests/gpu/test_gpu_all_reduce.py"
+  [ "$collectives" = 1 ] && files="$files tests/gpu/test_gpu_collectives.py"
+  (cd "$ROOT" && timeout 300 "$PY" -m pytest -q -m gpu -p no:cacheprovider $files 2>&1 | tee "$OUT/pytest.log" | tail -15)
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$collectives" = 1 ]; then
+  step "benchmark (tools/gpu/collectives_bench.py)"
+  max=""
+  [ -n "$quick" ] && max="--max-bytes 16777216"
+  timeout 420 "$PY" "$ROOT/tools/gpu/collectives_bench.py" $max --out "$OUT/coll_bench.json" 2>&1 | tee "$OUT/coll_bench.log" | tail -14
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$allreduce" = 1 ]; then
   step "benchmark (tools/gpu/allreduce_bench.py)"
   max=""
   [ -n "$quick" ] && max="--max-bytes 16777216"

@@ -1,5 +1,7 @@
 // Communicator: the collectives other than allreduce, and point-to-point calls. Each method
-// validates its arguments on the caller's thread, takes a tag, and submits the algorithm.
+// validates its arguments on the caller's thread, then either enqueues the GPU path on the
+// caller's stream (CallOptions::onDevice; gpu/gpu_collectives.hpp) or takes a tag and submits
+// the host algorithm.
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -8,6 +10,7 @@
 #include "cpu/reduce.hpp"
 #include "ctran/checks.hpp"
 #include "executor.hpp"
+#include "gpu/gpu_collectives.hpp"
 #include "p2p/channels.hpp"
 #include "rcclx/communicator.hpp"
 #include "tags.hpp"
@@ -48,6 +51,10 @@ WorkPtr Communicator::reduce(const void* send, void* recv, size_t count, DataTyp
   checkRedOp(static_cast<int>(op), type, "reduce");
   checkBuffer(send, count, "reduce", "sendbuff");
   if (rank_ == root) checkBuffer(recv, count, "reduce", "recvbuff");
+  if (opts.onDevice) {
+    gpuCollectives("reduce").reduce(send, recv, count, type, op, root, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduce));
   Channels* ch = channels_.get();
   const int n = nranks_;
@@ -73,6 +80,10 @@ WorkPtr Communicator::broadcast(const void* send, void* recv, size_t count, Data
   checkRoot(root, "broadcast");
   if (rank_ == root) checkBuffer(send, count, "broadcast", "sendbuff");
   checkBuffer(recv, count, "broadcast", "recvbuff");
+  if (opts.onDevice) {
+    gpuCollectives("broadcast").broadcast(send, recv, count, type, root, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kBroadcast));
   Channels* ch = channels_.get();
   size_t bytes = count * dataTypeSize(type);
@@ -97,10 +108,14 @@ WorkPtr Communicator::allGatherV(const void* send, size_t sendCount, void* recv,
   checkBuffer(send, sendCount, "all_gather", "sendbuff");
   size_t total = std::accumulate(recvCounts.begin(), recvCounts.end(), size_t{0});
   checkBuffer(recv, total, "all_gather", "recvbuff");
+  auto displs = prefixSums(recvCounts);
+  if (opts.onDevice) {
+    gpuCollectives("all_gather").allGatherV(send, recv, recvCounts, displs, type, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllGather));
   Channels* ch = channels_.get();
   size_t elem = dataTypeSize(type);
-  auto displs = prefixSums(recvCounts);
   return submit(
       describeTag(tag), [=] { ringAllGatherV(*ch, send, recv, recvCounts, displs, elem, tag); },
       opts.async);
@@ -121,9 +136,14 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
   size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
   checkBuffer(send, total, "reduce_scatter", "sendbuff");
   checkBuffer(recv, counts[rank_], "reduce_scatter", "recvbuff");
+  auto displs = prefixSums(counts);
+  if (opts.onDevice) {
+    gpuCollectives("reduce_scatter")
+        .reduceScatterV(send, recv, counts, displs, type, op, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduceScatter));
   Channels* ch = channels_.get();
-  auto displs = prefixSums(counts);
   const int n = nranks_;
   const size_t mine = counts[rank_];
   return submit(
@@ -164,6 +184,11 @@ WorkPtr Communicator::allToAllV(const void* send, const std::vector<size_t>& sen
     checkBuffer(send, sendCounts[p], "all_to_all", "sendbuff");
     checkBuffer(recv, recvCounts[p], "all_to_all", "recvbuff");
   }
+  if (opts.onDevice) {
+    gpuCollectives("all_to_all")
+        .allToAllV(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllToAll));
   Channels* ch = channels_.get();
   const size_t elem = dataTypeSize(type);
@@ -196,6 +221,10 @@ WorkPtr Communicator::gather(const void* send, void* recv, size_t sendCount, Dat
   checkRoot(root, "gather");
   checkBuffer(send, sendCount, "gather", "sendbuff");
   if (rank_ == root) checkBuffer(recv, sendCount * nranks_, "gather", "recvbuff");
+  if (opts.onDevice) {
+    gpuCollectives("gather").gather(send, recv, sendCount, type, root, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kGather));
   Channels* ch = channels_.get();
   const size_t bytes = sendCount * dataTypeSize(type);
@@ -224,6 +253,10 @@ WorkPtr Communicator::scatter(const void* send, void* recv, size_t recvCount, Da
   checkRoot(root, "scatter");
   if (rank_ == root) checkBuffer(send, recvCount * nranks_, "scatter", "sendbuff");
   checkBuffer(recv, recvCount, "scatter", "recvbuff");
+  if (opts.onDevice) {
+    gpuCollectives("scatter").scatter(send, recv, recvCount, type, root, opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kScatter));
   Channels* ch = channels_.get();
   const size_t bytes = recvCount * dataTypeSize(type);
@@ -248,6 +281,10 @@ WorkPtr Communicator::scatter(const void* send, void* recv, size_t recvCount, Da
 
 WorkPtr Communicator::barrier(const CallOptions& opts) {
   checkUsable("barrier");
+  if (opts.onDevice) {
+    gpuCollectives("barrier").barrier(opts.stream);
+    return nullptr;
+  }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kBarrier));
   Channels* ch = channels_.get();
   const int me = rank_, n = nranks_;
@@ -265,6 +302,19 @@ WorkPtr Communicator::barrier(const CallOptions& opts) {
       opts.async);
 }
 
+void Communicator::deviceP2P(const P2POp& op, void* stream, const char* what) {
+  gpu::GpuCollectives& g = gpuCollectives(what);
+  if (groupDepth_ == 0) {
+    g.sendRecv({{op.isSend, op.peer, op.buffer, op.bytes}}, stream);
+    return;
+  }
+  if (groupedDeviceP2P_.empty()) groupedDeviceStream_ = stream;
+  CTRAN_CHECK(stream == groupedDeviceStream_, ctran::InvalidArgument, what,
+              ": the sends and receives of a group on GPU buffers must use one stream (this ",
+              "group's first used stream ", groupedDeviceStream_, ", this one ", stream, ")");
+  groupedDeviceP2P_.push_back(op);
+}
+
 WorkPtr Communicator::send(const void* buf, size_t count, DataType type, int peer,
                            const CallOptions& opts) {
   checkUsable("send");
@@ -273,6 +323,10 @@ WorkPtr Communicator::send(const void* buf, size_t count, DataType type, int pee
   checkBuffer(buf, count, "send", "buff");
   P2POp op{true, peer, const_cast<char*>(static_cast<const char*>(buf)),
            count * dataTypeSize(type)};
+  if (opts.onDevice) {
+    deviceP2P(op, opts.stream, "send");
+    return nullptr;
+  }
   if (groupDepth_ > 0) {
     groupedP2P_.push_back(op);
     return nullptr;
@@ -294,6 +348,10 @@ WorkPtr Communicator::recv(void* buf, size_t count, DataType type, int peer,
               " is out of range for a communicator of ", nranks_, " ranks");
   checkBuffer(buf, count, "recv", "buff");
   P2POp op{false, peer, static_cast<char*>(buf), count * dataTypeSize(type)};
+  if (opts.onDevice) {
+    deviceP2P(op, opts.stream, "recv");
+    return nullptr;
+  }
   if (groupDepth_ > 0) {
     groupedP2P_.push_back(op);
     return nullptr;

@@ -15,6 +15,7 @@
 #include "direct/direct_arena.hpp"
 #include "executor.hpp"
 #include "gpu/gpu_allreduce.hpp"
+#include "gpu/gpu_collectives.hpp"
 #include "p2p/channels.hpp"
 #include "rcclx/config.hpp"
 #include "tags.hpp"
@@ -44,6 +45,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
   const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
+  const size_t gpuChannel = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
   const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
   gpu::Tuning().apply(gpuTuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));
@@ -57,7 +59,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   if (ddaEnable && allShm) arena_ = std::make_unique<DirectArena>(*group_, ddaChunk);
   executor_ = std::make_unique<Executor>();
-  initGpu(gpuFlatBytes, gpuStaging, gpuTuning);
+  initGpu(gpuFlatBytes, gpuStaging, gpuChannel, gpuTuning);
   CTRAN_INFO("communicator: rank ", rank_, "/", nranks_, ", ", topology().nHosts, " host(s), ",
              arena_ ? "direct access (DDA available)" : "no direct access (ring only)");
 }
@@ -74,7 +76,8 @@ Communicator::~Communicator() {
 
 const ctran::Topology& Communicator::topology() const { return group_->topology(); }
 
-void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, const std::string& tuning) {
+void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t channelBytes,
+                           const std::string& tuning) {
   // The staging is allocated collectively: every rank must agree on whether there is a GPU.
   std::string mine = std::to_string(device_);
   auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
@@ -94,6 +97,14 @@ void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, const std::str
               "communicator: GPU collectives need every rank on one host, but the ranks span ",
               topology().nHosts, " hosts");
   gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes, tuning);
+  gpuColl_ = std::make_unique<gpu::GpuCollectives>(*group_, device_, channelBytes);
+}
+
+gpu::GpuCollectives& Communicator::gpuCollectives(const char* what) const {
+  CTRAN_CHECK(gpuColl_ != nullptr, ctran::InvalidUsage, what,
+              ": asked to run on a GPU (GPU buffers or stream=), but the communicator was created "
+              "without a device (pass device= when creating it)");
+  return *gpuColl_;
 }
 
 void Communicator::setGpuTuning(const std::string& spec) {
@@ -205,6 +216,15 @@ WorkPtr Communicator::groupEnd(bool async) {
   auto p2p = std::make_shared<std::vector<P2POp>>(std::move(groupedP2P_));
   groupedCollectives_.clear();
   groupedP2P_.clear();
+  if (!groupedDeviceP2P_.empty()) {
+    // The group's device sends and receives run together (one kernel when each peer appears
+    // once per direction), enqueued now on the stream of the first.
+    std::vector<gpu::DeviceTransfer> ops;
+    for (const P2POp& op : groupedDeviceP2P_)
+      ops.push_back({op.isSend, op.peer, op.buffer, op.bytes});
+    groupedDeviceP2P_.clear();
+    gpuCollectives("group_end").sendRecv(ops, groupedDeviceStream_);
+  }
   Channels* ch = channels_.get();
   return executor_->submit(
       "group",
@@ -271,6 +291,8 @@ void Communicator::destroy() {
   destroyed_ = true;
   if (gpu_) gpu_->destroy(true);
   gpu_.reset();
+  if (gpuColl_) gpuColl_->destroy(true);
+  gpuColl_.reset();
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();
@@ -286,6 +308,8 @@ void Communicator::abort() {
   executor_->stop();
   if (gpu_) gpu_->destroy(false);
   gpu_.reset();
+  if (gpuColl_) gpuColl_->destroy(false);
+  gpuColl_.reset();
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();

@@ -5,9 +5,11 @@
 // NCCL allows it. On the host, a call runs on the caller's thread (or, with
 // CallOptions::async, on the communicator's worker thread, in submission order) and returns
 // a Work handle. Allreduce results are bitwise identical on every rank for every algorithm.
-// GPU buffers (allreduce only, so far): a communicator created with a device allocates its
-// device staging at creation; a call with CallOptions::onDevice enqueues one kernel on
-// CallOptions::stream and returns at once (no Work: the stream orders it, as with NCCL).
+// GPU buffers (every collective and send / recv, ranks on one host): a communicator created
+// with a device allocates its device staging at creation; a call with CallOptions::onDevice
+// enqueues one kernel on CallOptions::stream and returns at once (no Work: the stream orders
+// it, as with NCCL). Inside a group, device collectives are enqueued at once; device sends and
+// receives are recorded and enqueued together by groupEnd() (on the stream of the first).
 // Device calls of one communicator must be ordered (one stream, or events between streams).
 // A communicator is not safe to call from several threads at once.
 #pragma once
@@ -33,7 +35,8 @@ namespace rcclx {
 
 namespace gpu {
 class GpuAllReduce;
-}
+class GpuCollectives;
+}  // namespace gpu
 class Channels;
 class DirectArena;
 class Executor;
@@ -44,7 +47,7 @@ struct CallOptions {
   bool async = false;         ///< return at once; the Work completes later
   std::string algo;           ///< allreduce only: force an algorithm ("" = RCCLX_ALLREDUCE_ALGO)
   double premulScalar = 1.0;  ///< PREMUL_SUM only: this rank's scalar
-  bool onDevice = false;      ///< allreduce only: the buffers are on the communicator's GPU
+  bool onDevice = false;      ///< the buffers are on the communicator's GPU
   void* stream = nullptr;  ///< with onDevice: the cudaStream_t to enqueue on (null: legacy default)
 };
 
@@ -108,6 +111,8 @@ class Communicator {
   /// (collectives in order, then all sends and receives progressed at once). Groups nest.
   void groupStart();
   WorkPtr groupEnd(bool async = false);
+  /// True between groupStart() and the matching outermost groupEnd().
+  bool inGroup() const { return groupDepth_ > 0; }
 
   /// Collective over this communicator: ranks passing the same color form a new communicator,
   /// ordered by (key, rank); a negative color returns nullptr.
@@ -137,7 +142,13 @@ class Communicator {
   void checkRoot(int root, const char* what) const;
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts, uint64_t tag);
-  void initGpu(size_t flatBytes, size_t stagingBytes, const std::string& tuning);
+  void initGpu(size_t flatBytes, size_t stagingBytes, size_t channelBytes,
+               const std::string& tuning);
+  /// The GPU path of the collectives other than allreduce; throws InvalidUsage naming `what`
+  /// when the communicator has no device.
+  gpu::GpuCollectives& gpuCollectives(const char* what) const;
+  /// A send / recv on GPU buffers: enqueued now, or recorded for groupEnd() inside a group.
+  void deviceP2P(const P2POp& op, void* stream, const char* what);
   void runGpuAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                        const CallOptions& opts);
 
@@ -149,11 +160,14 @@ class Communicator {
   std::unique_ptr<Executor> executor_;
   int device_ = -1;
   std::unique_ptr<gpu::GpuAllReduce> gpu_;
+  std::unique_ptr<gpu::GpuCollectives> gpuColl_;
   uint64_t collSeq_ = 0;
   uint64_t splitSeq_ = 0;
   int groupDepth_ = 0;
   std::vector<std::function<void()>> groupedCollectives_;
   std::vector<P2POp> groupedP2P_;
+  std::vector<P2POp> groupedDeviceP2P_;  // device sends / receives of the open group
+  void* groupedDeviceStream_ = nullptr;
   bool destroyed_ = false;
 };
 

@@ -56,6 +56,21 @@ class PyCommunicator {
     return py::cast(work);
   }
 
+  // Enqueues a call on GPU buffers (returns None: the stream orders it). Inside a group the
+  // arrays stay referenced until the group ends (grouped device sends and receives are
+  // enqueued then); otherwise keeping them alive until the kernel ran is the caller's job, as
+  // with NCCL.
+  py::object runDevice(std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
+    {
+      py::gil_scoped_release nogil;
+      call();
+    }
+    if (comm().inGroup()) {
+      for (auto& a : arrays) grouped_.push_back(std::move(a));
+    }
+    return py::none();
+  }
+
   // Ends a group; when it was the outermost, its calls run, and their arrays are released
   // once they complete.
   py::object groupEnd(bool async) {
@@ -97,20 +112,9 @@ std::optional<DataType> dtypeArg(const py::object& d) {
   return checkDataType(d.cast<int>(), "dtype");
 }
 
-BufferView hostBuffer(const py::handle& obj, const char* op, const char* arg,
-                      std::optional<DataType> dtype, bool needWritable) {
-  BufferView v = viewBuffer(obj, strCat(op, ": ", arg), dtype);
-  CTRAN_CHECK(v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
-                  v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
-              InvalidArgument, op, ": ", arg, " is on device ", v.deviceName(),
-              ", but only all_reduce runs on GPU buffers so far (pass host arrays)");
-  CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
-  return v;
-}
-
-// A view of an all_reduce buffer: host memory, or device memory of the communicator's GPU.
-BufferView reduceBuffer(const py::handle& obj, const char* op, const char* arg,
-                        std::optional<DataType> dtype, bool needWritable, int commDevice) {
+// A view of a call's buffer: host memory, or device memory of the communicator's GPU.
+BufferView callBuffer(const py::handle& obj, const char* op, const char* arg,
+                      std::optional<DataType> dtype, bool needWritable, int commDevice) {
   BufferView v = viewBuffer(obj, strCat(op, ": ", arg), dtype);
   const bool cuda = v.deviceType == static_cast<int>(DeviceKind::kCuda);
   CTRAN_CHECK(cuda || v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
@@ -124,6 +128,38 @@ BufferView reduceBuffer(const py::handle& obj, const char* op, const char* arg,
               v.deviceName(), " but the communicator runs on cuda:", commDevice);
   CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
   return v;
+}
+
+bool onGpu(const BufferView& v) { return v.deviceType == static_cast<int>(DeviceKind::kCuda); }
+
+// Where a call runs, from its buffers (name, view; null views are skipped): all on the
+// communicator's GPU -> true, with opts set to enqueue on `stream` (default: the legacy default
+// stream, 0); all on the host -> false (stream= is refused there). Mixed buffers are an error
+// naming both.
+bool placeCall(const char* op,
+               std::initializer_list<std::pair<const char*, const BufferView*>> bufs,
+               const std::optional<uintptr_t>& stream, CallOptions& opts) {
+  const char* firstName = nullptr;
+  const BufferView* first = nullptr;
+  for (const auto& [name, v] : bufs) {
+    if (v == nullptr) continue;
+    if (first == nullptr) {
+      first = v;
+      firstName = name;
+      continue;
+    }
+    CTRAN_CHECK(onGpu(*v) == onGpu(*first), InvalidArgument, op, ": ", name, " is on ",
+                v->deviceName(), " but ", firstName, " is on ", first->deviceName(),
+                " (a call's buffers must all be on the communicator's GPU or all on the host)");
+  }
+  if (first == nullptr || !onGpu(*first)) {
+    CTRAN_CHECK(!stream.has_value(), InvalidArgument, op,
+                ": stream= applies to GPU buffers only, but the buffers are on the host");
+    return false;
+  }
+  opts.onDevice = true;
+  opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
+  return true;
 }
 
 void sameType(const BufferView& a, const BufferView& b, const char* op) {
@@ -210,7 +246,7 @@ void registerCommunicator(py::module_& m) {
           },
           py::arg("unique_id"), py::arg("rank"), py::arg("nranks"), py::arg("device") = py::none(),
           "Joins the group named by unique_id. With device (a GPU index; every rank passes one, "
-          "or none), the communicator also runs all_reduce on that GPU's buffers.")
+          "or none), the communicator also runs every collective on that GPU's buffers.")
       .def_static(
           "from_env",
           [](std::optional<int> device) {
@@ -246,7 +282,7 @@ void registerCommunicator(py::module_& m) {
             int d = c.comm().device();
             return d < 0 ? py::object(py::none()) : py::object(py::int_(d));
           },
-          "The GPU index all_reduce on device buffers runs on, or None.")
+          "The GPU index collectives on device buffers run on, or None.")
       .def(
           "set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
           py::arg("spec"),
@@ -258,9 +294,9 @@ void registerCommunicator(py::module_& m) {
              bool async, py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "all_reduce";
             const int dev = c.comm().device();
-            auto s = reduceBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
             auto r =
-                recv.is_none() ? s : reduceBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
+                recv.is_none() ? s : callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
             RedOp red = opArg(op, s.type, o);
@@ -292,11 +328,12 @@ void registerCommunicator(py::module_& m) {
       .def(
           "reduce",
           [](PC& c, py::object send, py::object recv, int root, int op, py::object scalar,
-             bool async, py::object dtype) {
+             bool async, py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "reduce";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
             BufferView r = s;
-            if (!recv.is_none()) r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            if (!recv.is_none()) r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             bool isRoot = c.comm().rank() == root;
             if (isRoot) {
               sameType(s, r, o);
@@ -304,85 +341,112 @@ void registerCommunicator(py::module_& m) {
             }
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
-            return c.run(async, {send, recv}, [&] {
+            auto call = [&] {
               return c.comm().reduce(s.data, isRoot ? r.data : nullptr, s.count, s.type, red, root,
                                      opts);
-            });
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", isRoot ? &r : nullptr}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("op") = 0, py::arg("scalar") = py::none(), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "broadcast",
-          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "broadcast";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none());
-            auto r = recv.is_none() ? s : hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
+            auto r =
+                recv.is_none() ? s : callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().broadcast(s.data, r.data, s.count, s.type, root, optionsOf(async));
-            });
+            auto opts = optionsOf(async);
+            auto call = [&] {
+              return c.comm().broadcast(s.data, r.data, s.count, s.type, root, opts);
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          py::arg("stream") = py::none())
       .def(
           "all_gather",
-          [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+          [](PC& c, py::object send, py::object recv, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "all_gather";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             int n = c.comm().size();
             expectCount(r, s.count * n, o, "recvbuf", strCat(n, " ranks x ", s.count));
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().allGather(s.data, r.data, s.count, s.type, optionsOf(async));
-            });
+            auto opts = optionsOf(async);
+            auto call = [&] { return c.comm().allGather(s.data, r.data, s.count, s.type, opts); };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "all_gather_v",
           [](PC& c, py::object send, py::object recv, py::object counts, bool async,
-             py::object dtype) {
+             py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "all_gather_v";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             auto cnt = countsArg(counts, c.comm().size(), o, "recv_counts");
             size_t total = std::accumulate(cnt.begin(), cnt.end(), size_t{0});
             expectCount(r, total, o, "recvbuf", "the sum of recv_counts");
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, optionsOf(async));
-            });
+            auto opts = optionsOf(async);
+            auto call = [&] {
+              return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, opts);
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          py::arg("stream") = py::none())
       .def(
           "reduce_scatter",
           [](PC& c, py::object send, py::object recv, int op, py::object scalar, bool async,
-             py::object dtype) {
+             py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "reduce_scatter";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             int n = c.comm().size();
             expectCount(s, r.count * n, o, "sendbuf", strCat(n, " ranks x ", r.count));
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
-            return c.run(async, {send, recv}, [&] {
+            auto call = [&] {
               return c.comm().reduceScatter(s.data, r.data, r.count, s.type, red, opts);
-            });
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0, py::arg("scalar") = py::none(),
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          py::arg("stream") = py::none())
       .def(
           "reduce_scatter_v",
           [](PC& c, py::object send, py::object recv, py::object counts, int op, py::object scalar,
-             bool async, py::object dtype) {
+             bool async, py::object dtype, std::optional<uintptr_t> stream) {
             const char* o = "reduce_scatter_v";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             auto cnt = countsArg(counts, c.comm().size(), o, "counts");
             size_t total = std::accumulate(cnt.begin(), cnt.end(), size_t{0});
@@ -390,38 +454,49 @@ void registerCommunicator(py::module_& m) {
             expectCount(r, cnt[c.comm().rank()], o, "recvbuf", "counts[rank]");
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
-            return c.run(async, {send, recv}, [&] {
+            auto call = [&] {
               return c.comm().reduceScatterV(s.data, r.data, cnt, s.type, red, opts);
-            });
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
           py::arg("scalar") = py::none(), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "all_to_all",
-          [](PC& c, py::object send, py::object recv, bool async, py::object dtype) {
+          [](PC& c, py::object send, py::object recv, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "all_to_all";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             int n = c.comm().size();
             CTRAN_CHECK(s.count % n == 0, InvalidArgument, o, ": sendbuf has ", s.count,
                         " elements, not a multiple of ", n, " ranks");
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().allToAll(s.data, r.data, s.count / n, s.type, optionsOf(async));
-            });
+            auto opts = optionsOf(async);
+            auto call = [&] {
+              return c.comm().allToAll(s.data, r.data, s.count / n, s.type, opts);
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "all_to_all_v",
           [](PC& c, py::object send, py::object recv, py::object sendCounts, py::object recvCounts,
-             py::object sendDispls, py::object recvDispls, bool async, py::object dtype) {
+             py::object sendDispls, py::object recvDispls, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "all_to_all_v";
             int n = c.comm().size();
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
             sameType(s, r, o);
             auto sc = countsArg(sendCounts, n, o, "send_counts");
             auto rc = countsArg(recvCounts, n, o, "recv_counts");
@@ -431,77 +506,105 @@ void registerCommunicator(py::module_& m) {
                 recvDispls.is_none() ? packed(rc) : countsArg(recvDispls, n, o, "recv_displs");
             checkFits(s, sc, sd, o, "sendbuf");
             checkFits(r, rc, rd, o, "recvbuf");
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().allToAllV(s.data, sc, sd, r.data, rc, rd, s.type, optionsOf(async));
-            });
+            auto opts = optionsOf(async);
+            auto call = [&] {
+              return c.comm().allToAllV(s.data, sc, sd, r.data, rc, rd, s.type, opts);
+            };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("send_counts"), py::arg("recv_counts"),
           py::arg("send_displs") = py::none(), py::arg("recv_displs") = py::none(),
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          py::arg("stream") = py::none())
       .def(
           "gather",
-          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "gather";
-            auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-            void* rp = nullptr;
+            const int dev = c.comm().device();
+            auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+            std::optional<BufferView> r;
             if (c.comm().rank() == root) {
-              auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
-              sameType(s, r, o);
-              expectCount(r, s.count * c.comm().size(), o, "recvbuf",
+              r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
+              sameType(s, *r, o);
+              expectCount(*r, s.count * c.comm().size(), o, "recvbuf",
                           strCat(c.comm().size(), " ranks x ", s.count));
-              rp = r.data;
             }
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().gather(s.data, rp, s.count, s.type, root, optionsOf(async));
-            });
+            void* rp = r ? r->data : nullptr;
+            auto opts = optionsOf(async);
+            auto call = [&] { return c.comm().gather(s.data, rp, s.count, s.type, root, opts); };
+            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", r ? &*r : nullptr}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
-          py::arg("async_op") = false, py::arg("dtype") = py::none())
+          py::arg("async_op") = false, py::arg("dtype") = py::none(),
+          py::arg("stream") = py::none())
       .def(
           "scatter",
-          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype) {
+          [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
             const char* o = "scatter";
-            auto r = hostBuffer(recv, o, "recvbuf", dtypeArg(dtype), true);
-            const void* sp = nullptr;
+            const int dev = c.comm().device();
+            auto r = callBuffer(recv, o, "recvbuf", dtypeArg(dtype), true, dev);
+            std::optional<BufferView> s;
             if (c.comm().rank() == root) {
-              auto s = hostBuffer(send, o, "sendbuf", dtypeArg(dtype), false);
-              sameType(s, r, o);
-              expectCount(s, r.count * c.comm().size(), o, "sendbuf",
+              s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
+              sameType(*s, r, o);
+              expectCount(*s, r.count * c.comm().size(), o, "sendbuf",
                           strCat(c.comm().size(), " ranks x ", r.count));
-              sp = s.data;
             }
-            return c.run(async, {send, recv}, [&] {
-              return c.comm().scatter(sp, r.data, r.count, r.type, root, optionsOf(async));
-            });
+            const void* sp = s ? s->data : nullptr;
+            auto opts = optionsOf(async);
+            auto call = [&] { return c.comm().scatter(sp, r.data, r.count, r.type, root, opts); };
+            if (placeCall(o, {{"recvbuf", &r}, {"sendbuf", s ? &*s : nullptr}}, stream, opts))
+              return c.runDevice({send, recv}, call);
+            return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "send",
-          [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
-            auto b = hostBuffer(buf, "send", "buf", dtypeArg(dtype), false);
-            return c.run(async, {buf}, [&] {
-              return c.comm().send(b.data, b.count, b.type, peer, optionsOf(async));
-            });
+          [](PC& c, py::object buf, int peer, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
+            auto b = callBuffer(buf, "send", "buf", dtypeArg(dtype), false, c.comm().device());
+            auto opts = optionsOf(async);
+            auto call = [&] { return c.comm().send(b.data, b.count, b.type, peer, opts); };
+            if (placeCall("send", {{"buf", &b}}, stream, opts)) return c.runDevice({buf}, call);
+            return c.run(async, {buf}, call);
           },
           py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          "GPU buffers: enqueued on `stream`; inside a group, enqueued by group_end together "
+          "with the group's other sends and receives.")
       .def(
           "recv",
-          [](PC& c, py::object buf, int peer, bool async, py::object dtype) {
-            auto b = hostBuffer(buf, "recv", "buf", dtypeArg(dtype), true);
-            return c.run(async, {buf}, [&] {
-              return c.comm().recv(b.data, b.count, b.type, peer, optionsOf(async));
-            });
+          [](PC& c, py::object buf, int peer, bool async, py::object dtype,
+             std::optional<uintptr_t> stream) {
+            auto b = callBuffer(buf, "recv", "buf", dtypeArg(dtype), true, c.comm().device());
+            auto opts = optionsOf(async);
+            auto call = [&] { return c.comm().recv(b.data, b.count, b.type, peer, opts); };
+            if (placeCall("recv", {{"buf", &b}}, stream, opts)) return c.runDevice({buf}, call);
+            return c.run(async, {buf}, call);
           },
           py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
       .def(
           "barrier",
-          [](PC& c, bool async) {
-            return c.run(async, {}, [&] { return c.comm().barrier(optionsOf(async)); });
+          [](PC& c, bool async, std::optional<uintptr_t> stream) {
+            auto opts = optionsOf(async);
+            if (stream.has_value()) {
+              opts.onDevice = true;
+              opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(*stream));
+              return c.runDevice({}, [&] { return c.comm().barrier(opts); });
+            }
+            return c.run(async, {}, [&] { return c.comm().barrier(opts); });
           },
-          py::arg("async_op") = false)
+          py::arg("async_op") = false, py::arg("stream") = py::none(),
+          "On the host; with stream= (a GPU communicator), a kernel on that stream that ends "
+          "once every rank's stream has reached its barrier.")
       .def("group_start", [](PC& c) { c.comm().groupStart(); })
       .def(
           "group_end", [](PC& c, bool async) { return c.groupEnd(async); },
