@@ -97,9 +97,18 @@ def _missing_rank(ctx):
     start = time.monotonic()
     try:
         ctran.PeerGroup.from_unique_id(uid, ctx.rank, ctx.nranks)
+        outcome = ("joined", "")
     except ctran.Error as e:
-        return type(e).__name__, str(e), time.monotonic() - start
-    return "joined", "", time.monotonic() - start
+        outcome = (type(e).__name__, str(e))
+    elapsed = time.monotonic() - start
+    # Rank 0 hosts the bootstrap store: it must outlive the other waiters' own timeouts, or
+    # they would see the store vanish (RemoteError) instead of their deadline.
+    side = ctx.store()
+    side.add("missing_rank/done", 1)
+    if ctx.rank == 0:
+        while side.add("missing_rank/done", 0) < ctx.nranks - 1:
+            time.sleep(0.01)
+    return (*outcome, elapsed)
 
 
 def test_a_rank_that_never_joins_times_out_naming_it():
