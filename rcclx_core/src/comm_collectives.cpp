@@ -11,6 +11,7 @@
 #include "ctran/checks.hpp"
 #include "executor.hpp"
 #include "gpu/gpu_collectives.hpp"
+#include "lp/low_precision.hpp"
 #include "p2p/channels.hpp"
 #include "rcclx/communicator.hpp"
 #include "tags.hpp"
@@ -114,6 +115,14 @@ WorkPtr Communicator::allGatherV(const void* send, size_t sendCount, void* recv,
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllGather));
+  if (auto plan = lp_->plan(lp::LpCollective::kAllGather, describeTag(tag),
+                            total * dataTypeSize(type), type, RedOp::kSum, opts.lowPrecision)) {
+    lp::LowPrecision* lp = lp_.get();
+    auto at = prefixSums(recvCounts);
+    return submit(
+        describeTag(tag), [=] { lp->allGatherV(*plan, send, recv, recvCounts, at, type, tag); },
+        opts.async);
+  }
   Channels* ch = channels_.get();
   size_t elem = dataTypeSize(type);
   return submit(
@@ -143,6 +152,14 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduceScatter));
+  if (auto plan = lp_->plan(lp::LpCollective::kReduceScatter, describeTag(tag),
+                            total * dataTypeSize(type), type, op, opts.lowPrecision)) {
+    lp::LowPrecision* lp = lp_.get();
+    auto at = prefixSums(counts);
+    return submit(
+        describeTag(tag), [=] { lp->reduceScatterV(*plan, send, recv, counts, at, type, op, tag); },
+        opts.async);
+  }
   Channels* ch = channels_.get();
   const int n = nranks_;
   const size_t mine = counts[rank_];
@@ -163,6 +180,22 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
 
 WorkPtr Communicator::allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
                                const CallOptions& opts) {
+  // Low precision is decided here: all_to_all's equal blocks give every rank the same size to
+  // decide on (all_to_all_v's counts may differ between ranks, so it stays full precision).
+  if (!opts.onDevice) {
+    checkUsable("all_to_all");
+    const size_t total = countPerRank * nranks_;
+    checkBuffer(send, total, "all_to_all", "sendbuff");
+    checkBuffer(recv, total, "all_to_all", "recvbuff");
+    const std::string what = describeTag(makeTag(OpKind::kAllToAll, collSeq_ + 1));
+    if (auto plan = lp_->plan(lp::LpCollective::kAllToAll, what, total * dataTypeSize(type), type,
+                              RedOp::kSum, opts.lowPrecision)) {
+      uint64_t tag = nextTag(static_cast<int>(OpKind::kAllToAll));
+      lp::LowPrecision* lp = lp_.get();
+      return submit(
+          what, [=] { lp->allToAll(*plan, send, recv, countPerRank, type, tag); }, opts.async);
+    }
+  }
   std::vector<size_t> counts(nranks_, countPerRank);
   auto displs = prefixSums(counts);
   return allToAllV(send, counts, displs, recv, counts, displs, type, opts);

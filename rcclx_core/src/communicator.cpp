@@ -16,6 +16,7 @@
 #include "executor.hpp"
 #include "gpu/gpu_allreduce.hpp"
 #include "gpu/gpu_collectives.hpp"
+#include "lp/low_precision.hpp"
 #include "p2p/channels.hpp"
 #include "rcclx/config.hpp"
 #include "tags.hpp"
@@ -32,6 +33,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   const bool ddaEnable = knob::RCCLX_DDA_ENABLE();
   const size_t ddaChunk = static_cast<size_t>(knob::RCCLX_DDA_CHUNK_BYTES());
   selectorConfigFromEnv();  // validates RCCLX_ALLREDUCE_ALGO and the thresholds
+  lp::lpConfigFromEnv();    // validates the RCCL_LOW_PRECISION_* and RCCLX_LP_* knobs
   CTRAN_CHECK(ddaChunk >= 4096, ctran::InvalidArgument, "RCCLX_DDA_CHUNK_BYTES=", ddaChunk,
               " must be at least 4096");
   if (device_ >= 0) {
@@ -52,6 +54,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   rank_ = group_->rank();
   nranks_ = group_->nranks();
   channels_ = std::make_unique<Channels>(*group_, p2pChunk, p2pSlots);
+  lp_ = std::make_unique<lp::LowPrecision>(*channels_, nranks_);
   bool allShm = true;
   for (int p = 0; p < nranks_; ++p) {
     auto k = group_->transportTo(p);
@@ -199,6 +202,13 @@ WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, Data
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllReduce));
+  if (auto plan = lp_->plan(lp::LpCollective::kAllReduce, describeTag(tag),
+                            count * dataTypeSize(type), type, op, opts.lowPrecision)) {
+    lp::LowPrecision* lp = lp_.get();
+    return submit(
+        describeTag(tag), [=] { lp->allReduce(*plan, send, recv, count, type, op, tag); },
+        opts.async);
+  }
   return submit(
       describeTag(tag), [=] { runAllReduce(send, recv, count, type, op, opts, tag); }, opts.async);
 }

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ namespace gpu {
 class GpuAllReduce;
 class GpuCollectives;
 }  // namespace gpu
+namespace lp {
+class LowPrecision;
+}
 class Channels;
 class DirectArena;
 class Executor;
@@ -49,6 +53,10 @@ struct CallOptions {
   double premulScalar = 1.0;  ///< PREMUL_SUM only: this rank's scalar
   bool onDevice = false;      ///< the buffers are on the communicator's GPU
   void* stream = nullptr;  ///< with onDevice: the cudaStream_t to enqueue on (null: legacy default)
+  /// all_reduce, all_gather(_v), reduce_scatter(_v), all_to_all: true forces the FP8 wire format
+  /// (ineligible calls still fall back), false forbids it, nullopt leaves it to the knobs
+  /// (RCCL_LOW_PRECISION_ENABLE*, RCCLX_LP_MIN_BYTES).
+  std::optional<bool> lowPrecision;
 };
 
 class Communicator {
@@ -158,6 +166,7 @@ class Communicator {
   std::unique_ptr<Channels> channels_;
   std::unique_ptr<DirectArena> arena_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<lp::LowPrecision> lp_;
   int device_ = -1;
   std::unique_ptr<gpu::GpuAllReduce> gpu_;
   std::unique_ptr<gpu::GpuCollectives> gpuColl_;

@@ -25,6 +25,10 @@ from rcclx_core._C import (
     config_dump,
     create_unique_id,
     datatype_size,
+    low_precision_decision,
+    lp_dequantize,
+    lp_quantize,
+    lp_wire_bytes,
     refresh_logging,
     select_all_reduce,
 )
@@ -67,6 +71,10 @@ __all__ = [
     "config_dump",
     "create_unique_id",
     "datatype_size",
+    "low_precision_decision",
+    "lp_dequantize",
+    "lp_quantize",
+    "lp_wire_bytes",
     "refresh_logging",
     "select_all_reduce",
 ]

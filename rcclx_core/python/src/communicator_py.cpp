@@ -184,6 +184,12 @@ CallOptions optionsOf(bool async, const py::object& algo = py::none(),
   return o;
 }
 
+// low_precision=: True / False force the FP8 wire format on / off, None leaves it to the knobs.
+std::optional<bool> lowPrecisionArg(const py::object& lp) {
+  if (lp.is_none()) return std::nullopt;
+  return lp.cast<bool>();
+}
+
 std::vector<size_t> countsArg(const py::object& obj, int n, const char* op, const char* arg) {
   auto v = obj.cast<std::vector<int64_t>>();
   CTRAN_CHECK(v.size() == static_cast<size_t>(n), InvalidArgument, op, ": ", arg, " has ", v.size(),
@@ -291,7 +297,8 @@ void registerCommunicator(py::module_& m) {
       .def(
           "all_reduce",
           [](PC& c, py::object send, py::object recv, int op, py::object algo, py::object scalar,
-             bool async, py::object dtype, std::optional<uintptr_t> stream) {
+             bool async, py::object dtype, std::optional<uintptr_t> stream,
+             py::object lowPrecision) {
             const char* o = "all_reduce";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), recv.is_none(), dev);
@@ -301,6 +308,7 @@ void registerCommunicator(py::module_& m) {
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, algo, scalar);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             const bool sCuda = s.deviceType == static_cast<int>(DeviceKind::kCuda);
             const bool rCuda = r.deviceType == static_cast<int>(DeviceKind::kCuda);
             CTRAN_CHECK(sCuda == rCuda, InvalidArgument, o, ": sendbuf is on ", s.deviceName(),
@@ -321,6 +329,7 @@ void registerCommunicator(py::module_& m) {
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
           py::arg("algo") = py::none(), py::arg("scalar") = py::none(), py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          py::arg("low_precision") = py::none(),
           "recv = op over ranks of send (in place when recvbuf is None). GPU buffers (on the "
           "communicator's device): enqueued on `stream` (a cudaStream_t as an int, e.g. "
           "torch.cuda.current_stream().cuda_stream; default the legacy default stream 0), "
@@ -377,7 +386,7 @@ void registerCommunicator(py::module_& m) {
       .def(
           "all_gather",
           [](PC& c, py::object send, py::object recv, bool async, py::object dtype,
-             std::optional<uintptr_t> stream) {
+             std::optional<uintptr_t> stream, py::object lowPrecision) {
             const char* o = "all_gather";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
@@ -386,17 +395,19 @@ void registerCommunicator(py::module_& m) {
             int n = c.comm().size();
             expectCount(r, s.count * n, o, "recvbuf", strCat(n, " ranks x ", s.count));
             auto opts = optionsOf(async);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] { return c.comm().allGather(s.data, r.data, s.count, s.type, opts); };
             if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
               return c.runDevice({send, recv}, call);
             return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          py::arg("low_precision") = py::none())
       .def(
           "all_gather_v",
           [](PC& c, py::object send, py::object recv, py::object counts, bool async,
-             py::object dtype, std::optional<uintptr_t> stream) {
+             py::object dtype, std::optional<uintptr_t> stream, py::object lowPrecision) {
             const char* o = "all_gather_v";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
@@ -406,6 +417,7 @@ void registerCommunicator(py::module_& m) {
             size_t total = std::accumulate(cnt.begin(), cnt.end(), size_t{0});
             expectCount(r, total, o, "recvbuf", "the sum of recv_counts");
             auto opts = optionsOf(async);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] {
               return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, opts);
             };
@@ -415,11 +427,11 @@ void registerCommunicator(py::module_& m) {
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
-          py::arg("stream") = py::none())
+          py::arg("stream") = py::none(), py::arg("low_precision") = py::none())
       .def(
           "reduce_scatter",
           [](PC& c, py::object send, py::object recv, int op, py::object scalar, bool async,
-             py::object dtype, std::optional<uintptr_t> stream) {
+             py::object dtype, std::optional<uintptr_t> stream, py::object lowPrecision) {
             const char* o = "reduce_scatter";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
@@ -429,6 +441,7 @@ void registerCommunicator(py::module_& m) {
             expectCount(s, r.count * n, o, "sendbuf", strCat(n, " ranks x ", r.count));
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] {
               return c.comm().reduceScatter(s.data, r.data, r.count, s.type, red, opts);
             };
@@ -438,11 +451,12 @@ void registerCommunicator(py::module_& m) {
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0, py::arg("scalar") = py::none(),
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
-          py::arg("stream") = py::none())
+          py::arg("stream") = py::none(), py::arg("low_precision") = py::none())
       .def(
           "reduce_scatter_v",
           [](PC& c, py::object send, py::object recv, py::object counts, int op, py::object scalar,
-             bool async, py::object dtype, std::optional<uintptr_t> stream) {
+             bool async, py::object dtype, std::optional<uintptr_t> stream,
+             py::object lowPrecision) {
             const char* o = "reduce_scatter_v";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
@@ -454,6 +468,7 @@ void registerCommunicator(py::module_& m) {
             expectCount(r, cnt[c.comm().rank()], o, "recvbuf", "counts[rank]");
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, py::none(), scalar);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] {
               return c.comm().reduceScatterV(s.data, r.data, cnt, s.type, red, opts);
             };
@@ -463,11 +478,12 @@ void registerCommunicator(py::module_& m) {
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
           py::arg("scalar") = py::none(), py::arg("async_op") = false,
-          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          py::arg("low_precision") = py::none())
       .def(
           "all_to_all",
           [](PC& c, py::object send, py::object recv, bool async, py::object dtype,
-             std::optional<uintptr_t> stream) {
+             std::optional<uintptr_t> stream, py::object lowPrecision) {
             const char* o = "all_to_all";
             const int dev = c.comm().device();
             auto s = callBuffer(send, o, "sendbuf", dtypeArg(dtype), false, dev);
@@ -478,6 +494,7 @@ void registerCommunicator(py::module_& m) {
                         " elements, not a multiple of ", n, " ranks");
             expectCount(r, s.count, o, "recvbuf", "the same as sendbuf");
             auto opts = optionsOf(async);
+            opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] {
               return c.comm().allToAll(s.data, r.data, s.count / n, s.type, opts);
             };
@@ -486,7 +503,8 @@ void registerCommunicator(py::module_& m) {
             return c.run(async, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
-          py::arg("dtype") = py::none(), py::arg("stream") = py::none())
+          py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+          py::arg("low_precision") = py::none())
       .def(
           "all_to_all_v",
           [](PC& c, py::object send, py::object recv, py::object sendCounts, py::object recvCounts,

@@ -15,6 +15,7 @@ namespace py = pybind11;
 namespace rcclx::python {
 
 void registerCommunicator(py::module_& m);
+void registerLowPrecision(py::module_& m);
 
 namespace {
 
@@ -122,4 +123,5 @@ PYBIND11_MODULE(_C, m) {
   rcclx::python::registerConfig(m);
   rcclx::python::registerSelector(m);
   rcclx::python::registerCommunicator(m);
+  rcclx::python::registerLowPrecision(m);
 }

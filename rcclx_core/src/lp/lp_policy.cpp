@@ -1,0 +1,94 @@
+// Implementation of lp_policy.hpp.
+#include "rcclx/lp_policy.hpp"
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+#include "lp_wire_format.hpp"
+#include "rcclx/config.hpp"
+
+namespace rcclx::lp {
+namespace {
+
+constexpr const char* kNames[kNumLpCollectives] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                   "all_to_all"};
+constexpr const char* kKnobs[kNumLpCollectives] = {
+    "RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
+    "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
+
+bool reduces(LpCollective c) {
+  return c == LpCollective::kAllReduce || c == LpCollective::kReduceScatter;
+}
+
+}  // namespace
+
+const char* lpCollectiveName(LpCollective c) { return kNames[static_cast<int>(c)]; }
+
+LpCollective parseLpCollective(const std::string& name, const char* what) {
+  for (int i = 0; i < kNumLpCollectives; ++i) {
+    if (name == kNames[i]) return static_cast<LpCollective>(i);
+  }
+  throw ctran::InvalidArgument(
+      ctran::strCat(what, ": '", name,
+                    "' has no low-precision variant (all_reduce, all_gather, "
+                    "reduce_scatter or all_to_all)"));
+}
+
+bool LpConfig::anyEnabled() const {
+  for (bool e : enabled) {
+    if (e) return true;
+  }
+  return false;
+}
+
+LpConfig lpConfigFromEnv() {
+  declareKnobs();
+  LpConfig cfg;
+  const bool global = knob::RCCL_LOW_PRECISION_ENABLE();
+  for (int i = 0; i < kNumLpCollectives; ++i) {
+    // Unset (or empty): follows the global switch; set: overrides it either way.
+    if (ctran::config::getString(kKnobs[i]).empty()) {
+      cfg.enabled[i] = global;
+      cfg.enabledBy[i] = ctran::strCat("RCCL_LOW_PRECISION_ENABLE=", global ? 1 : 0);
+    } else {
+      cfg.enabled[i] = ctran::config::getBool(kKnobs[i]);
+      cfg.enabledBy[i] = ctran::strCat(kKnobs[i], "=", cfg.enabled[i] ? 1 : 0);
+    }
+  }
+  cfg.minBytes = static_cast<size_t>(knob::RCCLX_LP_MIN_BYTES());
+  const int64_t block = knob::RCCLX_LP_BLOCK_ELEMS();
+  CTRAN_CHECK(block >= static_cast<int64_t>(kMinBlockElems) &&
+                  block <= static_cast<int64_t>(kMaxBlockElems) && block % kMinBlockElems == 0,
+              ctran::InvalidArgument, "RCCLX_LP_BLOCK_ELEMS=", block,
+              " must be a multiple of 32 from ", kMinBlockElems, " to ", kMaxBlockElems);
+  cfg.blockElems = static_cast<size_t>(block);
+  return cfg;
+}
+
+LpDecision decideLowPrecision(const LpRequest& req, const LpConfig& cfg) {
+  const int c = static_cast<int>(req.collective);
+  if (req.hint.has_value() && !*req.hint) return {false, false, "low_precision=False"};
+  const bool forced = req.hint.value_or(false);
+  if (!forced && !cfg.enabled[c]) return {false, false, "not enabled (" + cfg.enabledBy[c] + ")"};
+  const std::string by = forced ? std::string("low_precision=True") : cfg.enabledBy[c];
+  auto fallback = [&](const std::string& why) {
+    return LpDecision{false, true, ctran::strCat(why, " (requested by ", by, ")")};
+  };
+  if (req.type != DataType::kFloat32 && req.type != DataType::kBfloat16) {
+    return fallback(ctran::strCat("datatype ", dataTypeName(req.type),
+                                  " is not eligible: float32 and bfloat16 only"));
+  }
+  if (reduces(req.collective) && req.op != RedOp::kSum && req.op != RedOp::kAvg) {
+    return fallback(ctran::strCat("op ", redOpName(req.op), " is not eligible: sum and avg only"));
+  }
+  if (req.nranks < 2) return fallback("a single rank sends nothing");
+  if (req.onDevice) return fallback("GPU buffers: low precision runs on host buffers only so far");
+  if (!forced && req.bytes < cfg.minBytes) {
+    return fallback(ctran::strCat(req.bytes, " bytes < RCCLX_LP_MIN_BYTES=", cfg.minBytes));
+  }
+  return {true, true,
+          forced
+              ? by
+              : ctran::strCat(by, ", ", req.bytes, " bytes >= RCCLX_LP_MIN_BYTES=", cfg.minBytes)};
+}
+
+}  // namespace rcclx::lp
