@@ -350,39 +350,25 @@ void Communicator::deviceP2P(const P2POp& op, void* stream, const char* what) {
 
 WorkPtr Communicator::send(const void* buf, size_t count, DataType type, int peer,
                            const CallOptions& opts) {
-  checkUsable("send");
-  CTRAN_CHECK(peer >= 0 && peer < nranks_, ctran::InvalidArgument, "send: peer ", peer,
-              " is out of range for a communicator of ", nranks_, " ranks");
-  checkBuffer(buf, count, "send", "buff");
   P2POp op{true, peer, const_cast<char*>(static_cast<const char*>(buf)),
            count * dataTypeSize(type)};
-  if (opts.onDevice) {
-    deviceP2P(op, opts.stream, "send");
-    return nullptr;
-  }
-  if (groupDepth_ > 0) {
-    groupedP2P_.push_back(op);
-    return nullptr;
-  }
-  Channels* ch = channels_.get();
-  return executor_->submit(
-      "send",
-      [=] {
-        std::vector<P2POp> ops{op};
-        runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
-      },
-      opts.async);
+  return submitP2P(op, count, opts, "send");
 }
 
 WorkPtr Communicator::recv(void* buf, size_t count, DataType type, int peer,
                            const CallOptions& opts) {
-  checkUsable("recv");
-  CTRAN_CHECK(peer >= 0 && peer < nranks_, ctran::InvalidArgument, "recv: peer ", peer,
-              " is out of range for a communicator of ", nranks_, " ranks");
-  checkBuffer(buf, count, "recv", "buff");
   P2POp op{false, peer, static_cast<char*>(buf), count * dataTypeSize(type)};
+  return submitP2P(op, count, opts, "recv");
+}
+
+WorkPtr Communicator::submitP2P(const P2POp& op, size_t count, const CallOptions& opts,
+                                const char* what) {
+  checkUsable(what);
+  CTRAN_CHECK(op.peer >= 0 && op.peer < nranks_, ctran::InvalidArgument, what, ": peer ", op.peer,
+              " is out of range for a communicator of ", nranks_, " ranks");
+  checkBuffer(op.buffer, count, what, "buff");
   if (opts.onDevice) {
-    deviceP2P(op, opts.stream, "recv");
+    deviceP2P(op, opts.stream, what);
     return nullptr;
   }
   if (groupDepth_ > 0) {
@@ -391,7 +377,7 @@ WorkPtr Communicator::recv(void* buf, size_t count, DataType type, int peer,
   }
   Channels* ch = channels_.get();
   return executor_->submit(
-      "recv",
+      what,
       [=] {
         std::vector<P2POp> ops{op};
         runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));

@@ -156,6 +156,8 @@ class Communicator {
   /// when the communicator has no device.
   gpu::GpuCollectives& gpuCollectives(const char* what) const;
   /// A send / recv on GPU buffers: enqueued now, or recorded for groupEnd() inside a group.
+  /// Validates and runs (or records, inside a group) one send or receive.
+  WorkPtr submitP2P(const P2POp& op, size_t count, const CallOptions& opts, const char* what);
   void deviceP2P(const P2POp& op, void* stream, const char* what);
   void runGpuAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                        const CallOptions& opts);
