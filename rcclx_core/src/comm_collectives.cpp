@@ -53,7 +53,8 @@ WorkPtr Communicator::reduce(const void* send, void* recv, size_t count, DataTyp
   checkBuffer(send, count, "reduce", "sendbuff");
   if (rank_ == root) checkBuffer(recv, count, "reduce", "recvbuff");
   if (opts.onDevice) {
-    gpuCollectives("reduce").reduce(send, recv, count, type, op, root, opts.stream);
+    gpuCollectives("reduce").reduce(send, recv, count, type, op, opts.premulScalar, root,
+                                    opts.stream);
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduce));
@@ -148,7 +149,7 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
   auto displs = prefixSums(counts);
   if (opts.onDevice) {
     gpuCollectives("reduce_scatter")
-        .reduceScatterV(send, recv, counts, displs, type, op, opts.stream);
+        .reduceScatterV(send, recv, counts, displs, type, op, opts.premulScalar, opts.stream);
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduceScatter));

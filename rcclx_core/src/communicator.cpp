@@ -186,7 +186,7 @@ void Communicator::runGpuAllReduce(const void* send, void* recv, size_t count, D
   CTRAN_INFO("all_reduce on GPU ", device_, ": ", bytes, " bytes ", dataTypeName(type), " ",
              redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason,
              ")");
-  gpu_->run(sel.algo, send, recv, count, type, op, opts.stream);
+  gpu_->run(sel.algo, send, recv, count, type, op, opts.premulScalar, opts.stream);
 }
 
 WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,

@@ -1,7 +1,8 @@
 """all_reduce on GPU buffers (2 GPUs, one process each): every GPU algorithm over dtypes, ops
-and odd counts against a float64 reference with bitwise-identical results on every rank; graph
-capture then 100 replays on changing inputs; device memory returned after destroy; a peer
-that never joins becomes an error within the timeout. The checks live in
+(PREMUL_SUM with a scalar per rank, BAND / BOR / BXOR) and odd counts against a float64
+reference with bitwise-identical results on every rank; a one-rank communicator (PREMUL_SUM
+still scales); graph capture then 100 replays on changing inputs; device memory returned after
+destroy; a peer that never joins becomes an error within the timeout. The checks live in
 tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
 """
 
@@ -40,6 +41,10 @@ def _assert_all(per_rank):
 
 def test_all_reduce_every_algorithm():
     _assert_all(run_ranks(C.correctness_rank, 2, (1, 1001, 65537), timeout=280))
+
+
+def test_one_rank_premul_sum_scales_and_bitwise_copies():
+    _assert_all(run_ranks(C.one_rank, 1, timeout=120))
 
 
 def test_graph_capture_100_replays():

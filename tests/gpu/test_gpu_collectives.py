@@ -1,10 +1,10 @@
 """Every collective but allreduce on GPU buffers (2 GPUs, one process each): all_gather(_v),
 reduce_scatter(_v), all_to_all(_v), broadcast, reduce, gather, scatter, send / recv and barrier
-over dtypes, operators, odd counts and multi-round sizes, compared bitwise with a torch
-reference (and across ranks where every rank gets the same output); one CUDA graph of all of
-them replayed on changing inputs; a send whose receiver never comes fails within the timeout.
-The checks live in tools/gpu/collectives_check.py (the device check script runs them too).
-Skipped without 2 GPUs.
+over dtypes, operators (PREMUL_SUM with a scalar per rank, BAND / BOR / BXOR), odd counts and
+multi-round sizes, compared bitwise with a torch reference (and across ranks where every rank
+gets the same output); one CUDA graph of all of them replayed on changing inputs; a send whose
+receiver never comes fails within the timeout. The checks live in
+tools/gpu/collectives_check.py (the device check script runs them too). Skipped without 2 GPUs.
 """
 
 from __future__ import annotations

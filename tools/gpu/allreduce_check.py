@@ -1,13 +1,16 @@
 """GPU allreduce correctness on N GPUs (one process each): every algorithm, several dtypes and
-operators, odd counts, in place and out of place, misaligned buffers, multi-round messages,
-graph capture with replays on changing inputs, bitwise identity across ranks, no device memory
-left after destroy, and a peer that never joins turning into an error, not a hang.
+operators (PREMUL_SUM with a different scalar per rank, the bitwise operators on integers of
+every width), odd counts, in place and out of place, misaligned buffers, multi-round messages,
+one rank alone, graph capture with replays on changing inputs, bitwise identity across ranks, no
+device memory left after destroy, clear errors for what GPU buffers do not support, and a peer
+that never joins turning into an error, not a hang.
 
     python3 tools/gpu/allreduce_check.py [--nranks 2] [--out check.json]
 
 Inputs are random (seeded by case and rank, so every rank can rebuild every rank's input); the
-reference is computed in float64 (integers: exactly, wrapping in their own width). Each output
-is poisoned first, so an unwritten element fails. Prints one line per failure and a summary.
+reference is computed in float64 (integers: exactly, wrapping in their own width; bitwise
+operators on random bit patterns). Each output is poisoned first, so an unwritten element fails.
+Prints one line per failure and a summary.
 """
 
 from __future__ import annotations
@@ -23,16 +26,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_common import run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
+BITWISE = ("BAND", "BOR", "BXOR")
 # (dtype name, ops); ops by name.
 TYPE_OPS = [
-    ("bfloat16", ("SUM", "MAX", "AVG")),
+    ("bfloat16", ("SUM", "MAX", "AVG", "PREMUL_SUM")),
     ("float16", ("SUM", "MIN")),
-    ("float32", ("SUM", "PROD", "AVG")),
+    ("float32", ("SUM", "PROD", "AVG", "PREMUL_SUM")),
     ("float64", ("SUM",)),
-    ("int32", ("SUM", "MAX", "AVG")),
-    ("int8", ("SUM",)),
-    ("uint8", ("MAX",)),
-    ("int64", ("SUM", "MIN")),
+    ("int32", ("SUM", "MAX", "AVG", "BXOR")),
+    ("int8", ("SUM", "BOR")),
+    ("uint8", ("MAX",) + BITWISE),
+    ("int64", ("SUM", "MIN") + BITWISE),
 ]
 # (torch has too few operators on uint32 / uint64 tensors to check them this way.)
 COUNTS = (1, 3, 1001, 65537, (1 << 20) + 7)
@@ -40,8 +44,24 @@ COUNTS = (1, 3, 1001, 65537, (1 << 20) + 7)
 TOL = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 1e-6, "float64": 1e-13}
 
 
+def premul_scalar(rank: int) -> float:
+    """Rank r's PREMUL_SUM scalar: a different one per rank, of both signs, inexact in binary."""
+    return (rank + 1) / 3.0 * (-1) ** rank
+
+
+def premul_input(torch, x, rank):
+    """Rank r's input scaled as the kernels scale it: in float64, rounded to the accumulator
+    type (float32 for 16-bit floats), then to the element type."""
+    acc_t = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    return (x.double() * premul_scalar(rank)).to(acc_t).to(x.dtype)
+
+
 def _gen(torch, dtype, count, op, seed, rank, device):
     g = torch.Generator(device=device).manual_seed(seed * 1009 + rank)
+    if op in BITWISE:  # every bit pattern, so each byte of every width is exercised
+        nbytes = count * dtype.itemsize
+        b = torch.randint(0, 256, (nbytes,), generator=g, device=device, dtype=torch.int64)
+        return b.to(torch.uint8).view(dtype)
     if dtype.is_floating_point:
         if op == "PROD":
             x = 1.0 + 0.05 * torch.randn(count, generator=g, device=device, dtype=torch.float64)
@@ -56,13 +76,15 @@ def _gen(torch, dtype, count, op, seed, rank, device):
 
 def _reference(torch, dtype, count, op, seed, nranks, device):
     xs = [_gen(torch, dtype, count, op, seed, r, device) for r in range(nranks)]
-    if dtype.is_floating_point:
+    if op == "PREMUL_SUM":
+        acc = [premul_input(torch, x, r).double() for r, x in enumerate(xs)]
+    elif dtype.is_floating_point:
         acc = [x.double() for x in xs]
     else:
         acc = [x.to(torch.int64) for x in xs]
     out = acc[0].clone()
     for x in acc[1:]:
-        if op in ("SUM", "AVG"):
+        if op in ("SUM", "AVG", "PREMUL_SUM"):
             out = out + x
         elif op == "PROD":
             out = out * x
@@ -70,6 +92,12 @@ def _reference(torch, dtype, count, op, seed, nranks, device):
             out = torch.maximum(out, x)
         elif op == "MIN":
             out = torch.minimum(out, x)
+        elif op == "BAND":
+            out = torch.bitwise_and(out, x)
+        elif op == "BOR":
+            out = torch.bitwise_or(out, x)
+        elif op == "BXOR":
+            out = torch.bitwise_xor(out, x)
     if op == "AVG":
         out = (
             out / nranks
@@ -133,12 +161,13 @@ def correctness_rank(info, counts):
             out = torch.empty_like(x)
         _poison(torch, out)
         stream = torch.cuda.current_stream().cuda_stream
+        kw = {"scalar": premul_scalar(info.rank)} if op == "PREMUL_SUM" else {}
         try:
             if mode == "inplace":
                 out.copy_(x)
-                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream)
+                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
             else:
-                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream)
+                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
             torch.cuda.synchronize()
             problem = _compare(torch, name, dtype, out, ref)
         except Exception as e:  # noqa: BLE001 - reported per case
@@ -162,7 +191,29 @@ def correctness_rank(info, counts):
                     count,
                     "misaligned",
                 )
+        # Bitwise: int64 and uint8 views 8 and 1 bytes off 16-byte alignment; PREMUL_SUM
+        # scales on the element-wise path too.
+        for name, op in (
+            ("int64", "BXOR"),
+            ("uint8", "BAND"),
+            ("int32", "BOR"),
+            ("bfloat16", "PREMUL_SUM"),
+            ("float32", "PREMUL_SUM"),
+        ):
+            for count in (5, 4099):
+                run_case(
+                    f"{algo} {name} {op} n={count} misaligned", algo, name, op, count, "misaligned"
+                )
         run_case(f"{algo} bfloat16 SUM n=70001 in-place", algo, "bfloat16", "SUM", 70001, "inplace")
+        run_case(
+            f"{algo} float32 PREMUL_SUM n=70001 in-place",
+            algo,
+            "float32",
+            "PREMUL_SUM",
+            70001,
+            "inplace",
+        )
+        run_case(f"{algo} int64 BAND n=70001 in-place", algo, "int64", "BAND", 70001, "inplace")
     # Several rounds through the staging (36 MB of fp32 > RCCLX_GPU_STAGING_BYTES / 2).
     for algo in ("dda_tree", "dda_large"):
         run_case(f"{algo} float32 SUM n=9000001 rounds", algo, "float32", "SUM", 9_000_001, "out")
@@ -174,6 +225,86 @@ def correctness_rank(info, counts):
             20_000_003,
             "inplace",
         )
+        run_case(
+            f"{algo} bfloat16 PREMUL_SUM n=20000003 rounds",
+            algo,
+            "bfloat16",
+            "PREMUL_SUM",
+            20_000_003,
+            "out",
+        )
+        run_case(f"{algo} int64 BXOR n=9000001 rounds", algo, "int64", "BXOR", 9_000_001, "out")
+    cases.extend(unsupported_cases(torch, rc, comm, dev))
+    comm.destroy()
+    return cases
+
+
+def unsupported_cases(torch, rc, comm, dev):
+    """What GPU reductions still refuse fails on the caller's thread with a message naming it."""
+    stream = torch.cuda.current_stream().cuda_stream
+    cases = []
+
+    def expect(label, fn, *needles):
+        try:
+            fn()
+            torch.cuda.synchronize()
+            problem = "no error raised"
+        except rc.InvalidArgumentError as e:
+            missing = [s for s in needles if s not in str(e)]
+            problem = f"message lacks {missing}: {e}" if missing else None
+        except Exception as e:  # noqa: BLE001 - reported per case
+            problem = f"{type(e).__name__}: {e}"
+        cases.append({"case": label, "error": problem, "digest": None})
+
+    fp8 = torch.zeros(64, dtype=torch.uint8, device=dev)
+    expect(
+        "error: all_reduce float8_e4m3 on GPU",
+        lambda: comm.all_reduce(fp8, dtype=rc.DataType.FLOAT8_E4M3, stream=stream),
+        "float8_e4m3 is not supported in reductions on GPU buffers",
+    )
+    ints = torch.ones(64, dtype=torch.int32, device=dev)
+    expect(
+        "error: all_reduce PREMUL_SUM int32 on GPU",
+        lambda: comm.all_reduce(ints, op=rc.RedOp.PREMUL_SUM, scalar=2.0, stream=stream),
+        "premul_sum on GPU buffers needs a floating datatype, not int32",
+    )
+    return cases
+
+
+def one_rank(info):
+    """A communicator of one rank: PREMUL_SUM still scales (by a kernel, not a copy) and the
+    bitwise operators return the input, for every algorithm; compared exactly."""
+    import torch
+
+    import rcclx_core as rc
+
+    torch.cuda.set_device(0)
+    dev = torch.device("cuda", 0)
+    comm = info.communicator()
+    stream = torch.cuda.current_stream().cuda_stream
+    cases = []
+    for algo in ALGOS:
+        for name, op, count in (
+            ("float32", "PREMUL_SUM", 1001),
+            ("bfloat16", "PREMUL_SUM", 300_001),
+            ("float64", "PREMUL_SUM", 3),
+            ("int64", "BXOR", 1001),
+        ):
+            dtype = getattr(torch, name)
+            x = _gen(torch, dtype, count, op, 7, 0, dev)
+            out = torch.empty_like(x)
+            _poison(torch, out)
+            kw = {"scalar": premul_scalar(1)} if op == "PREMUL_SUM" else {}
+            try:
+                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
+                torch.cuda.synchronize()
+                want = x if op in BITWISE else premul_input(torch, x, 1)
+                bad = (out.view(torch.uint8) != want.view(torch.uint8)).sum().item()
+                problem = f"{bad} bytes differ from the exact result" if bad else None
+            except Exception as e:  # noqa: BLE001 - reported per case
+                problem = f"{type(e).__name__}: {e}"
+            label = f"one rank {algo} {name} {op} n={count}"
+            cases.append({"case": label, "error": problem, "digest": None})
     comm.destroy()
     return cases
 
@@ -309,6 +440,7 @@ def main() -> int:
         )
 
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
+    fold("one rank", run_ranks(one_rank, 1, timeout=120))
     fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
     leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
     leak_ok = all(abs(d) < (4 << 20) for d in leaks)

@@ -1,15 +1,18 @@
 """GPU correctness of every collective but allreduce on N GPUs (one process each): all_gather(_v),
 reduce_scatter(_v), all_to_all(_v), broadcast, reduce, gather, scatter, send / recv (single,
-grouped, several to one peer, to self), barrier; odd counts, misaligned views, in place, messages
-many times the staging; one CUDA graph of all of them replayed on fresh inputs; a receiver that
-never comes turning into an error within the timeout; clear errors for mixed buffers.
+grouped, several to one peer, to self), barrier; the reductions with every operator (PREMUL_SUM
+with a different scalar per rank, the bitwise operators on integers of every width); odd counts,
+misaligned views, in place, messages many times the staging; one CUDA graph of all of them
+replayed on fresh inputs; a receiver that never comes turning into an error within the timeout;
+clear errors for mixed buffers and for what GPU reductions do not support.
 
     python3 tools/gpu/collectives_check.py [--nranks 2] [--replays 20] [--out check.json]
 
 Inputs are random, seeded by (case, rank), so every rank rebuilds every rank's input. Outputs are
 poisoned first (NaN / 77) and compared *bitwise* with a torch reference that reduces the way the
 kernels promise: in rank order, 16-bit floats accumulated in fp32 and rounded once, integers
-wrapping in their own width. Outputs that are the same on every rank (all_gather, broadcast) are
+wrapping in their own width, PREMUL_SUM inputs scaled in float64 and rounded as the host path
+rounds them. Outputs that are the same on every rank (all_gather, broadcast) are
 also compared across ranks by digest.
 """
 
@@ -22,26 +25,35 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from allreduce_check import _digest, _gen, _poison  # noqa: E402
+from allreduce_check import (  # noqa: E402
+    BITWISE,
+    _digest,
+    _gen,
+    _poison,
+    premul_input,
+    premul_scalar,
+)
 from gpu_common import run_ranks  # noqa: E402
 
 COUNTS = (0, 1, 3, 1001, 65537, 3_000_001)  # the last: 12 MB fp32 blocks, several rounds
 COPY_TYPES = ("bfloat16", "float32", "int8", "float64")
 REDUCE_TYPE_OPS = [
-    ("bfloat16", ("SUM", "MAX", "AVG")),
+    ("bfloat16", ("SUM", "MAX", "AVG", "PREMUL_SUM")),
     ("float16", ("SUM", "MIN")),
-    ("float32", ("SUM", "PROD", "AVG")),
+    ("float32", ("SUM", "PROD", "AVG", "PREMUL_SUM")),
     ("float64", ("SUM",)),
-    ("int32", ("SUM", "MAX", "AVG")),
-    ("int8", ("SUM",)),
-    ("uint8", ("MAX",)),
-    ("int64", ("MIN",)),
+    ("int32", ("SUM", "MAX", "AVG", "BAND")),
+    ("int8", ("SUM", "BXOR")),
+    ("uint8", ("MAX",) + BITWISE),
+    ("int64", ("MIN",) + BITWISE),
 ]
 
 
 def reduce_exact(torch, xs, op, n):
-    """op over xs in list (rank) order, as the kernels compute it."""
+    """op over xs in list (rank) order, as the kernels compute it (xs[r] is rank r's input)."""
     dtype = xs[0].dtype
+    if op == "PREMUL_SUM":
+        xs = [premul_input(torch, x, r) for r, x in enumerate(xs)]
     if dtype in (torch.float16, torch.bfloat16):
         acc_t = torch.float32
     elif dtype.is_floating_point:
@@ -51,14 +63,22 @@ def reduce_exact(torch, xs, op, n):
     acc = xs[0].to(acc_t)
     for x in xs[1:]:
         x = x.to(acc_t)
-        if op in ("SUM", "AVG"):
+        if op in ("SUM", "AVG", "PREMUL_SUM"):
             acc = acc + x
         elif op == "PROD":
             acc = acc * x
         elif op == "MAX":
             acc = torch.maximum(acc, x)
-        else:
+        elif op == "MIN":
             acc = torch.minimum(acc, x)
+        elif op == "BAND":
+            acc = torch.bitwise_and(acc, x)
+        elif op == "BOR":
+            acc = torch.bitwise_or(acc, x)
+        elif op == "BXOR":
+            acc = torch.bitwise_xor(acc, x)
+        else:
+            raise ValueError(f"no reference for op {op}")
     if op == "AVG":
         if dtype.is_floating_point:
             acc = acc / torch.full_like(acc, n)  # a true division, as the kernel's
@@ -235,6 +255,11 @@ def copy_cases(c: Cases, counts):
 
 def reduce_cases(c: Cases, counts):
     torch, n, me = c.torch, c.n, c.me
+
+    def scalar(op):
+        """This rank's PREMUL_SUM scalar as a keyword argument (none for other operators)."""
+        return {"scalar": premul_scalar(me)} if op == "PREMUL_SUM" else {}
+
     for name, ops in REDUCE_TYPE_OPS:
         dt = getattr(torch, name)
         for op in ops:
@@ -246,7 +271,7 @@ def reduce_cases(c: Cases, counts):
 
                 def rs(xs=xs, dt=dt, count=count, op=op, rop=rop):
                     out = c.empty(dt, count)
-                    c.comm.reduce_scatter(xs[me], out, op=rop, stream=c.stream())
+                    c.comm.reduce_scatter(xs[me], out, op=rop, stream=c.stream(), **scalar(op))
                     blocks = [x[me * count : (me + 1) * count] for x in xs]
                     return out, reduce_exact(torch, blocks, op, n)
 
@@ -254,26 +279,35 @@ def reduce_cases(c: Cases, counts):
 
                 def rd(xs=xs, dt=dt, count=count, op=op, rop=rop, root=(count % n)):
                     out = c.empty(dt, n * count) if me == root else None
-                    c.comm.reduce(xs[me], out, root=root, op=rop, stream=c.stream())
+                    c.comm.reduce(xs[me], out, root=root, op=rop, stream=c.stream(), **scalar(op))
                     if me != root:
                         return None, None
                     return out, reduce_exact(torch, xs, op, n)
 
                 c.run(f"reduce root={count % n} {name} {op} n={n * count}", rd)
-    for name in ("bfloat16", "float32", "int32"):
+    for name, op in (
+        ("bfloat16", "SUM"),
+        ("float32", "SUM"),
+        ("int32", "SUM"),
+        ("float32", "PREMUL_SUM"),
+        ("int64", "BXOR"),
+    ):
         dt = getattr(torch, name)
+        rop = getattr(__import__("rcclx_core").RedOp, op)
         for base in (5, 1_000_003):
             counts_v = [base + 2 * r for r in range(n)]
-            xs = c.inputs(name, sum(counts_v))
+            xs = c.inputs(name, sum(counts_v), op)
 
-            def rsv(xs=xs, dt=dt, counts_v=counts_v):
+            def rsv(xs=xs, dt=dt, counts_v=counts_v, op=op, rop=rop):
                 out = c.empty(dt, counts_v[me])
-                c.comm.reduce_scatter_v(xs[me], out, counts_v, stream=c.stream())
+                c.comm.reduce_scatter_v(
+                    xs[me], out, counts_v, op=rop, stream=c.stream(), **scalar(op)
+                )
                 off = sum(counts_v[:me])
                 blocks = [x[off : off + counts_v[me]] for x in xs]
-                return out, reduce_exact(torch, blocks, "SUM", n)
+                return out, reduce_exact(torch, blocks, op, n)
 
-            c.run(f"reduce_scatter_v {name} SUM counts={counts_v}", rsv)
+            c.run(f"reduce_scatter_v {name} {op} counts={counts_v}", rsv)
     xs = c.inputs("bfloat16", n * 4099 + 1)
 
     def rs_inplace(xs=xs):
@@ -293,6 +327,29 @@ def reduce_cases(c: Cases, counts):
         return out, reduce_exact(torch, blocks, "SUM", n)
 
     c.run("reduce_scatter bfloat16 n=4099 misaligned", rs_misaligned)
+    # The other operators on the element-wise path: views 2 (bf16), 8 (int64) and 1 (uint8) bytes
+    # off 16-byte alignment, for reduce_scatter and for reduce (whose non-roots send the view).
+    for name, op in (("bfloat16", "PREMUL_SUM"), ("int64", "BAND"), ("uint8", "BXOR")):
+        dt = getattr(torch, name)
+        rop = getattr(__import__("rcclx_core").RedOp, op)
+        xs = c.inputs(name, n * 4099 + 1, op)
+
+        def rs_mis(xs=xs, dt=dt, op=op, rop=rop):
+            out = c.empty(dt, 4099, misaligned=True)
+            c.comm.reduce_scatter(xs[me][1:], out, op=rop, stream=c.stream(), **scalar(op))
+            blocks = [x[1 + me * 4099 : 1 + (me + 1) * 4099] for x in xs]
+            return out, reduce_exact(torch, blocks, op, n)
+
+        c.run(f"reduce_scatter {name} {op} n=4099 misaligned", rs_mis)
+
+        def rd_mis(xs=xs, dt=dt, op=op, rop=rop, root=n - 1):
+            out = c.empty(dt, n * 4099, misaligned=True) if me == root else None
+            c.comm.reduce(xs[me][1:], out, root=root, op=rop, stream=c.stream(), **scalar(op))
+            if me != root:
+                return None, None
+            return out, reduce_exact(torch, [x[1:] for x in xs], op, n)
+
+        c.run(f"reduce root={n - 1} {name} {op} n={n * 4099} misaligned", rd_mis)
 
 
 def p2p_cases(c: Cases, counts):
@@ -387,6 +444,27 @@ def error_cases(c: Cases):
         "error: stream= with host buffers",
         lambda: expect(
             lambda: c.comm.all_to_all(h, h.clone(), stream=0), "stream= applies to GPU buffers"
+        ),
+    )
+    fp8 = torch.zeros(8 * c.n, dtype=torch.uint8, device=c.dev)
+    fp8_out = torch.zeros(8, dtype=torch.uint8, device=c.dev)
+    c.run(
+        "error: reduce_scatter float8_e4m3 on GPU",
+        lambda: expect(
+            lambda: c.comm.reduce_scatter(
+                fp8, fp8_out, dtype=rc.DataType.FLOAT8_E4M3, stream=c.stream()
+            ),
+            "float8_e4m3 is not supported in reductions on GPU buffers",
+        ),
+    )
+    ints = torch.ones(8, dtype=torch.int32, device=c.dev)
+    c.run(
+        "error: reduce PREMUL_SUM int32 on GPU",
+        lambda: expect(
+            lambda: c.comm.reduce(
+                ints, ints.clone(), op=rc.RedOp.PREMUL_SUM, scalar=2.0, stream=c.stream()
+            ),
+            "premul_sum on GPU buffers needs a floating datatype, not int32",
         ),
     )
 

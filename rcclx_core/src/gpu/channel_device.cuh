@@ -84,8 +84,19 @@ __device__ __forceinline__ size_t chunkLength(const ExchangeRole& r, size_t j) {
   return r.bytes - off < r.chunkBytes ? r.bytes - off : r.chunkBytes;
 }
 
-/// kSend: lane `lane` of the transfer to r.peer.
-__device__ __forceinline__ void sendRole(const ExchangePlan& p, const ExchangeRole& r, int lane) {
+/// Stores a chunk into a peer's slot as it is (sendRole's default).
+struct PlainChunkCopy {
+  __device__ __forceinline__ void operator()(char* dst, const char* src, size_t n, int tid,
+                                             int nthr) const {
+    copyBytes<false>(dst, src, n, tid, nthr);
+  }
+};
+
+/// kSend: lane `lane` of the transfer to r.peer. `copy(dst, src, n, tid, nthr)` stores each
+/// chunk of n bytes into the peer's slot (16-byte aligned, slotBytes long).
+template <typename Copy = PlainChunkCopy>
+__device__ __forceinline__ void sendRole(const ExchangePlan& p, const ExchangeRole& r, int lane,
+                                         Copy copy = Copy{}) {
   using ctran::device::signalRelease;
   using ctran::device::signalWait;
   const ctran::DeviceWindowHandle& h = p.win;
@@ -105,7 +116,7 @@ __device__ __forceinline__ void sendRole(const ExchangePlan& p, const ExchangeRo
       __syncthreads();
     }
     char* dst = h.data[r.peer] + p.layout.slot(me, lane, slot);
-    copyBytes<false>(dst, r.src + j * r.chunkBytes, chunkLength(r, j), tid, nthr);
+    copy(dst, r.src + j * r.chunkBytes, chunkLength(r, j), tid, nthr);
     __syncthreads();
     if (tid == 0) signalRelease(h.signals[r.peer] + readySignal(me, lane), g);
   }

@@ -115,6 +115,8 @@ struct ExchangePlan {
   int threads = 0;       ///< per block
   int avgDivisor = 1;    ///< reduce: nranks for AVG
   bool aligned = false;  ///< reduce: its src and dst are 16-byte aligned
+  /// PREMUL_SUM: this rank's scalar (its send roles and reduce role scale its input).
+  double premulScalar = 1.0;
   ExchangeRole roles[kMaxRoles];
 };
 
@@ -133,6 +135,9 @@ class PlanBuilder {
   /// dst = op over all ranks' `bytes` in rank order, this rank's own from `own`, the others'
   /// pushed by their send roles (the same bytes each).
   void reduce(const void* own, void* dst, size_t bytes, int avgDivisor);
+  /// PREMUL_SUM: the reduce kernel's send roles and reduce role multiply this rank's input by
+  /// `scalar` as they load it (the copy kernel ignores it).
+  void premulScalar(double scalar) { plan_.premulScalar = scalar; }
   /// The plan, its thread count chosen from its largest chunk.
   const ExchangePlan& finish();
 
@@ -144,8 +149,8 @@ class PlanBuilder {
 
 /// Enqueues the copy kernel (send, receive and self roles) of `plan` on `stream`.
 void launchCopyBlocks(const ExchangePlan& plan, void* stream);
-/// Enqueues the reduce kernel (send roles and one reduce role) of `plan` on `stream`; `op` is
-/// SUM, PROD, MIN, MAX or AVG (gpuSupports() checked first).
+/// Enqueues the reduce kernel (send roles and one reduce role) of `plan` on `stream`; (type, op)
+/// passed gpuSupports(). Bitwise operators run on bytes (kernelType()).
 void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void* stream);
 
 }  // namespace rcclx::gpu

@@ -6,6 +6,7 @@
 // from its own LL slots, polled until their flags show this epoch) and writes the result. One
 // one-way NVLink trip, no fence and no second exchange: the flags travel with the data. The LL
 // slots of parity half e % 2 are reused by call e + 2, by which time every peer has finished e.
+// PREMUL_SUM scales the input as it is loaded, so peers receive it scaled.
 #include "gpu/kernel_common.cuh"
 
 namespace rcclx::gpu {
@@ -28,7 +29,7 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
   // The thread's first unit is loaded once, before (and overlapping) the epoch load; most
   // small calls have one unit per thread.
   const uint4 own0 = first < a.buf.units
-                         ? loadUnit<T>(a.buf.send, first, a.buf.count, a.buf.aligned)
+                         ? loadOwn<T, O>(a.buf.send, first, a.buf.count, a.buf.aligned, a.buf.scale)
                          : make_uint4(0, 0, 0, 0);
   const uint32_t epoch = ctran::device::epochLoad(h);
   const size_t half = epoch & 1u;
@@ -38,7 +39,8 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
 
   // Push: my units into every peer's slot `me`.
   for (size_t u = first; u < a.buf.units; u += stride) {
-    const uint4 v = u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned);
+    const uint4 v =
+        u == first ? own0 : loadOwn<T, O>(a.buf.send, u, a.buf.count, a.buf.aligned, a.buf.scale);
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
       char* dst =
@@ -52,9 +54,11 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
     UnitReducer<T, O> r;
     for (int q = 0; q < n; ++q) {
       const uint4 v =
-          q == me ? (u == first ? own0 : loadUnit<T>(a.buf.send, u, a.buf.count, a.buf.aligned))
-                  : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes + u * kLlBytesPerUnit,
-                               epoch, me, q, a.timeoutNs);
+          q == me
+              ? (u == first ? own0
+                            : loadOwn<T, O>(a.buf.send, u, a.buf.count, a.buf.aligned, a.buf.scale))
+              : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes + u * kLlBytesPerUnit,
+                           epoch, me, q, a.timeoutNs);
       if (q == 0) {
         r.first(v);
       } else {

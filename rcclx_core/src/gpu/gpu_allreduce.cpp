@@ -3,6 +3,7 @@
 #include "gpu/gpu_allreduce.hpp"
 
 #include <cstdlib>
+#include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
@@ -92,17 +93,22 @@ void Tuning::apply(const std::string& spec) {
 }
 
 bool gpuSupports(DataType type, RedOp op, std::string* why) {
-  const bool typeOk = type != DataType::kFloat8E4M3 && type != DataType::kFloat8E5M2;
-  const bool opOk = op == RedOp::kSum || op == RedOp::kProd || op == RedOp::kMin ||
-                    op == RedOp::kMax || op == RedOp::kAvg;
-  if (typeOk && opOk) return true;
-  if (why) {
-    *why =
-        !typeOk
-            ? ctran::strCat("datatype ", dataTypeName(type), " is not supported on GPU buffers yet")
-            : ctran::strCat("op ", redOpName(op),
-                            " is not supported on GPU buffers yet (sum, prod, min, max, avg are)");
+  std::string reason;
+  if (type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2) {
+    reason = ctran::strCat("datatype ", dataTypeName(type),
+                           " is not supported in reductions on GPU buffers yet (float16, "
+                           "bfloat16, float32, float64 and the integer types are)");
+  } else if (op == RedOp::kPreMulSum && !isFloating(type)) {
+    reason = ctran::strCat("op premul_sum on GPU buffers needs a floating datatype, not ",
+                           dataTypeName(type), " (float16, bfloat16, float32, float64)");
+  } else if ((op == RedOp::kBitAnd || op == RedOp::kBitOr || op == RedOp::kBitXor) &&
+             isFloating(type)) {
+    reason = ctran::strCat("op ", redOpName(op), " is not valid for datatype ", dataTypeName(type),
+                           " (bitwise ops need integers)");
+  } else {
+    return true;
   }
+  if (why) *why = std::move(reason);
   return false;
 }
 
@@ -130,7 +136,7 @@ void GpuAllReduce::destroy(bool collective) {
 }
 
 void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t count,
-                       DataType type, RedOp op, void* stream) {
+                       DataType type, RedOp op, double premulScalar, void* stream) {
   CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
               "all_reduce on GPU buffers: the GPU state was already released");
   std::string why;
@@ -140,8 +146,12 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   int current = -1;
   CTRAN_GPU_CHECK(gpuGetDevice(&current), "all_reduce");
   if (current != device_) CTRAN_GPU_CHECK(gpuSetDevice(device_), "all_reduce: GPU ", device_);
+  // Bitwise operators run on the bytes (kernelType), whatever the integer width.
+  const DataType ktype = kernelType(type, op);
+  count = count * dataTypeSize(type) / dataTypeSize(ktype);
+  type = ktype;
   const size_t elem = dataTypeSize(type);
-  if (nranks_ == 1) {
+  if (nranks_ == 1 && op != RedOp::kPreMulSum) {  // PREMUL_SUM scales even on one rank
     if (send != recv) {
       CTRAN_GPU_CHECK(gpuMemcpyAsync(recv, send, count * elem, gpuMemcpyDeviceToDevice,
                                      static_cast<gpuStream_t>(stream)),
@@ -155,6 +165,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.count = count;
   a.type = type;
   a.op = op;
+  a.premulScalar = premulScalar;
   a.window = window_->handle();
   a.layout = layout_;
   a.tuning = tuning_;
@@ -181,7 +192,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
                                                  "(use auto, dda_flat, dda_tree or dda_large)"));
   }
 #else
-  (void)send, (void)recv, (void)stream, (void)algo;
+  (void)send, (void)recv, (void)stream, (void)algo, (void)premulScalar;
   throw ctran::CudaError("all_reduce on GPU buffers: this build has no GPU code");
 #endif
 }

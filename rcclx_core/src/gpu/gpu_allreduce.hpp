@@ -36,10 +36,11 @@ class GpuAllReduce {
   size_t flatCapacityBytes() const { return layout_.llSlotBytes / kLlBytesPerUnit * kUnitBytes; }
 
   /// Enqueues recv = op over ranks of send on `stream` (send and recv on this GPU; they may be
-  /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge. Throws InvalidArgument for a type or
-  /// operator the kernels lack, CudaError when the launch fails.
+  /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge. PREMUL_SUM multiplies this rank's input
+  /// by `premulScalar` (ignored for other operators) before the sum. Throws InvalidArgument for
+  /// a type or operator the kernels lack, CudaError when the launch fails.
   void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type, RedOp op,
-           void* stream);
+           double premulScalar, void* stream);
 
   /// Replaces the launch shapes (applied to the defaults); for tuning tools.
   void setTuning(const std::string& spec);

@@ -102,7 +102,7 @@ void GpuCollectives::allGatherV(const void* send, void* recv, const std::vector<
 
 void GpuCollectives::reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
                                     const std::vector<size_t>& displs, DataType type, RedOp op,
-                                    void* stream) {
+                                    double premulScalar, void* stream) {
   std::string why;
   CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "reduce_scatter: ", why);
   const size_t elem = dataTypeSize(type);
@@ -112,6 +112,7 @@ void GpuCollectives::reduceScatterV(const void* send, void* recv, const std::vec
     if (p != rank_) b.send(p, in + displs[p] * elem, counts[p] * elem);
   }
   b.reduce(in + displs[rank_] * elem, recv, counts[rank_] * elem, op == RedOp::kAvg ? nranks_ : 1);
+  b.premulScalar(premulScalar);
   launchReduce(b.finish(), type, op, stream, "reduce_scatter");
 }
 
@@ -157,7 +158,7 @@ void GpuCollectives::broadcast(const void* send, void* recv, size_t count, DataT
 }
 
 void GpuCollectives::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                            int root, void* stream) {
+                            double premulScalar, int root, void* stream) {
   std::string why;
   CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "reduce: ", why);
   const size_t bytes = count * dataTypeSize(type);
@@ -167,6 +168,7 @@ void GpuCollectives::reduce(const void* send, void* recv, size_t count, DataType
   } else {
     b.send(root, send, bytes);
   }
+  b.premulScalar(premulScalar);
   launchReduce(b.finish(), type, op, stream, "reduce");
 }
 

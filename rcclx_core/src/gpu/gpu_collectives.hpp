@@ -47,15 +47,18 @@ class GpuCollectives {
   void allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
                   const std::vector<size_t>& displs, DataType type, void* stream);
   /// recv = op over ranks of block `rank` of send (blocks at displs, counts elements each).
+  /// PREMUL_SUM multiplies this rank's input by `premulScalar` first (ignored otherwise).
   void reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
-                      const std::vector<size_t>& displs, DataType type, RedOp op, void* stream);
+                      const std::vector<size_t>& displs, DataType type, RedOp op,
+                      double premulScalar, void* stream);
   void allToAllV(const void* send, const std::vector<size_t>& sendCounts,
                  const std::vector<size_t>& sendDispls, void* recv,
                  const std::vector<size_t>& recvCounts, const std::vector<size_t>& recvDispls,
                  DataType type, void* stream);
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root, void* stream);
-  void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
-              void* stream);
+  /// recv (at root) = op over ranks of send; PREMUL_SUM as reduceScatterV.
+  void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+              double premulScalar, int root, void* stream);
   void gather(const void* send, void* recv, size_t count, DataType type, int root, void* stream);
   void scatter(const void* send, void* recv, size_t count, DataType type, int root, void* stream);
   /// Runs `ops` together: the k-th send to and the k-th receive from each peer go in launch k

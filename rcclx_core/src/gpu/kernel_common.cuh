@@ -1,12 +1,14 @@
-// Device building blocks shared by the GPU allreduce kernels: 16-byte units of any element type
+// Device building blocks shared by the GPU reduction kernels: 16-byte units of any element type
 // (vector loads and stores, with element-wise handling of a partial last unit or a misaligned
-// buffer), reduction in a fixed rank order with a wider accumulator for 16-bit floats, LL lines,
-// and the dispatch from (DataType, RedOp) to a kernel instantiation.
+// buffer), PREMUL_SUM's scaling of this rank's own input, reduction in a fixed rank order with a
+// wider accumulator for 16-bit floats, LL lines, and the dispatch from (DataType, RedOp) to a
+// kernel instantiation.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/signal_device.cuh"
 #include "gpu/launch.hpp"
@@ -32,7 +34,12 @@ using rcclx_bf16 = __nv_bfloat16;
 namespace rcclx::gpu {
 
 /// Reduction operators the kernels instantiate (AVG is SUM plus a division in the last step).
-enum class Op { kSum, kProd, kMin, kMax };
+/// kPreMulSum is SUM over inputs that each rank scales by its own scalar as it loads them
+/// (floating types only); the bitwise operators run on bytes whatever the integer type (see
+/// kernelType() in launch.hpp) and combine 32-bit words.
+enum class Op { kSum, kProd, kMin, kMax, kPreMulSum, kBitAnd, kBitOr, kBitXor };
+
+constexpr bool isBitwise(Op o) { return o == Op::kBitAnd || o == Op::kBitOr || o == Op::kBitXor; }
 
 template <typename T>
 struct AccOf {
@@ -91,10 +98,13 @@ __device__ __forceinline__ T fromAcc(typename AccOf<T>::type v) {
 
 template <Op O, typename A>
 __device__ __forceinline__ A combine(A a, A b) {
-  if constexpr (O == Op::kSum) return a + b;
+  if constexpr (O == Op::kSum || O == Op::kPreMulSum) return a + b;
   if constexpr (O == Op::kProd) return a * b;
   if constexpr (O == Op::kMin) return b < a ? b : a;
   if constexpr (O == Op::kMax) return a < b ? b : a;
+  if constexpr (O == Op::kBitAnd) return a & b;
+  if constexpr (O == Op::kBitOr) return a | b;
+  if constexpr (O == Op::kBitXor) return a ^ b;
 }
 
 /// Elements per 16-byte unit.
@@ -109,6 +119,7 @@ struct Buffers {
   size_t units;    ///< ceil(count / kPerUnit)
   bool aligned;    ///< send and recv are 16-byte aligned
   int avgDivisor;  ///< nranks for AVG, else 1
+  double scale;    ///< PREMUL_SUM: this rank's scalar (read by the kPreMulSum kernels only)
 };
 
 /// Loads unit `u` of `src` (zero-filled past `count`).
@@ -145,14 +156,40 @@ __device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, boo
   }
 }
 
+/// PREMUL_SUM's scaling of one unit of this rank's input: each element times `scale` in double,
+/// rounded to the accumulator type and then to T, exactly as the host path (cpu::scale) does.
+template <typename T>
+__device__ __forceinline__ uint4 scaleUnit(uint4 v, double scale) {
+  using A = typename AccOf<T>::type;
+  T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+  for (int i = 0; i < kPerUnit<T>; ++i)
+    e[i] = fromAcc<T>(static_cast<A>(static_cast<double>(toAcc<T>(e[i])) * scale));
+  return v;
+}
+
+/// Loads unit `u` of this rank's own input, as every rank reduces it and its peers receive it:
+/// scaled for PREMUL_SUM, as is otherwise.
+template <typename T, Op O>
+__device__ __forceinline__ uint4 loadOwn(const void* src, size_t u, size_t count, bool aligned,
+                                         double scale) {
+  const uint4 v = loadUnit<T>(src, u, count, aligned);
+  if constexpr (O == Op::kPreMulSum) {
+    return scaleUnit<T>(v, scale);
+  } else {
+    (void)scale;
+    return v;
+  }
+}
+
 /// Loads a staged unit that a peer stored (bypassing L1: the line may be stale there).
 __device__ __forceinline__ uint4 loadStaged(const uint4* p) {
   return ctran::device::loadPeerStored(p);
 }
 
 /// Accumulates units in the order they are added; every rank adding the same units in the same
-/// order gets the same bits.
-template <typename T, Op O>
+/// order gets the same bits. Bitwise operators use the specialisation below.
+template <typename T, Op O, bool kBits = isBitwise(O)>
 struct UnitReducer {
   using A = typename AccOf<T>::type;
   static constexpr int N = kPerUnit<T>;
@@ -181,6 +218,22 @@ struct UnitReducer {
     }
     return v;
   }
+};
+
+/// Bitwise operators: the bits of an element do not depend on its width or position, so a unit
+/// combines as four 32-bit words.
+template <typename T, Op O>
+struct UnitReducer<T, O, true> {
+  uint4 acc;
+
+  __device__ __forceinline__ void first(uint4 v) { acc = v; }
+  __device__ __forceinline__ void add(uint4 v) {
+    acc.x = combine<O, uint32_t>(acc.x, v.x);
+    acc.y = combine<O, uint32_t>(acc.y, v.y);
+    acc.z = combine<O, uint32_t>(acc.z, v.z);
+    acc.w = combine<O, uint32_t>(acc.w, v.w);
+  }
+  __device__ __forceinline__ uint4 result(int) const { return acc; }
 };
 
 /// Stores a unit as two LL lines {data, flag, data, flag} at `dst` (a peer's LL slot). Each
@@ -242,18 +295,39 @@ __device__ __forceinline__ uint4 llLoadUnit(const char* src, uint32_t flag, int 
   return v;
 }
 
+template <typename T>
+constexpr bool kFloating =
+    std::is_floating_point_v<T> || std::is_same_v<T, rcclx_half> || std::is_same_v<T, rcclx_bf16>;
+
 /// Calls fn(T{}, std::integral_constant<Op, O>{}) for the runtime (type, op); AVG maps to SUM.
-/// Unsupported combinations never get here (gpuSupports() is checked first).
+/// PREMUL_SUM is instantiated for the floating types only and the bitwise operators for uint8
+/// only (the host passes kernelType(type, op)); gpuSupports() is checked before, so any other
+/// combination is an internal error.
 template <typename Fn>
 void dispatch(DataType type, RedOp op, Fn&& fn) {
   auto withOp = [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
+      case RedOp::kSum:
+      case RedOp::kAvg: return fn(T{}, std::integral_constant<Op, Op::kSum>{});
       case RedOp::kProd: return fn(T{}, std::integral_constant<Op, Op::kProd>{});
       case RedOp::kMin: return fn(T{}, std::integral_constant<Op, Op::kMin>{});
       case RedOp::kMax: return fn(T{}, std::integral_constant<Op, Op::kMax>{});
-      default: return fn(T{}, std::integral_constant<Op, Op::kSum>{});
+      case RedOp::kPreMulSum:
+        if constexpr (kFloating<T>) return fn(T{}, std::integral_constant<Op, Op::kPreMulSum>{});
+        break;
+      case RedOp::kBitAnd:
+      case RedOp::kBitOr:
+      case RedOp::kBitXor:
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          if (op == RedOp::kBitAnd) return fn(T{}, std::integral_constant<Op, Op::kBitAnd>{});
+          if (op == RedOp::kBitOr) return fn(T{}, std::integral_constant<Op, Op::kBitOr>{});
+          return fn(T{}, std::integral_constant<Op, Op::kBitXor>{});
+        }
+        break;
     }
+    CTRAN_ASSERT(false, "GPU reduction kernel: op ", redOpName(op), " has no instantiation for ",
+                 dataTypeName(type));
   };
   switch (type) {
     case DataType::kInt8: return withOp(int8_t{});
@@ -268,6 +342,8 @@ void dispatch(DataType type, RedOp op, Fn&& fn) {
     case DataType::kBfloat16: return withOp(rcclx_bf16{});
     default: break;
   }
+  CTRAN_ASSERT(false, "GPU reduction kernel: datatype ", dataTypeName(type),
+               " has no instantiation");
 }
 
 /// The Buffers of a call.
@@ -281,6 +357,7 @@ inline Buffers buffersOf(const LaunchArgs& a) {
   b.aligned =
       ((reinterpret_cast<uintptr_t>(a.send) | reinterpret_cast<uintptr_t>(a.recv)) % 16) == 0;
   b.avgDivisor = a.op == RedOp::kAvg ? a.window.nranks : 1;
+  b.scale = a.premulScalar;
   return b;
 }
 

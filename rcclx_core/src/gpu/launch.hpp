@@ -75,7 +75,9 @@ struct LaunchArgs {
   void* recv = nullptr;
   size_t count = 0;  ///< elements (> 0)
   DataType type = DataType::kFloat32;
-  RedOp op = RedOp::kSum;  ///< kSum, kProd, kMin, kMax or kAvg
+  RedOp op = RedOp::kSum;  ///< any operator gpuSupports() accepts for the call's type
+  /// PREMUL_SUM: this rank's scalar (ignored for other operators).
+  double premulScalar = 1.0;
   ctran::DeviceWindowHandle window;
   StagingLayout layout;
   Tuning tuning;
@@ -107,6 +109,14 @@ inline size_t twoShotMaxChunkUnits(const LaunchArgs& a, int blocks, int slots) {
 
 /// Element types and operators the GPU kernels implement; false with the reason otherwise.
 bool gpuSupports(DataType type, RedOp op, std::string* why);
+
+/// The element type the kernels run a call of (type, op) as: bitwise operators give the same
+/// bits whatever the integer width, so every integer type runs them as uint8 over its bytes
+/// (one instantiation per operator instead of one per type and operator); otherwise `type`.
+inline DataType kernelType(DataType type, RedOp op) {
+  const bool bitwise = op == RedOp::kBitAnd || op == RedOp::kBitOr || op == RedOp::kBitXor;
+  return bitwise ? DataType::kUint8 : type;
+}
 
 /// One-shot push with LL lines: count must fit the flat slot (the caller splits larger calls).
 void launchDdaFlat(const LaunchArgs& args);

@@ -4,6 +4,8 @@
 // role: lane l waits for chunk j of every peer, combines all ranks' values in rank order (its
 // own from the input, the peers' from its staging), writes the result and returns the slots.
 // Every element is reduced by exactly one rank, so results are the same bits everywhere.
+// PREMUL_SUM scales this rank's input wherever it is loaded: in the send roles (so peers receive
+// it scaled) and for the reduce role's own values.
 #include "gpu/channel_device.cuh"
 #include "gpu/kernel_common.cuh"
 
@@ -12,6 +14,35 @@ namespace {
 
 /// Units a thread reduces per batch (their loads in flight together).
 constexpr int kReduceBatch = 2;
+
+/// PREMUL_SUM's send: a chunk of this rank's input, scaled, stored into the peer's slot as whole
+/// 16-byte units (the slot holds the chunk rounded up to 16 bytes; the reducer stores only the
+/// elements of the chunk).
+template <typename T>
+struct ScaledChunkCopy {
+  double scale;
+  __device__ __forceinline__ void operator()(char* dst, const char* src, size_t n, int tid,
+                                             int nthr) const {
+    constexpr int kBatch = 4;  // loads in flight together before their stores
+    const size_t count = n / sizeof(T);
+    const size_t units = (count + kPerUnit<T> - 1) / kPerUnit<T>;
+    const bool aligned = reinterpret_cast<uintptr_t>(src) % kUnitBytes == 0;
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    for (size_t u0 = tid; u0 < units; u0 += static_cast<size_t>(kBatch) * nthr) {
+      uint4 v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const size_t u = u0 + static_cast<size_t>(b) * nthr;
+        if (u < units) v[b] = loadOwn<T, Op::kPreMulSum>(src, u, count, aligned, scale);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const size_t u = u0 + static_cast<size_t>(b) * nthr;
+        if (u < units) d[u] = v[b];
+      }
+    }
+  }
+};
 
 template <typename T, Op O>
 __device__ __forceinline__ void reduceRole(const ExchangePlan& p, const ExchangeRole& r, int lane) {
@@ -48,7 +79,8 @@ __device__ __forceinline__ void reduceRole(const ExchangePlan& p, const Exchange
         for (int b = 0; b < kReduceBatch; ++b) {
           const size_t u = u0 + static_cast<size_t>(b) * nthr;
           if (u < units)
-            v[b] = q == me ? loadUnit<T>(own, u, count, p.aligned) : loadStaged(staged + u);
+            v[b] = q == me ? loadOwn<T, O>(own, u, count, p.aligned, p.premulScalar)
+                           : loadStaged(staged + u);
         }
 #pragma unroll
         for (int b = 0; b < kReduceBatch; ++b) {
@@ -78,7 +110,11 @@ __global__ void __launch_bounds__(kMaxThreads, 2) reduceBlocksKernel(ExchangePla
   const ExchangeRole r = findRole(p);
   const int i = static_cast<int>(blockIdx.x) - r.firstBlock;
   if (r.kind == RoleKind::kSend) {
-    sendRole(p, r, i);
+    if constexpr (O == Op::kPreMulSum) {
+      sendRole(p, r, i, ScaledChunkCopy<T>{p.premulScalar});
+    } else {
+      sendRole(p, r, i);
+    }
   } else {
     reduceRole<T, O>(p, r, i);
   }
@@ -89,7 +125,7 @@ __global__ void __launch_bounds__(kMaxThreads, 2) reduceBlocksKernel(ExchangePla
 void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void* stream) {
   if (plan.blocks == 0) return;
   auto s = static_cast<gpuStream_t>(stream);
-  dispatch(type, op, [&](auto t, auto o) {
+  dispatch(kernelType(type, op), op, [&](auto t, auto o) {
     using T = decltype(t);
     reduceBlocksKernel<T, decltype(o)::value><<<plan.blocks, plan.threads, 0, s>>>(plan);
   });

@@ -9,7 +9,8 @@
 //      peers' staged units), write the result to my output and into every peer's AG area [me],
 //      then release-signal their AG flags;
 //   3. wait for the AG flags of all peers and copy their results into my output.
-// Each element is reduced by exactly one rank, so every rank ends with the same bits.
+// Each element is reduced by exactly one rank, so every rank ends with the same bits. PREMUL_SUM
+// scales the input wherever it is loaded (steps 1 and 2), so peers receive it scaled.
 //
 // Reuse: round k uses slot k % S of the block's area (S = 2 when there are several rounds).
 // A peer stores round k + 2 into a slot only after it got my round k + 1 RS flag, which I send
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
         for (int i = 0; i < kBatch; ++i) {
           const size_t t = t0 + static_cast<size_t>(i) * nthr;
           if (t < jn && base + t < U)
-            v[i] = loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned);
+            v[i] = loadOwn<T, O>(a.buf.send, base + t, a.buf.count, a.buf.aligned, a.buf.scale);
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -112,7 +113,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
         for (int i = 0; i < kReduceBatch; ++i) {
           const size_t t = t0 + static_cast<size_t>(i) * nthr;
           if (valid[i]) {
-            v[i] = q == me ? loadUnit<T>(a.buf.send, base + t, a.buf.count, a.buf.aligned)
+            v[i] = q == me ? loadOwn<T, O>(a.buf.send, base + t, a.buf.count, a.buf.aligned,
+                                           a.buf.scale)
                            : loadStaged(mine + static_cast<size_t>(q) * C + t);
           }
         }
