@@ -8,9 +8,10 @@
 # /tmp/rcclx_gpu_out).
 #
 #   tools/gpu_check.sh [--no-build] [--no-check] [--no-tests] [--no-bench] [--sweep] [--quick]
-#                      [--no-allreduce] [--no-collectives]
+#                      [--no-allreduce] [--no-collectives] [--no-lp]
 #
-# --no-allreduce / --no-collectives leave out that half's check, tests and benchmark.
+# --no-allreduce / --no-collectives / --no-lp leave out that part's check, tests and benchmark
+# (lp: the low-precision collectives, tools/gpu/lp_check.py and tools/gpu/lp_bench.py).
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1): the
 # machines here require it. In-kernel waits give up after RCCLX_TIMEOUT_MS (20 s here).
 set -uo pipefail
@@ -21,12 +22,12 @@ OUT="${OUT:-/tmp/rcclx_gpu_out}"
 BUILD="${RCCLX_GPU_BUILD_DIR:-/tmp/rcclx_gpu_build}"
 SITE="$BUILD/site"
 PY="${PYTHON:-python3}"
-build=1 check=1 tests=1 bench=1 sweep="" quick="" allreduce=1 collectives=1
+build=1 check=1 tests=1 bench=1 sweep="" quick="" allreduce=1 collectives=1 lp=1
 for a in "$@"; do
   case "$a" in
     --no-build) build=0 ;; --no-check) check=0 ;; --no-tests) tests=0 ;; --no-bench) bench=0 ;;
     --sweep) sweep="--sweep" ;; --quick) quick=1 ;;
-    --no-allreduce) allreduce=0 ;; --no-collectives) collectives=0 ;;
+    --no-allreduce) allreduce=0 ;; --no-collectives) collectives=0 ;; --no-lp) lp=0 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -69,11 +70,20 @@ if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$collectives" = 1 ]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$lp" = 1 ]; then
+  step "GPU correctness (tools/gpu/lp_check.py)"
+  q=""
+  [ -n "$quick" ] && q="--quick"
+  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 400 "$PY" "$ROOT/tools/gpu/lp_check.py" $q --out "$OUT/lp_check.json" 2>&1 | tee "$OUT/lp_check.log" | grep -v "^\s*$" | tail -40
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
 if [ "$tests" = 1 ]; then
   step "GPU tests (pytest -m gpu tests/gpu)"
   files=""
   [ "$allreduce" = 1 ] && files="$files tests/gpu/test_gpu_all_reduce.py"
   [ "$collectives" = 1 ] && files="$files tests/gpu/test_gpu_collectives.py"
+  [ "$lp" = 1 ] && files="$files tests/gpu/test_gpu_low_precision.py"
   (cd "$ROOT" && timeout 300 "$PY" -m pytest -q -m gpu -p no:cacheprovider $files 2>&1 | tee "$OUT/pytest.log" | tail -15)
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
@@ -91,6 +101,13 @@ if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$allreduce" = 1 ]; then
   max=""
   [ -n "$quick" ] && max="--max-bytes 16777216"
   timeout 420 "$PY" "$ROOT/tools/gpu/allreduce_bench.py" $sweep $max --out "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -45
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+if [ "$bench" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$lp" = 1 ]; then
+  step "benchmark (tools/gpu/lp_bench.py)"
+  max=""
+  [ -n "$quick" ] && max="--max-bytes 67108864"
+  timeout 480 "$PY" "$ROOT/tools/gpu/lp_bench.py" $max --out "$OUT/lp_bench.json" 2>&1 | tee "$OUT/lp_bench.log" | tail -45
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 exit $status

@@ -112,7 +112,14 @@ WorkPtr Communicator::allGatherV(const void* send, size_t sendCount, void* recv,
   checkBuffer(recv, total, "all_gather", "recvbuff");
   auto displs = prefixSums(recvCounts);
   if (opts.onDevice) {
-    gpuCollectives("all_gather").allGatherV(send, recv, recvCounts, displs, type, opts.stream);
+    gpu::GpuCollectives& g = gpuCollectives("all_gather");
+    if (auto plan =
+            lp_->plan(lp::LpCollective::kAllGather, "all_gather on GPU", total * dataTypeSize(type),
+                      type, RedOp::kSum, opts.lowPrecision, true)) {
+      lp_->allGatherVOnDevice(*plan, send, recv, recvCounts, displs, type, opts.stream);
+      return nullptr;
+    }
+    g.allGatherV(send, recv, recvCounts, displs, type, opts.stream);
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kAllGather));
@@ -148,8 +155,13 @@ WorkPtr Communicator::reduceScatterV(const void* send, void* recv,
   checkBuffer(recv, counts[rank_], "reduce_scatter", "recvbuff");
   auto displs = prefixSums(counts);
   if (opts.onDevice) {
-    gpuCollectives("reduce_scatter")
-        .reduceScatterV(send, recv, counts, displs, type, op, opts.premulScalar, opts.stream);
+    gpu::GpuCollectives& g = gpuCollectives("reduce_scatter");
+    if (auto plan = lp_->plan(lp::LpCollective::kReduceScatter, "reduce_scatter on GPU",
+                              total * dataTypeSize(type), type, op, opts.lowPrecision, true)) {
+      lp_->reduceScatterVOnDevice(*plan, send, recv, counts, displs, type, op, opts.stream);
+      return nullptr;
+    }
+    g.reduceScatterV(send, recv, counts, displs, type, op, opts.premulScalar, opts.stream);
     return nullptr;
   }
   uint64_t tag = nextTag(static_cast<int>(OpKind::kReduceScatter));
@@ -183,11 +195,19 @@ WorkPtr Communicator::allToAll(const void* send, void* recv, size_t countPerRank
                                const CallOptions& opts) {
   // Low precision is decided here: all_to_all's equal blocks give every rank the same size to
   // decide on (all_to_all_v's counts may differ between ranks, so it stays full precision).
-  if (!opts.onDevice) {
-    checkUsable("all_to_all");
-    const size_t total = countPerRank * nranks_;
-    checkBuffer(send, total, "all_to_all", "sendbuff");
-    checkBuffer(recv, total, "all_to_all", "recvbuff");
+  checkUsable("all_to_all");
+  const size_t total = countPerRank * nranks_;
+  checkBuffer(send, total, "all_to_all", "sendbuff");
+  checkBuffer(recv, total, "all_to_all", "recvbuff");
+  if (opts.onDevice) {
+    gpuCollectives("all_to_all");  // a communicator without a device fails here, clearly
+    if (auto plan =
+            lp_->plan(lp::LpCollective::kAllToAll, "all_to_all on GPU", total * dataTypeSize(type),
+                      type, RedOp::kSum, opts.lowPrecision, true)) {
+      lp_->allToAllOnDevice(*plan, send, recv, countPerRank, type, opts.stream);
+      return nullptr;
+    }
+  } else {
     const std::string what = describeTag(makeTag(OpKind::kAllToAll, collSeq_ + 1));
     if (auto plan = lp_->plan(lp::LpCollective::kAllToAll, what, total * dataTypeSize(type), type,
                               RedOp::kSum, opts.lowPrecision)) {

@@ -101,6 +101,7 @@ void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t channel
               topology().nHosts, " hosts");
   gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes, tuning);
   gpuColl_ = std::make_unique<gpu::GpuCollectives>(*group_, device_, channelBytes);
+  lp_->attachGpu(*group_, device_);
 }
 
 gpu::GpuCollectives& Communicator::gpuCollectives(const char* what) const {
@@ -198,6 +199,12 @@ WorkPtr Communicator::allReduce(const void* send, void* recv, size_t count, Data
   if (!opts.algo.empty()) parseAlgo(opts.algo, "all_reduce algo hint");
   if (opts.onDevice) {
     // Enqueued on the caller's stream now, also inside a group (it needs no host progress).
+    if (auto plan = lp_->plan(lp::LpCollective::kAllReduce, "all_reduce on GPU",
+                              count * dataTypeSize(type), type, op, opts.lowPrecision, true)) {
+      gpuCollectives("all_reduce");  // a communicator without a device fails here, clearly
+      lp_->allReduceOnDevice(*plan, send, recv, count, type, op, opts.stream);
+      return nullptr;
+    }
     runGpuAllReduce(send, recv, count, type, op, opts);
     return nullptr;
   }
@@ -303,6 +310,7 @@ void Communicator::destroy() {
   gpu_.reset();
   if (gpuColl_) gpuColl_->destroy(true);
   gpuColl_.reset();
+  if (lp_) lp_->destroyGpu(true);
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();
@@ -320,6 +328,7 @@ void Communicator::abort() {
   gpu_.reset();
   if (gpuColl_) gpuColl_->destroy(false);
   gpuColl_.reset();
+  if (lp_) lp_->destroyGpu(false);
   if (arena_) arena_->destroy();
   channels_->destroy();
   arena_.reset();

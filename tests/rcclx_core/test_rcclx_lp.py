@@ -592,7 +592,7 @@ def test_lp_policy(monkeypatch):
         assert d("all_gather", big, op=int(op))[0]  # no reduction: the op is irrelevant
     assert not d("all_reduce", big, dtype=int(DT.INT32), hint=True)[0]
     assert not d("all_reduce", big, nranks=1)[0]
-    assert not d("all_reduce", big, gpu=True)[0]
+    assert d("all_reduce", big, gpu=True)[0]  # GPU buffers follow the same rules
     # Per-collective switches override the global one either way; unset, they follow it.
     monkeypatch.setenv("RCCL_LOW_PRECISION_ENABLE_ALLGATHER", "0")
     assert not d("all_gather", big)[0] and d("all_reduce", big)[0]

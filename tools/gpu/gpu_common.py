@@ -33,6 +33,7 @@ class RankInfo:
     nranks: int
     unique_id: bytes
     torch_port: int
+    extra_ids: tuple = ()  # more unique ids, for checks that create further communicators
 
     def init_torch(self, backend: str = "nccl"):
         """Sets this rank's GPU and joins torch.distributed (for the peers' numbers)."""
@@ -76,16 +77,21 @@ def _child(fn, info: RankInfo, args, queue) -> None:
         queue.put((info.rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
-def run_ranks(fn: Callable, nranks: int, *args, timeout: float = 300.0) -> list[Any]:
+def run_ranks(
+    fn: Callable, nranks: int, *args, timeout: float = 300.0, extra_ids: int = 0
+) -> list[Any]:
     import rcclx_core
 
     uid = rcclx_core.create_unique_id()  # the store lives in this process until we return
+    extra = tuple(rcclx_core.create_unique_id() for _ in range(extra_ids))
     port = _free_port()
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = []
     for r in range(nranks):
-        p = ctx.Process(target=_child, args=(fn, RankInfo(r, nranks, uid, port), args, queue))
+        p = ctx.Process(
+            target=_child, args=(fn, RankInfo(r, nranks, uid, port, extra), args, queue)
+        )
         p.start()
         procs.append(p)
     results: dict[int, tuple[str, Any]] = {}

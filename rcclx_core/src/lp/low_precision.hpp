@@ -13,6 +13,9 @@
 #include "rcclx/lp_policy.hpp"
 #include "rcclx/types.hpp"
 
+namespace ctran {
+class PeerGroup;
+}
 namespace rcclx {
 class Channels;
 }
@@ -20,6 +23,7 @@ class Channels;
 namespace rcclx::lp {
 
 struct LpWorkspace;
+class GpuLowPrecision;
 
 /// What plan() decided for one call: the quantizer's block size, fixed at planning.
 struct LpPlan {
@@ -29,10 +33,16 @@ struct LpPlan {
 class LowPrecision {
  public:
   /// Allocates the host scratch now when a knob enables low precision for any collective;
-  /// otherwise the first call forced by low_precision=True allocates it (host memory only: the
-  /// GPU path will allocate its buffers at creation).
+  /// otherwise the first call forced by low_precision=True allocates it.
   LowPrecision(Channels& channels, int nranks);
   ~LowPrecision();
+
+  /// The communicator has GPU `device` (collective): allocates the device staging now when a
+  /// knob enables low precision for any collective; otherwise the first GPU call that asks for
+  /// it allocates it (collectively, so every rank must ask; not during graph capture).
+  void attachGpu(ctran::PeerGroup& group, int device);
+  /// Releases the device staging (collective unless `collective` is false, as for abort).
+  void destroyGpu(bool collective);
 
   /// The decision for one call (knobs read now), logged at INFO when low precision was asked
   /// for (used, or fallen back with the reason). nullopt: run in full precision.
@@ -52,12 +62,28 @@ class LowPrecision {
   void allToAll(const LpPlan& plan, const void* send, void* recv, size_t countPerRank,
                 DataType type, uint64_t tag);
 
+  // The same on GPU buffers, enqueued on `stream` (after attachGpu()).
+  void allReduceOnDevice(const LpPlan& plan, const void* send, void* recv, size_t count,
+                         DataType type, RedOp op, void* stream);
+  void reduceScatterVOnDevice(const LpPlan& plan, const void* send, void* recv,
+                              const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                              DataType type, RedOp op, void* stream);
+  void allGatherVOnDevice(const LpPlan& plan, const void* send, void* recv,
+                          const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                          DataType type, void* stream);
+  void allToAllOnDevice(const LpPlan& plan, const void* send, void* recv, size_t countPerRank,
+                        DataType type, void* stream);
+
  private:
   LpWorkspace& workspace();
+  GpuLowPrecision& gpu(void* stream, const char* what);
 
   Channels& channels_;
   int nranks_;
   std::unique_ptr<LpWorkspace> workspace_;
+  ctran::PeerGroup* group_ = nullptr;
+  int device_ = -1;
+  std::unique_ptr<GpuLowPrecision> gpu_;
 };
 
 }  // namespace rcclx::lp

@@ -81,7 +81,6 @@ LpDecision decideLowPrecision(const LpRequest& req, const LpConfig& cfg) {
     return fallback(ctran::strCat("op ", redOpName(req.op), " is not eligible: sum and avg only"));
   }
   if (req.nranks < 2) return fallback("a single rank sends nothing");
-  if (req.onDevice) return fallback("GPU buffers: low precision runs on host buffers only so far");
   if (!forced && req.bytes < cfg.minBytes) {
     return fallback(ctran::strCat(req.bytes, " bytes < RCCLX_LP_MIN_BYTES=", cfg.minBytes));
   }
