@@ -99,7 +99,10 @@ LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool o
   s.halfBytes = halfBytes_;
   s.timeoutNs = timeoutNs_;
   s.threads = kLpThreads;
-  size_t chunk = chunkBlocks_;
+  // Spread the segment over every block first (small calls need the parallelism), then grow
+  // the chunk up to chunkBlocks_ (large calls need few rounds).
+  const size_t perBlock = ceilDiv(std::max<size_t>(segmentBlocks, 1), maxBlocks_);
+  size_t chunk = std::min(chunkBlocks_, perBlock);
   int blocksCap = maxBlocks_;
   for (;;) {
     const size_t chunks = std::max<size_t>(1, ceilDiv(segmentBlocks, chunk));
