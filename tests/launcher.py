@@ -2,7 +2,8 @@
 
 Each rank is a process forked from a clean fork server (no threads, modules preloaded), so a
 launch costs milliseconds, not an interpreter start. Ranks meet through a TCP store that the
-launching process hosts for the duration of one launch.
+launching process hosts for the duration of one launch. `run_threads` runs ranks as threads of
+this process instead (several ranks in one process, as one process driving several GPUs).
 """
 
 from __future__ import annotations
@@ -171,3 +172,37 @@ def launch(
 
 def values(results: list[RankResult]) -> list[Any]:
     return [r.value for r in results]
+
+
+def run_threads(fn: Callable, nranks: int, timeout: float = 240.0) -> list[Any]:
+    """Runs ``fn(rank)`` on ``nranks`` threads of this process at once (ranks sharing one
+    process, as when one process drives several GPUs); returns their values in rank order.
+
+    Any thread's exception, or a thread still running at ``timeout`` seconds, fails the run
+    with every failing rank's traceback (a stuck thread is left behind: threads cannot be
+    killed).
+    """
+    import threading
+
+    results: list[Any] = [None] * nranks
+    errors: dict[int, str] = {}
+
+    def main(r: int) -> None:
+        try:
+            results[r] = fn(r)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors[r] = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+
+    threads = [threading.Thread(target=main, args=(r,), daemon=True) for r in range(nranks)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [r for r, t in enumerate(threads) if t.is_alive()]
+    failed = "\n".join(f"--- rank {r}: {e}" for r, e in sorted(errors.items()))
+    if stuck:
+        raise LaunchError(f"ranks {stuck} still running after {timeout:.0f} s\n{failed}")
+    if errors:
+        raise LaunchError(f"{len(errors)} of {nranks} ranks failed:\n{failed}")
+    return results

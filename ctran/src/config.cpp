@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 
 #include "ctran/checks.hpp"
@@ -21,7 +22,9 @@ const KnobSpec kCtranKnobs[] = {
 struct Registry {
   std::mutex mu;
   std::vector<const KnobSpec*> tables;
-  std::vector<KnobSpec> specs;
+  // A deque: spec() hands out references that a later declare() (another library's table,
+  // possibly from another thread creating its communicator) must not invalidate.
+  std::deque<KnobSpec> specs;
 
   Registry() { add(kCtranKnobs, sizeof(kCtranKnobs) / sizeof(kCtranKnobs[0])); }
 

@@ -1,6 +1,8 @@
 // Implementation of device_window.hpp: allocation, the collective handle exchange, release.
 #include "ctran/device_window.hpp"
 
+#include <optional>
+
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
@@ -72,13 +74,16 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
   CudaIpcTransport ipc(device);
   Bytes record;
   std::string error;
+  // Everything below runs on `device`; the caller's current device is back on return (a
+  // process may drive several GPUs, each rank's thread with its own current device).
+  std::optional<GpuDeviceGuard> guard;
   try {
     std::string why;
     int ndev = ::ctran::device::count(&why);
     CTRAN_CHECK(ndev > 0, CudaError, why);
     CTRAN_CHECK(device >= 0 && device < ndev, InvalidArgument, "GPU ", device,
                 " is out of range for ", ndev, " GPUs on this host");
-    CTRAN_GPU_CHECK(gpuSetDevice(device), "GPU ", device);
+    guard.emplace(device, strCat("DeviceWindow: GPU ", device));
     CTRAN_GPU_CHECK(gpuMallocPeerVisible(&base_, layout.totalBytes), "allocating ",
                     layout.totalBytes, " bytes (", dataBytes, " data, ", numSignals,
                     " signals) on GPU ", device);
@@ -102,12 +107,15 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
   handle_.dataBytes = dataBytes;
   handle_.numSignals = numSignals;
   handle_.epochs = reinterpret_cast<uint32_t*>(static_cast<char*>(base_) + layout.epochsOffset);
+  int inProcess = 0;
   for (int p = 0; p < nranks && error.empty(); ++p) {
     char* base = static_cast<char*>(base_);
     if (p != rank) {
       try {
+        // A peer of this process is reached by its pointer (nothing opened, nothing to close).
         auto im = ipc.importMemory(p, records[p], layout.totalBytes);
         if (im.opened) imported_[p] = im.ptr;
+        inProcess += im.opened ? 0 : 1;
         base = static_cast<char*>(im.ptr);
       } catch (const Error& e) {
         error = e.what();
@@ -124,7 +132,8 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     throw;
   }
   CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ", layout.totalBytes,
-             " bytes, peers mapped by ", gpuRuntimeName(), " IPC");
+             " bytes, ", nranks - 1 - inProcess, " peer(s) mapped by ", gpuRuntimeName(), " IPC, ",
+             inProcess, " in this process by peer access");
 #endif
 }
 
@@ -143,12 +152,16 @@ void DeviceWindow::destroy(bool collective) {
   destroyed_ = true;
 #ifdef RCCLX_HAVE_GPU
   if (collective) {
-    gpuError_t err = gpuSetDevice(device_);
-    if (err == gpuSuccess) err = gpuDeviceSynchronize();
-    if (err != gpuSuccess) {
-      (void)gpuGetLastError();
-      CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ",
-                 gpuGetErrorString(err));
+    try {
+      GpuDeviceGuard guard(device_, "device window destroy");
+      gpuError_t err = gpuDeviceSynchronize();
+      if (err != gpuSuccess) {
+        (void)gpuGetLastError();
+        CTRAN_WARN("device window destroy: synchronising GPU ", device_, ": ",
+                   gpuGetErrorString(err));
+      }
+    } catch (const Error& e) {
+      CTRAN_WARN(e.what());
     }
     try {
       group_->bootstrap().barrier();
@@ -162,13 +175,19 @@ void DeviceWindow::destroy(bool collective) {
 
 void DeviceWindow::release() {
 #ifdef RCCLX_HAVE_GPU
+  // Only mappings this rank opened are closed (imported_ holds no same-process peer).
   CudaIpcTransport ipc(device_);
   for (void* p : imported_) {
     if (p) ipc.release({p, true, 0, device_});
   }
   imported_.clear();
   if (base_) {
-    (void)gpuSetDevice(device_);
+    std::optional<GpuDeviceGuard> guard;
+    try {
+      guard.emplace(device_, "device window: freeing");
+    } catch (const Error& e) {
+      CTRAN_WARN(e.what());
+    }
     gpuError_t err = gpuFree(base_);
     if (err != gpuSuccess) {
       (void)gpuGetLastError();

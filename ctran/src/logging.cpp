@@ -13,6 +13,7 @@ namespace {
 
 std::atomic<int> gLevel{-1};
 std::atomic<int> gRank{-1};
+thread_local int tRank = -1;
 
 Level parse() {
   std::string v;
@@ -41,14 +42,21 @@ Level level() {
 
 void refresh() { gLevel.store(-1, std::memory_order_relaxed); }
 
-void setRank(int rank) { gRank.store(rank, std::memory_order_relaxed); }
+void setRank(int rank) {
+  gRank.store(rank, std::memory_order_relaxed);
+  tRank = rank;
+}
+
+void setThreadRank(int rank) { tRank = rank; }
+
+int rank() { return tRank >= 0 ? tRank : gRank.load(std::memory_order_relaxed); }
 
 void write(Level lvl, const std::string& message) {
   static const char* kNames[] = {"NONE", "WARN", "INFO", "TRACE"};
   char host[64] = "?";
   gethostname(host, sizeof(host) - 1);
-  int rank = gRank.load(std::memory_order_relaxed);
-  std::string who = rank >= 0 ? std::to_string(rank) : std::string("-");
+  const int r = rank();
+  std::string who = r >= 0 ? std::to_string(r) : std::string("-");
   std::fprintf(stderr, "[rcclx %s:%d:%s %s] %s\n", host, static_cast<int>(getpid()), who.c_str(),
                kNames[static_cast<int>(lvl)], message.c_str());
 }

@@ -29,7 +29,34 @@ std::string namespaceInode(const char* path) {
   return std::to_string(static_cast<unsigned long long>(st.st_ino));
 }
 
+// This process's start time in clock ticks since boot (field 22 of /proc/self/stat), or "?".
+std::string processStartTime() {
+  std::string all = readFirstLine("/proc/self/stat");
+  size_t close = all.rfind(')');
+  if (close == std::string::npos) return "?";
+  std::istringstream fields(all.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (fields >> field); ++i) {
+    if (i == 22) return field;
+  }
+  return "?";
+}
+
 }  // namespace
+
+uint64_t processToken() {
+  // Recomputed on each call (a few per communicator), so a forked child never reuses its
+  // parent's value.
+  const std::string id = strCat(readFirstLine("/proc/sys/kernel/random/boot_id"), "|",
+                                namespaceInode("/proc/self/ns/pid"), "|",
+                                static_cast<long long>(getpid()), "|", processStartTime());
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 std::string hostIdentity() {
   std::string forced = knob::RCCLX_HOST_ID();
@@ -59,16 +86,20 @@ Topology discoverTopology(Bootstrap& bootstrap) {
   t.rank = bootstrap.rank();
   t.nranks = bootstrap.nranks();
   t.hostId = hostIdentity();
-  std::string mine = strCat(static_cast<long long>(getpid()), "\n", t.hostId);
+  // "<pid> <process token>\n<host id>"
+  std::string mine = strCat(static_cast<long long>(getpid()), " ", processToken(), "\n", t.hostId);
   auto all = bootstrap.allGather(Bytes(mine.begin(), mine.end()));
   std::map<std::string, int> hostIndex;
   t.hostOf.resize(t.nranks);
   t.pids.resize(t.nranks);
+  t.processTokens.resize(t.nranks);
   for (int r = 0; r < t.nranks; ++r) {
     std::string s(all[r].begin(), all[r].end());
     size_t nl = s.find('\n');
-    CTRAN_ASSERT(nl != std::string::npos, "malformed topology record from rank ", r);
-    t.pids[r] = std::stoll(s.substr(0, nl));
+    size_t sp = s.find(' ');
+    CTRAN_ASSERT(nl != std::string::npos && sp < nl, "malformed topology record from rank ", r);
+    t.pids[r] = std::stoll(s.substr(0, sp));
+    t.processTokens[r] = std::stoull(s.substr(sp + 1, nl - sp - 1));
     std::string id = s.substr(nl + 1);
     auto it = hostIndex.find(id);
     if (it == hostIndex.end()) it = hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first;

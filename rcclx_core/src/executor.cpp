@@ -58,7 +58,14 @@ WorkPtr Executor::submit(std::string description, std::function<void()> fn, bool
     work->complete(nullptr);
     return work;
   }
-  if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+  if (!worker_.joinable()) {
+    // The worker's log lines name the rank of the thread that started it (a process may run
+    // several ranks, one thread each).
+    worker_ = std::thread([this, rank = ctran::log::rank()] {
+      ctran::log::setThreadRank(rank);
+      workerLoop();
+    });
+  }
   queue_.push_back({work, std::move(fn)});
   lock.unlock();
   changed_.notify_all();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ctran::device {
@@ -14,5 +15,10 @@ int count(std::string* why = nullptr);
 /// Runs a one-thread kernel on `dev` that stores `value` in device memory and returns what it
 /// read back; throws CudaError when no GPU is usable.
 int64_t probe(int dev, int64_t value);
+/// Runs `fn` with GPU `dev` current on this thread, then makes the caller's device current
+/// again (also when `fn` throws). For code that cannot include the GPU runtime, e.g. to let a
+/// Python library export a tensor of another GPU than the thread's current one. Builds
+/// without GPU code just run `fn`; throws CudaError when `dev` cannot be made current.
+void withDevice(int dev, const std::function<void()>& fn);
 
 }  // namespace ctran::device

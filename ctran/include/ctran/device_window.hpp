@@ -12,10 +12,12 @@
 //
 // Lifetime: the constructor is collective (every rank passes the same sizes); it allocates,
 // exchanges IPC handles through the group's bootstrap and opens the peers' handles (ranks of
-// the same process are reached by plain pointers with peer access enabled). destroy(true) is
-// collective: it waits for this device, meets every rank at a barrier, then closes the mappings
-// and frees; destroy(false) (abort) skips the barrier. Kernels using the window must be ordered
-// on one stream (or otherwise serialised) per rank, as NCCL requires of a communicator.
+// the same process, told apart by pid and process token, are reached by plain pointers with
+// peer access enabled: one process may drive several GPUs). destroy(true) is collective: it
+// waits for this device, meets every rank at a barrier, then closes the mappings it opened and
+// frees; destroy(false) (abort) skips the barrier. Kernels using the window must be ordered on
+// one stream (or otherwise serialised) per rank, as NCCL requires of a communicator. Every
+// runtime call runs with `device` current and leaves the caller's current device as it was.
 #pragma once
 
 #include <cstddef>

@@ -136,6 +136,36 @@ inline const char* gpuRuntimeName() {
                          static_cast<int>(err), ")"));
 }
 
+/// Makes GPU `device` current on this thread for a scope and makes the caller's device current
+/// again when the scope ends. The runtime's current device is per host thread and shared by
+/// everything the thread runs: a process driving several GPUs (one rank per GPU) must find its
+/// own choice unchanged after every call. Every host entry point that allocates, maps, enqueues
+/// or synchronises on a communicator's GPU holds one. Throws CudaError naming `context` when
+/// the device cannot be made current; restoring is best effort (a failure is cleared).
+class GpuDeviceGuard {
+ public:
+  GpuDeviceGuard(int device, const std::string& context) : device_(device) {
+    gpuError_t err = gpuGetDevice(&previous_);
+    if (err != gpuSuccess) throwGpuError(err, "gpuGetDevice", context);
+    if (previous_ != device_) {
+      err = gpuSetDevice(device_);
+      if (err != gpuSuccess)
+        throwGpuError(err, "gpuSetDevice", strCat(context, " (GPU ", device_, ")"));
+    }
+  }
+  ~GpuDeviceGuard() {
+    if (previous_ >= 0 && previous_ != device_ && gpuSetDevice(previous_) != gpuSuccess) {
+      (void)gpuGetLastError();
+    }
+  }
+  GpuDeviceGuard(const GpuDeviceGuard&) = delete;
+  GpuDeviceGuard& operator=(const GpuDeviceGuard&) = delete;
+
+ private:
+  int device_;
+  int previous_ = -1;
+};
+
 }  // namespace ctran
 
 /// Runs a GPU runtime call; on failure throws CudaError naming the call and `context` parts.

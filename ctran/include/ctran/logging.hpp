@@ -13,8 +13,14 @@ enum class Level : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 Level level();
 /// Re-reads RCCLX_DEBUG (tests change it at run time).
 void refresh();
-/// Sets the rank shown in the prefix of this process's messages (-1: none).
+/// Sets the rank shown in the prefix of this thread's messages, and of the messages of threads
+/// that set none (-1: none). A process driving several ranks (one thread each) keeps each
+/// thread's own.
 void setRank(int rank);
+/// Sets the rank shown in this thread's messages only (a worker thread acting for a rank).
+void setThreadRank(int rank);
+/// The rank this thread's messages show (-1: none).
+int rank();
 /// Writes one line if `lvl` is enabled.
 void write(Level lvl, const std::string& message);
 

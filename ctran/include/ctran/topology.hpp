@@ -1,6 +1,7 @@
 // Topology: which ranks share a host, and this rank's place among them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,15 +13,21 @@ namespace ctran {
 struct Topology {
   int rank = 0;
   int nranks = 1;
-  std::string hostId;           ///< this process's host identity
-  std::vector<int> hostOf;      ///< host index of every rank (hosts numbered by lowest rank)
-  std::vector<int64_t> pids;    ///< process id of every rank (meaningful on its own host)
-  std::vector<int> localRanks;  ///< global ranks on this host, ascending
-  int localRank = 0;            ///< index of `rank` in localRanks
+  std::string hostId;         ///< this process's host identity
+  std::vector<int> hostOf;    ///< host index of every rank (hosts numbered by lowest rank)
+  std::vector<int64_t> pids;  ///< process id of every rank (meaningful on its own host)
+  std::vector<uint64_t> processTokens;  ///< processToken() of every rank's process
+  std::vector<int> localRanks;          ///< global ranks on this host, ascending
+  int localRank = 0;                    ///< index of `rank` in localRanks
   int nHosts = 1;
 
   int localSize() const { return static_cast<int>(localRanks.size()); }
   bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
+  /// True when ranks `a` and `b` live in one process (one process driving several GPUs, or
+  /// ranks as threads): the same host, pid and process token.
+  bool sameProcess(int a, int b) const {
+    return sameHost(a, b) && pids[a] == pids[b] && processTokens[a] == processTokens[b];
+  }
 };
 
 /// This process's host identity: RCCLX_HOST_ID if set, else hostname + boot id + the mount
@@ -28,7 +35,13 @@ struct Topology {
 /// different hosts).
 std::string hostIdentity();
 
-/// Exchanges host identities and pids through the bootstrap (collective).
+/// A number naming this process among all processes of this host (and boot): a hash of the
+/// boot id, the pid namespace, the pid and the process's start time. Two ranks with the same
+/// pid and token are in one process even where RCCLX_HOST_ID merges containers whose pids
+/// collide; a forked child gets its own. The same in every library copy linked into a process.
+uint64_t processToken();
+
+/// Exchanges host identities, pids and process tokens through the bootstrap (collective).
 Topology discoverTopology(Bootstrap& bootstrap);
 
 /// True unless the process `pid` on this host has exited (or is a zombie).

@@ -30,6 +30,7 @@ from ctran._C import (
     cuda_probe,
     describe_unique_id,
     host_identity,
+    process_token,
     refresh_logging,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "cuda_probe",
     "describe_unique_id",
     "host_identity",
+    "process_token",
     "refresh_logging",
 ]
 __version__ = "0.1.0"

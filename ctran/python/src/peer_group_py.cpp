@@ -90,11 +90,15 @@ void registerPeerGroup(py::module_& m) {
       .def_readonly("host_id", &Topology::hostId)
       .def_readonly("host_of", &Topology::hostOf)
       .def_readonly("pids", &Topology::pids)
+      .def_readonly("process_tokens", &Topology::processTokens)
+      .def("same_process", &Topology::sameProcess, py::arg("a"), py::arg("b"),
+           "True when ranks a and b live in one process (same host, pid and process token).")
       .def_readonly("local_ranks", &Topology::localRanks)
       .def_readonly("local_rank", &Topology::localRank)
       .def_readonly("num_hosts", &Topology::nHosts)
       .def_property_readonly("local_size", &Topology::localSize);
   m.def("host_identity", &hostIdentity);
+  m.def("process_token", &processToken, "This process's token (see Topology.process_tokens).");
 
   py::class_<PeerGroup>(m, "PeerGroup", "A rank's transports to every peer of its group.")
       .def_static(

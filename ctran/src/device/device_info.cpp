@@ -33,6 +33,15 @@ int count(std::string* why) {
 #endif
 }
 
+void withDevice(int dev, const std::function<void()>& fn) {
+#ifdef RCCLX_HAVE_GPU
+  GpuDeviceGuard guard(dev, "withDevice");
+#else
+  (void)dev;
+#endif
+  fn();
+}
+
 #ifndef RCCLX_HAVE_GPU
 int64_t probe(int, int64_t) {
   throw CudaError("device probe: this build has no GPU code (built without a CUDA compiler)");

@@ -21,7 +21,7 @@ int64_t probe(int dev, int64_t value) {
   CTRAN_CHECK(n > 0, CudaError, "device probe: ", why);
   CTRAN_CHECK(dev >= 0 && dev < n, InvalidArgument, "device probe: device ", dev,
               " is out of range for ", n, " GPUs");
-  check(gpuSetDevice(dev), "gpuSetDevice");
+  GpuDeviceGuard guard(dev, "device probe");  // the caller's current device is back on return
   long long* d = nullptr;
   check(gpuMalloc(&d, sizeof(long long)), "gpuMalloc");
   storeValue<<<1, 1>>>(d, value);

@@ -2,6 +2,7 @@
 #include "buffer_view.hpp"
 
 #include "ctran/checks.hpp"
+#include "ctran/device.hpp"
 
 namespace py = pybind11;
 
@@ -109,6 +110,25 @@ void applyDtype(BufferView& v, size_t nbytes, std::optional<DataType> detected,
   v.count = nbytes / dataTypeSize(v.type);
 }
 
+// torch exports a CUDA tensor only while its GPU is the current device, but a thread that
+// drives several GPUs may have another one current: export it again with its own GPU current
+// (the caller's device is restored). False when `obj` is no CUDA array or refuses again.
+bool exportOnItsGpu(const py::handle& obj, py::object& capsule) {
+  if (!py::hasattr(obj, "__dlpack_device__")) return false;
+  try {
+    auto where = obj.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    if (where.first != static_cast<int>(DeviceKind::kCuda)) return false;
+    ctran::device::withDevice(where.second, [&] { capsule = obj.attr("__dlpack__")(); });
+    return true;
+  } catch (py::error_already_set&) {
+    return false;
+  } catch (py::cast_error&) {
+    return false;
+  } catch (const ctran::Error&) {
+    return false;
+  }
+}
+
 // `refusal` receives why __dlpack__ failed, for the error if the buffer protocol fails too.
 bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<DataType> dtype,
                BufferView& v, std::string& refusal) {
@@ -119,7 +139,8 @@ bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<Dat
   } catch (py::error_already_set& e) {
     refusal = ctran::strCat(std::string(py::str(e.type().attr("__name__"))), ": ",
                             std::string(py::str(e.value())));
-    return false;  // e.g. numpy refuses read-only arrays: try the buffer protocol
+    // e.g. numpy refuses read-only arrays: try the buffer protocol
+    if (!exportOnItsGpu(obj, capsule)) return false;
   }
   auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!mt) {

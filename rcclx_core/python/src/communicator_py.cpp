@@ -314,11 +314,14 @@ void registerCommunicator(py::module_& m) {
             CTRAN_CHECK(sCuda == rCuda, InvalidArgument, o, ": sendbuf is on ", s.deviceName(),
                         " but recvbuf is on ", r.deviceName());
             if (sCuda) {
-              // Enqueued on `stream` (the legacy default stream when None); returns at once.
+              // Enqueued on `stream` (the legacy default stream when None); returns at once,
+              // but without the GIL all the same: the first low-precision call allocates its
+              // staging collectively, and the other ranks may be threads of this process.
               opts.onDevice = true;
               opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
-              c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
-              return py::object(py::none());
+              return c.runDevice({send, recv}, [&] {
+                return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
+              });
             }
             CTRAN_CHECK(!stream.has_value(), InvalidArgument, o,
                         ": stream= applies to GPU buffers only, but the buffers are on the host");

@@ -143,9 +143,8 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "all_reduce: ", why);
   if (count == 0) return;
 #ifdef RCCLX_HAVE_GPU
-  int current = -1;
-  CTRAN_GPU_CHECK(gpuGetDevice(&current), "all_reduce");
-  if (current != device_) CTRAN_GPU_CHECK(gpuSetDevice(device_), "all_reduce: GPU ", device_);
+  // Launches on this communicator's GPU; the caller's current device is back on return.
+  ctran::GpuDeviceGuard guard(device_, "all_reduce on GPU buffers");
   // Bitwise operators run on the bytes (kernelType), whatever the integer width.
   const DataType ktype = kernelType(type, op);
   count = count * dataTypeSize(type) / dataTypeSize(ktype);

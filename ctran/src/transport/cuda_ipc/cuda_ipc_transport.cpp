@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
+#include "ctran/topology.hpp"
 
 namespace ctran {
 namespace {
@@ -18,6 +20,7 @@ struct Record {
   uint32_t magic;
   int32_t device;
   int64_t pid;
+  uint64_t processToken;  // with pid: whether the importer is the exporter's process
   uint64_t ptr;
   uint64_t bytes;
   gpuIpcMemHandle_t handle;
@@ -30,6 +33,7 @@ Bytes CudaIpcTransport::exportMemory(void* ptr, size_t bytes) const {
   rec.magic = kMagic;
   rec.device = device_;
   rec.pid = static_cast<int64_t>(::getpid());
+  rec.processToken = processToken();
   rec.ptr = reinterpret_cast<uint64_t>(ptr);
   rec.bytes = bytes;
   CTRAN_GPU_CHECK(gpuIpcGetMemHandle(&rec.handle, ptr), "cuda_ipc: exporting ", bytes, " bytes at ",
@@ -54,14 +58,18 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
   Imported out;
   out.bytes = rec.bytes;
   out.device = rec.device;
-  if (rec.pid == static_cast<int64_t>(::getpid())) {
-    // Same process: IPC handles cannot be opened here; reach the memory by peer access.
+  // Peer access is enabled from the current device, and mappings belong to its context.
+  GpuDeviceGuard guard(device_, strCat("cuda_ipc: importing rank ", peer, "'s memory"));
+  if (rec.pid == static_cast<int64_t>(::getpid()) && rec.processToken == processToken()) {
+    // Same process (it drives several GPUs): a process cannot open its own IPC handles
+    // (cudaIpcOpenMemHandle fails); the pointer itself is valid here, reached by peer access.
     CTRAN_CHECK(rec.device != device_, InvalidArgument, "cuda_ipc: rank ", peer, " uses GPU ",
                 rec.device, " in this same process, like this rank: one GPU per rank");
     int can = 0;
     CTRAN_GPU_CHECK(gpuDeviceCanAccessPeer(&can, device_, rec.device), "cuda_ipc: rank ", peer);
     CTRAN_CHECK(can, CudaError, "cuda_ipc: GPU ", device_, " cannot access GPU ", rec.device,
                 " of rank ", peer, " (no peer-to-peer path)");
+    // Once per ordered pair of devices in a process; other communicators may have done it.
     gpuError_t err = gpuDeviceEnablePeerAccess(rec.device, 0);
     if (err == gpuErrorPeerAccessAlreadyEnabled) {
       (void)gpuGetLastError();
@@ -84,6 +92,12 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
 
 bool CudaIpcTransport::release(const Imported& imported) const {
   if (!imported.opened || imported.ptr == nullptr) return true;
+  std::optional<GpuDeviceGuard> guard;
+  try {
+    guard.emplace(device_, "cuda_ipc: closing a peer's mapping");
+  } catch (const Error& e) {
+    CTRAN_WARN(e.what());
+  }
   gpuError_t err = gpuIpcCloseMemHandle(imported.ptr);
   if (err != gpuSuccess) {
     (void)gpuGetLastError();

@@ -1,10 +1,11 @@
 // The cuda_ipc transport: how ranks of one host reach each other's device memory.
 //
-// A rank exports an allocation as a small record (the CUDA IPC handle, its process id, device
-// and pointer); a peer imports it by opening the handle, which maps the memory into its own
-// address space with peer access enabled (NVLink or PCIe). A record from the importer's own
-// process (one process driving several GPUs) cannot be opened: the raw pointer is used instead,
-// after enabling peer access between the two devices. Compiled only in builds with GPU code.
+// A rank exports an allocation as a small record (the CUDA IPC handle, its process id and
+// process token, device and pointer); a peer imports it by opening the handle, which maps the
+// memory into its own address space with peer access enabled (NVLink or PCIe). A record from
+// the importer's own process (same pid and processToken(): one process driving several GPUs)
+// cannot be opened: the raw pointer is used instead, after enabling peer access from the
+// importer's GPU to the exporter's. Compiled only in builds with GPU code.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +30,9 @@ class CudaIpcTransport {
     size_t bytes = 0;
     int device = -1;  ///< the peer's GPU
   };
-  /// Maps `peer`'s record; throws CudaError (naming the peer, its device and pid) on failure
-  /// and InvalidArgument for a malformed record or a size other than `expectBytes`.
+  /// Maps `peer`'s record (with device_ current, restoring the caller's device); throws
+  /// CudaError (naming the peer, its device and pid) on failure and InvalidArgument for a
+  /// malformed record, a size other than `expectBytes`, or a same-process peer on device_.
   Imported importMemory(int peer, const Bytes& record, size_t expectBytes) const;
 
   /// Closes a mapping importMemory opened (no-op for same-process pointers). Never throws:

@@ -40,6 +40,13 @@ class ShmPeerWindow : public PeerWindow {
 
 }  // namespace
 
+ShmTransport::ShmTransport(const Topology& topology) : pids_(topology.pids) {
+  inThisProcess_.resize(topology.nranks);
+  for (int p = 0; p < topology.nranks; ++p) {
+    inThisProcess_[p] = topology.sameProcess(p, topology.rank);
+  }
+}
+
 Bytes ShmTransport::exportWindow(const LocalWindow& window) {
   return Bytes(window.segmentName.begin(), window.segmentName.end());
 }
@@ -53,6 +60,7 @@ std::unique_ptr<PeerWindow> ShmTransport::importWindow(int, const LocalWindow& m
 }
 
 void ShmTransport::checkPeer(int peer) {
+  if (inThisProcess_[peer]) return;
   if (!processAlive(pids_[peer])) {
     throw RemoteError(strCat("peer rank ", peer, " (pid ", pids_[peer], ") has exited"));
   }
