@@ -331,12 +331,32 @@ struct StagedSumSource {
   }
 };
 
+/// What tileEncode() also does with a lane's codes: nothing...
+struct NoSink {
+  __device__ __forceinline__ void put(int, uint4, float) const {}
+};
+
+/// ... or decode them into an output block of `len` elements (the allreduce's own shard, which
+/// thereby needs no staged copy).
+template <bool kBf16>
+struct DecodeSink {
+  void* out;
+  long long len;
+  __device__ __forceinline__ void put(int e, uint4 codes, float stagedScale) const {
+    if (e >= len) return;
+    float v[kLaneElems];
+    decodeLane(codes, stagedScale, v);
+    storeLane<kBf16>(out, static_cast<size_t>(e), len - e, v, isSpecial(stagedScale));
+  }
+};
+
 /// Quantizes one block (every lane of the tile calls it) from `src` into block `index` of each
-/// of the `ndst` chunks. Blocks of finite values (the tile's largest magnitude bits below inf's)
-/// take the fast path; the others recompute the full statistics.
-template <typename Source>
+/// of the `ndst` chunks (and hands each lane's codes to `sink`). Blocks of finite values (the
+/// tile's largest magnitude bits below inf's) take the fast path; the others recompute the full
+/// statistics.
+template <typename Source, typename Sink = NoSink>
 __device__ __forceinline__ void tileEncode(const Source& src, int blockElems, const ChunkRef* dst,
-                                           int ndst, size_t index) {
+                                           int ndst, size_t index, const Sink& sink = Sink()) {
   const int lane = static_cast<int>(threadIdx.x) % kTile;
   const int steps = (blockElems + kStepElems - 1) / kStepElems;
   float v[kLaneElems];
@@ -381,6 +401,7 @@ __device__ __forceinline__ void tileEncode(const Source& src, int blockElems, co
     const uint4 codes = special ? encodeLaneAny(v, inv) : encodeLaneFinite(v, inv);
     for (int d = 0; d < ndst; ++d)
       *reinterpret_cast<uint4*>(dst[d].codes + index * blockElems + e) = codes;
+    sink.put(e, codes, scale);
   }
   if (lane == 0) {
     for (int d = 0; d < ndst; ++d) dst[d].scales[index] = scale;

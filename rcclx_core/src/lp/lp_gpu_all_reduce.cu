@@ -7,8 +7,9 @@
 //   1. quantize chunk j of every shard p into rank p's reduce-scatter chunk [me] (its own
 //      staging for p == me), then exchange flags;
 //   2. sum chunk j of my shard over the n staged copies in rank order (float32; / n for AVG),
-//      requantize it into every rank's all-gather chunk [me], exchange flags;
-//   3. decode chunk j of every shard from my all-gather chunks into the output.
+//      requantize it into every peer's all-gather chunk [me] and decode those very codes into
+//      my output, exchange flags;
+//   3. decode chunk j of every peer's shard from my all-gather chunks into the output.
 // Each shard is summed by one rank and every rank decodes the same bytes, so all ranks end with
 // the same bits. One round slot suffices: a peer writes my reduce-scatter chunk of round k + 1
 // after my all-gather flag of round k, which I send after summing round k, and my all-gather
@@ -73,25 +74,29 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
     device::exchangeFlags(h, half, kLpPhaseA, slot, flag, st.timeoutNs,
                           "low-precision reduce-scatter data");
 
-    // 2. Sum my shard's chunk and requantize it for everyone.
+    // 2. Sum my shard's chunk, requantize it for the peers and decode it into my output.
     {
       ChunkRef srcs[kLpMaxRanks];
       ChunkRef dsts[kLpMaxRanks];
+      int ndst = 0;
       for (int q = 0; q < n; ++q) {
         srcs[q] = device::stagedChunk(st, me, half, b, slot, kLpPhaseA, q);
-        dsts[q] = device::stagedChunk(st, q, half, b, slot, kLpPhaseB, me);
+        if (q != me) dsts[ndst++] = device::stagedChunk(st, q, half, b, slot, kLpPhaseB, me);
       }
       const auto span = device::chunkSpan(shardLo(me + 1) - shardLo(me), j, C);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
+        const size_t g = shardLo(me) + span.lo + i;
         const device::StagedSumSource src{srcs, n, i, a.blockElems, a.average};
-        device::tileEncode(src, a.blockElems, dsts, n, i);
+        const device::DecodeSink<kBf16> own{static_cast<char*>(a.recv) + g * B * elem, blockLen(g)};
+        device::tileEncode(src, a.blockElems, dsts, ndst, i, own);
       }
     }
     device::exchangeFlags(h, half, kLpPhaseB, slot, flag, st.timeoutNs,
                           "low-precision all-gather data");
 
-    // 3. Decode every shard's chunk.
+    // 3. Decode the peers' shards' chunks.
     for (int q = 0; q < n; ++q) {
+      if (q == me) continue;
       const auto span = device::chunkSpan(shardLo(q + 1) - shardLo(q), j, C);
       const ChunkRef c = device::stagedChunk(st, me, half, b, slot, kLpPhaseB, q);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
