@@ -84,6 +84,7 @@ if [ "$tests" = 1 ]; then
   [ "$allreduce" = 1 ] && files="$files tests/gpu/test_gpu_all_reduce.py"
   [ "$collectives" = 1 ] && files="$files tests/gpu/test_gpu_collectives.py"
   [ "$lp" = 1 ] && files="$files tests/gpu/test_gpu_low_precision.py"
+  files="$files tests/gpu/test_gpu_one_process.py"
   (cd "$ROOT" && timeout 300 "$PY" -m pytest -q -m gpu -p no:cacheprovider $files 2>&1 | tee "$OUT/pytest.log" | tail -15)
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi

@@ -17,27 +17,6 @@ namespace {
 
 size_t ceilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
-#ifdef RCCLX_HAVE_GPU
-/// Makes `device` current for a scope and restores the caller's device after.
-class CurrentDevice {
- public:
-  CurrentDevice(int device, const char* what) {
-    CTRAN_GPU_CHECK(gpuGetDevice(&previous_), "the current GPU, for ", what);
-    if (previous_ != device)
-      CTRAN_GPU_CHECK(gpuSetDevice(device), "selecting GPU ", device, " for ", what);
-  }
-  ~CurrentDevice() {
-    int now = -1;
-    if (gpuGetDevice(&now) == gpuSuccess && now != previous_) (void)gpuSetDevice(previous_);
-  }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-
- private:
-  int previous_ = -1;
-};
-#endif
-
 void checkType(DataType type, const char* what) {
   CTRAN_CHECK(type == DataType::kFloat32 || type == DataType::kBfloat16, ctran::InvalidArgument,
               what, ": low precision takes float32 or bfloat16, not ", dataTypeName(type));
@@ -143,7 +122,7 @@ void GpuLowPrecision::allReduce(size_t blockElems, const void* send, void* recv,
   a.blockElems = static_cast<int>(blockElems);
   a.staging = shape(maxShard, blockElems, true);
 #ifdef RCCLX_HAVE_GPU
-  CurrentDevice on(device_, "low-precision all_reduce");
+  ctran::GpuDeviceGuard on(device_, "low-precision all_reduce");
   launchLpAllReduce(a, stream);
 #else
   (void)stream;
@@ -159,7 +138,7 @@ void launchExchange(LpExchangeArgs& a, DataType type, size_t blockElems, int dev
   a.bf16 = type == DataType::kBfloat16;
   a.blockElems = static_cast<int>(blockElems);
 #ifdef RCCLX_HAVE_GPU
-  CurrentDevice on(device, what);
+  ctran::GpuDeviceGuard on(device, what);
   launchLpExchange(a, stream);
 #else
   (void)device, (void)what, (void)stream;
