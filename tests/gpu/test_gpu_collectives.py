@@ -9,19 +9,11 @@ tools/gpu/collectives_check.py (the device check script runs them too). Skipped 
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
+from gpu_support import require_gpus
 
-ctran = pytest.importorskip("ctran")
-if ctran.cuda_device_count()[0] < 2:
-    pytest.skip(
-        f"needs 2 GPUs: {ctran.cuda_device_count()[1] or 'fewer than 2'}", allow_module_level=True
-    )
-pytest.importorskip("torch")
+require_gpus(2)
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "gpu"))
 import collectives_check as C  # noqa: E402
 from gpu_common import run_ranks  # noqa: E402
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import threading
 
 import pytest
+from gpu_support import require_gpus
 
-ctran = pytest.importorskip("ctran")
-if ctran.cuda_device_count()[0] < 2:
-    pytest.skip(
-        f"needs 2 GPUs: {ctran.cuda_device_count()[1] or 'fewer than 2'}", allow_module_level=True
-    )
-torch = pytest.importorskip("torch")
+require_gpus(2)
 
+import torch  # noqa: E402
+
+import ctran  # noqa: E402
 import rcclx_core as rc  # noqa: E402
 from launcher import run_threads  # noqa: E402
 
