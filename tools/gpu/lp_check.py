@@ -213,45 +213,43 @@ def v_variants(np, rc, torch, comm, dev, me, n, stream):
     """all_gather_v and reduce_scatter_v with a different count per rank (0 included)."""
     import lp_model
 
-    results = []
     codec = lp_model.Codec(256, rc=rc)
+    calls = {
+        # name: (method, input count of rank r, output count, input values, model)
+        "all_gather_v": (
+            comm.all_gather_v,
+            lambda counts, r: counts[r],
+            sum,
+            "wide",
+            lambda counts, inputs, bf16: lp_model.all_gather(codec, inputs, bf16),
+        ),
+        "reduce_scatter_v": (
+            comm.reduce_scatter_v,
+            lambda counts, r: sum(counts),
+            lambda counts: counts[me],
+            "normal",
+            lambda counts, inputs, bf16: lp_model.reduce_scatter(codec, inputs, counts, me, bf16),
+        ),
+    }
+    results = []
     for counts in ([1000 + 777 * r for r in range(n)], [0] + [513] * (n - 1)):
         for bf16 in (False, True):
-            tag = f"counts={counts} {'bf16' if bf16 else 'fp32'}"
-            dt = torch.bfloat16 if bf16 else torch.float32
-            blocks = [storage(np, make_input(np, "wide", r, counts[r], 5), bf16) for r in range(n)]
-            out = torch.full((sum(counts),), float("nan"), device=dev, dtype=dt)
-            try:
-                comm.all_gather_v(
-                    to_torch(torch, np, blocks[me], bf16, dev),
-                    out,
-                    counts,
-                    stream=stream,
-                    low_precision=True,
-                )
-                torch.cuda.synchronize()
-                want = lp_model.all_gather(codec, blocks, bf16)
-                err = same_bits(np, from_torch(torch, np, out, bf16), want)
-            except Exception as e:  # noqa: BLE001 - recorded
-                err = f"{type(e).__name__}: {e}"
-            results.append((f"all_gather_v {tag}", err))
-            total = sum(counts)
-            inputs = [storage(np, make_input(np, "normal", r, total, 6), bf16) for r in range(n)]
-            out = torch.full((counts[me],), float("nan"), device=dev, dtype=dt)
-            try:
-                comm.reduce_scatter_v(
-                    to_torch(torch, np, inputs[me], bf16, dev),
-                    out,
-                    counts,
-                    stream=stream,
-                    low_precision=True,
-                )
-                torch.cuda.synchronize()
-                want = lp_model.reduce_scatter(codec, inputs, counts, me, bf16)
-                err = same_bits(np, from_torch(torch, np, out, bf16), want)
-            except Exception as e:  # noqa: BLE001 - recorded
-                err = f"{type(e).__name__}: {e}"
-            results.append((f"reduce_scatter_v {tag}", err))
+            for name, (method, in_count, out_count, dist, want_of) in calls.items():
+                inputs = [
+                    storage(np, make_input(np, dist, r, in_count(counts, r), 5), bf16)
+                    for r in range(n)
+                ]
+                dt = torch.bfloat16 if bf16 else torch.float32
+                out = torch.full((out_count(counts),), float("nan"), device=dev, dtype=dt)
+                try:
+                    x = to_torch(torch, np, inputs[me], bf16, dev)
+                    method(x, out, counts, stream=stream, low_precision=True)
+                    torch.cuda.synchronize()
+                    want = want_of(counts, inputs, bf16)
+                    err = same_bits(np, from_torch(torch, np, out, bf16), want)
+                except Exception as e:  # noqa: BLE001 - recorded
+                    err = f"{type(e).__name__}: {e}"
+                results.append((f"{name} counts={counts} {'bf16' if bf16 else 'fp32'}", err))
     return results
 
 
