@@ -633,3 +633,33 @@ if __name__ == "__main__":
     for (coll, dtype, dist), (err, berr) in sorted(table.items()):
         b = f"{berr:.4f}" if berr is not None else "-"
         print(f"{coll:16}{dtype:10}{dist:12}{err:8.4f}{BOUNDS[coll]:8.2f}{b:>13}")
+
+
+def test_lp_gpu_launch_shape():
+    """The GPU kernels' launch shape (a pure function): chunks always fit the staging, cover the
+    segment, spread over the grid before growing, shrink for more ranks; too little staging is
+    a clear error."""
+    shape = rc.lp_gpu_launch_shape
+    for seg in (1, 7, 255, 256, 257, 4096, 32768, 65536, 1 << 20):
+        for nranks in (2, 3, 8):
+            for one_slot in (False, True):
+                s = shape(seg, 256, nranks, 40 << 20, 256, 128, one_slot)
+                assert s["staging_bytes"] <= 40 << 20
+                assert 1 <= s["blocks"] <= 256 and 1 <= s["chunk_blocks"] <= 128
+                chunks = -(-seg // s["chunk_blocks"])
+                assert s["blocks"] <= chunks
+                rounds = -(-chunks // s["blocks"])
+                assert s["slots"] == (1 if one_slot or rounds == 1 else 2)
+                assert (
+                    s["chunk_bytes"]
+                    == -(-s["chunk_blocks"] * 4 // 16) * 16 + s["chunk_blocks"] * 256
+                )
+    # Small segments use the whole grid; large ones grow the chunk to the maximum.
+    assert shape(1024, one_slot=True)["blocks"] == 256
+    assert shape(1024, one_slot=True)["chunk_blocks"] == 4
+    assert shape(32768, one_slot=True)["chunk_blocks"] == 128
+    # More ranks need more staging per chunk: the chunk shrinks to fit.
+    assert shape(32768, nranks=8, one_slot=True)["chunk_blocks"] < 128
+    # A staging that cannot hold one chunk says which knob to raise.
+    with pytest.raises(rc.InvalidArgumentError, match="RCCLX_LP_GPU_STAGING_BYTES"):
+        shape(100, 4096, 8, 1000)

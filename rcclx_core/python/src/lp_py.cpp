@@ -1,5 +1,6 @@
-// Binding of the low-precision wire format's host reference (rcclx/lp_codec.hpp) and of the
-// pure low-precision policy (rcclx/lp_policy.hpp), for tests and tools.
+// Binding of the low-precision wire format's host reference (rcclx/lp_codec.hpp), of the pure
+// low-precision policy (rcclx/lp_policy.hpp) and of the GPU kernels' launch shape
+// (rcclx/lp_gpu_shape.hpp), for tests and tools.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -8,6 +9,7 @@
 #include "buffer_view.hpp"
 #include "ctran/checks.hpp"
 #include "rcclx/lp_codec.hpp"
+#include "rcclx/lp_gpu_shape.hpp"
 #include "rcclx/lp_policy.hpp"
 
 namespace py = pybind11;
@@ -84,6 +86,25 @@ void registerLowPrecision(py::module_& m) {
       py::arg("nranks") = 2, py::arg("hint") = py::none(), py::arg("gpu") = false,
       "The low-precision policy for one call under the current environment's knobs: (used, "
       "reason).");
+  m.def(
+      "lp_gpu_launch_shape",
+      [](size_t segmentBlocks, size_t blockElems, int nranks, size_t stagingBytes, int maxBlocks,
+         size_t maxChunkBlocks, bool oneSlot) {
+        const lp::LpShape s = lp::lpLaunchShape(segmentBlocks, blockElems, nranks, stagingBytes,
+                                                maxBlocks, maxChunkBlocks, oneSlot);
+        py::dict d;
+        d["blocks"] = s.blocks;
+        d["slots"] = s.slots;
+        d["chunk_blocks"] = s.chunkBlocks;
+        d["chunk_bytes"] = s.chunkBytes;
+        d["staging_bytes"] = s.stagingBytes;
+        return d;
+      },
+      py::arg("segment_blocks"), py::arg("block_elems") = 256, py::arg("nranks") = 2,
+      py::arg("staging_bytes") = 40 << 20, py::arg("max_blocks") = 256,
+      py::arg("max_chunk_blocks") = 128, py::arg("one_slot") = false,
+      "The low-precision GPU kernels' launch shape for segments of segment_blocks quantizer "
+      "blocks: {blocks, slots, chunk_blocks, chunk_bytes, staging_bytes}.");
 }
 
 }  // namespace rcclx::python

@@ -7,6 +7,7 @@
 #include "ctran/config.hpp"
 #include "ctran/device_window.hpp"
 #include "ctran/peer_group.hpp"
+#include "rcclx/lp_gpu_shape.hpp"
 
 #ifdef RCCLX_HAVE_GPU
 #include "ctran/gpu_runtime.hpp"
@@ -73,34 +74,18 @@ bool GpuLowPrecision::capturing(void* stream) {
 LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool oneSlot) const {
   CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
               "low precision on GPU buffers: the GPU state was already released");
+  const LpShape shape = lpLaunchShape(segmentBlocks, blockElems, nranks_, halfBytes_, maxBlocks_,
+                                      chunkBlocks_, oneSlot);
   LpStaging s;
   s.window = window_->handle();
   s.halfBytes = halfBytes_;
   s.timeoutNs = timeoutNs_;
   s.threads = kLpThreads;
-  // Spread the segment over every block first (small calls need the parallelism), then grow
-  // the chunk up to chunkBlocks_ (large calls need few rounds).
-  const size_t perBlock = ceilDiv(std::max<size_t>(segmentBlocks, 1), maxBlocks_);
-  size_t chunk = std::min(chunkBlocks_, perBlock);
-  int blocksCap = maxBlocks_;
-  for (;;) {
-    const size_t chunks = std::max<size_t>(1, ceilDiv(segmentBlocks, chunk));
-    s.blocks = static_cast<int>(std::min<size_t>(static_cast<size_t>(blocksCap), chunks));
-    s.slots = !oneSlot && ceilDiv(chunks, static_cast<size_t>(s.blocks)) > 1 ? 2 : 1;
-    s.chunkBlocks = chunk;
-    s.chunkBytes = lpChunkBytes(chunk, blockElems);
-    if (lpStagingBytes(s.blocks, s.slots, nranks_, s.chunkBytes) <= halfBytes_) return s;
-    if (chunk > 1) {
-      chunk = (chunk + 1) / 2;
-    } else if (blocksCap > 1) {
-      blocksCap /= 2;
-    } else {
-      throw ctran::InvalidArgument(ctran::strCat(
-          "low precision on GPU buffers: RCCLX_LP_GPU_STAGING_BYTES=", halfBytes_,
-          " cannot hold one chunk of ", blockElems, "-element blocks for ", nranks_, " ranks (",
-          lpStagingBytes(1, 2, nranks_, lpChunkBytes(1, blockElems)), " bytes needed)"));
-    }
-  }
+  s.blocks = shape.blocks;
+  s.slots = shape.slots;
+  s.chunkBlocks = shape.chunkBlocks;
+  s.chunkBytes = shape.chunkBytes;
+  return s;
 }
 
 void GpuLowPrecision::allReduce(size_t blockElems, const void* send, void* recv, size_t count,

@@ -12,7 +12,8 @@
 namespace rcclx::lp {
 
 /// Where a call's chunks live in every rank's staging half: per (grid block, round slot,
-/// phase, source rank) one chunk of `chunkBlocks` quantizer blocks (lp_device.cuh's layout).
+/// phase, source rank) one chunk of `chunkBlocks` quantizer blocks (lp_device.cuh's layout;
+/// the shape comes from rcclx/lp_gpu_shape.hpp).
 struct LpStaging {
   ctran::DeviceWindowHandle window;
   size_t halfBytes = 0;    ///< each rank's data area is two parity halves of this size
@@ -23,18 +24,6 @@ struct LpStaging {
   int threads = 512;       ///< block size (a multiple of 32)
   uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
 };
-
-/// Bytes of one chunk of `chunkBlocks` blocks of `blockElems` elements.
-inline size_t lpChunkBytes(size_t chunkBlocks, size_t blockElems) {
-  const size_t scales = (chunkBlocks * 4 + 15) / 16 * 16;
-  return scales + (chunkBlocks * blockElems + 15) / 16 * 16;
-}
-
-/// Staging bytes per half that `blocks` x `slots` x 2 phases x `nranks` chunks take.
-inline size_t lpStagingBytes(int blocks, int slots, int nranks, size_t chunkBytes) {
-  return static_cast<size_t>(blocks) * static_cast<size_t>(slots) * 2 *
-         static_cast<size_t>(nranks) * chunkBytes;
-}
 
 /// Most ranks a low-precision kernel serves (its segment tables are this long).
 constexpr int kLpMaxRanks = ctran::kMaxDeviceRanks;
