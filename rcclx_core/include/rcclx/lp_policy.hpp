@@ -29,6 +29,11 @@ struct LpConfig {
   bool anyEnabled() const;
 };
 
+/// Whether the knobs switch low precision on for `collective` (its RCCL_LOW_PRECISION_ENABLE_<COLL>
+/// when set, else RCCL_LOW_PRECISION_ENABLE): the two reads a call needs when it passes no hint,
+/// without the rest of lpConfigFromEnv() (calls on the hot path ask this first).
+bool lpSwitchedOn(LpCollective collective);
+
 /// Reads RCCL_LOW_PRECISION_ENABLE, the per-collective RCCL_LOW_PRECISION_ENABLE_<COLL>
 /// (which override it when set), RCCLX_LP_MIN_BYTES and RCCLX_LP_BLOCK_ELEMS (checked).
 LpConfig lpConfigFromEnv();

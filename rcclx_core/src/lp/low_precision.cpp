@@ -55,6 +55,8 @@ LpWorkspace& LowPrecision::workspace() {
 std::optional<LpPlan> LowPrecision::plan(LpCollective collective, const std::string& what,
                                          size_t bytes, DataType type, RedOp op,
                                          std::optional<bool> hint, bool onDevice) const {
+  // Not asked for (the common case): nothing to decide or log; two knob reads, no formatting.
+  if (hint.has_value() ? !*hint : !lpSwitchedOn(collective)) return std::nullopt;
   const LpConfig cfg = lpConfigFromEnv();
   LpRequest req;
   req.collective = collective;

@@ -15,6 +15,9 @@ constexpr const char* kKnobs[kNumLpCollectives] = {
     "RCCL_LOW_PRECISION_ENABLE_ALLREDUCE", "RCCL_LOW_PRECISION_ENABLE_ALLGATHER",
     "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
 
+/// Whether collective i's own switch is set (else it follows the global one).
+bool ownSwitchSet(int i) { return !ctran::config::getString(kKnobs[i]).empty(); }
+
 bool reduces(LpCollective c) {
   return c == LpCollective::kAllReduce || c == LpCollective::kReduceScatter;
 }
@@ -40,19 +43,20 @@ bool LpConfig::anyEnabled() const {
   return false;
 }
 
+bool lpSwitchedOn(LpCollective collective) {
+  declareKnobs();
+  const int i = static_cast<int>(collective);
+  // Unset (or empty): follows the global switch; set: overrides it either way.
+  return ownSwitchSet(i) ? ctran::config::getBool(kKnobs[i]) : knob::RCCL_LOW_PRECISION_ENABLE();
+}
+
 LpConfig lpConfigFromEnv() {
   declareKnobs();
   LpConfig cfg;
-  const bool global = knob::RCCL_LOW_PRECISION_ENABLE();
   for (int i = 0; i < kNumLpCollectives; ++i) {
-    // Unset (or empty): follows the global switch; set: overrides it either way.
-    if (ctran::config::getString(kKnobs[i]).empty()) {
-      cfg.enabled[i] = global;
-      cfg.enabledBy[i] = ctran::strCat("RCCL_LOW_PRECISION_ENABLE=", global ? 1 : 0);
-    } else {
-      cfg.enabled[i] = ctran::config::getBool(kKnobs[i]);
-      cfg.enabledBy[i] = ctran::strCat(kKnobs[i], "=", cfg.enabled[i] ? 1 : 0);
-    }
+    cfg.enabled[i] = lpSwitchedOn(static_cast<LpCollective>(i));
+    cfg.enabledBy[i] = ctran::strCat(ownSwitchSet(i) ? kKnobs[i] : "RCCL_LOW_PRECISION_ENABLE", "=",
+                                     cfg.enabled[i] ? 1 : 0);
   }
   cfg.minBytes = static_cast<size_t>(knob::RCCLX_LP_MIN_BYTES());
   const int64_t block = knob::RCCLX_LP_BLOCK_ELEMS();
