@@ -1,0 +1,444 @@
+// nvlink_probe: the ceiling of GPU-to-GPU push bandwidth over NVLink between 2 GPUs while both
+// directions carry the same load at once.
+//
+// Why both directions: a two-rank allreduce moves its whole message size in each direction at
+// the same time, so what bounds it is one direction's throughput while the other direction is
+// equally loaded, not an idle-link one-way copy. GPU d pushes its source buffer into GPU (1-d)'s
+// destination. Both GPUs are held by one host-written flag until all their work is enqueued, so
+// they start together and no launch latency is timed; each is timed with CUDA events on its own
+// stream and the slower GPU's time counts. GB/s is per direction: bytes / time / 1e9.
+//
+//   sm_store     SM threads load 16 B locally and store it to the peer with a plain store
+//                (grid-stride, 4 loads issued before 4 stores); blocks x threads swept.
+//   sm_store_nc  the same with streaming (evict-first) loads and stores: __ldcs / __stcs.
+//   copy_engine  cudaMemcpyPeerAsync, and cudaMemcpyAsync(DeviceToDevice) on a peer pointer.
+//   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
+//                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
+//                two stages so one chunk's load overlaps the previous chunk's store.
+//
+// 3 warm-up iterations, then the median of 20; an iteration is 10 back-to-back transfers (time
+// / 10), as 10 stream launches and as a CUDA graph of the 10 per GPU (how the library is
+// benchmarked). Each (variant, config, size) is first checked exactly, guard bytes after the
+// destination included; a failed one is not timed. Sources that fit in L2 stay there.
+//
+//   tools/gpu/nvlink_probe.sh [--sizes BYTES,BYTES,...] [--quick]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#define CUDA_CHECK(call)                                                 \
+  do {                                                                   \
+    const cudaError_t err_ = (call);                                     \
+    if (err_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(err_));                            \
+      std::exit(1);                                                      \
+    }                                                                    \
+  } while (0)
+
+namespace {
+
+constexpr int kWarmup = 3, kIters = 20, kLaunches = 10;
+constexpr size_t kGuard = 256;  // poisoned bytes after each destination: catches overruns
+constexpr int kStages = 2;      // tma_bulk shared-memory stages per block
+constexpr uint32_t kMaxChunk = 32 << 10;
+
+__host__ __device__ uint32_t pattern(uint32_t gpu, size_t i) {
+  return (static_cast<uint32_t>(i) * 2654435761u) ^ ((gpu + 1) * 0x9E3779B9u) ^
+         static_cast<uint32_t>(i >> 32);
+}
+
+__global__ void fillKernel(uint32_t* p, size_t words, uint32_t gpu) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += stride)
+    p[i] = pattern(gpu, i);
+}
+
+// Holds a stream until the host sets gate[0]. Gives up after 2 s (setting gate[1]) so that a
+// host stalled while enqueueing cannot hang the probe.
+__global__ void gateKernel(volatile int* gate) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    if (gate[0]) return;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < 2000000000ull);
+  gate[1] = 1;
+}
+
+template <bool kStreaming>
+__device__ __forceinline__ uint4 load16(const uint4* p) {
+  return kStreaming ? __ldcs(p) : *p;
+}
+
+template <bool kStreaming>
+__device__ __forceinline__ void store16(uint4* p, uint4 v) {
+  if constexpr (kStreaming) {
+    __stcs(p, v);
+  } else {
+    *p = v;
+  }
+}
+
+// Four local loads are issued before the four peer stores, so a thread keeps several NVLink
+// stores in flight without waiting on a load between them.
+template <bool kStreaming>
+__global__ void smStoreKernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = load16<kStreaming>(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) store16<kStreaming>(dst + i + k * stride, v[k]);
+  }
+  for (; i < n; i += stride) store16<kStreaming>(dst + i, load16<kStreaming>(src + i));
+}
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void waitParity(uint32_t bar, uint32_t parity) {
+  for (uint32_t done = 0; !done;) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// Block b moves chunks b, b + grid, b + 2 grid, ...; its j-th chunk uses stage j % kStages, whose
+// mbarrier then completes for the (j / kStages)-th time: the parity waited on. Thread 0 alone
+// issues every copy; the bulk copies need no other threads.
+__global__ void tmaBulkKernel(const uint8_t* src, uint8_t* dst, size_t bytes, uint32_t chunk) {
+  extern __shared__ __align__(128) uint8_t stage[];
+  __shared__ __align__(8) uint64_t full[kStages];
+  const size_t nChunks = (bytes + chunk - 1) / chunk;
+  if (threadIdx.x != 0 || blockIdx.x >= nChunks) return;
+  const size_t mine = (nChunks - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  for (int s = 0; s < kStages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" : : "r"(smemAddr(&full[s])) : "memory");
+  // Makes the initialised barriers visible to the async proxy that completes them.
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+
+  auto offset = [&](size_t j) { return (blockIdx.x + j * gridDim.x) * size_t(chunk); };
+  auto length = [&](size_t j) {
+    const size_t left = bytes - offset(j);
+    return static_cast<uint32_t>(left < chunk ? left : chunk);
+  };
+  auto load = [&](size_t j) {
+    const uint32_t bar = smemAddr(&full[j % kStages]), len = length(j);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                 :
+                 : "r"(bar), "r"(len)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1], %2, [%3];"
+        :
+        : "r"(smemAddr(stage + (j % kStages) * chunk)), "l"(src + offset(j)), "r"(len), "r"(bar)
+        : "memory");
+  };
+
+  for (size_t j = 0; j < mine && j < kStages; ++j) load(j);
+  for (size_t j = 0; j < mine; ++j) {
+    waitParity(smemAddr(&full[j % kStages]), (j / kStages) & 1);
+    // Conservative: orders the completed load before the store that reads the same bytes.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                 :
+                 : "l"(dst + offset(j)), "r"(smemAddr(stage + (j % kStages) * chunk)),
+                   "r"(length(j))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    // Refill chunk j - 1's stage once its store has read it; chunk j's store stays in flight.
+    if (j >= 1 && j - 1 + kStages < mine) {
+      asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+      load(j - 1 + kStages);
+    }
+  }
+  // Every store complete (not only read out of shared memory) before the block exits.
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+struct Gpu {
+  cudaStream_t stream;
+  uint8_t *src, *dst;
+  cudaEvent_t start, stop;
+  volatile int* gate;  // this device's view of the host flag
+};
+Gpu g[2];
+int* hostGate;
+
+// Enqueues one transfer of `bytes` from GPU d's source into GPU (1-d)'s destination on GPU d's
+// stream (GPU d current). Returns the error rather than exiting so graph capture can fail softly.
+using Launch = std::function<cudaError_t(int d, size_t bytes)>;
+struct Config {
+  const char* variant;
+  std::string label;
+  Launch launch;
+};
+struct Row {
+  const Config* config;
+  size_t bytes;
+  double streamUs, graphUs;  // graphUs < 0: the runtime would not capture it
+};
+
+std::string sizeName(size_t b) {
+  const bool mib = b % (1 << 20) == 0, kib = b % (1 << 10) == 0;
+  return std::to_string(mib ? b >> 20 : kib ? b >> 10 : b) + (mib ? " MiB" : kib ? " KiB" : " B");
+}
+
+void printRow(const Row& r) {
+  std::printf("%-12s %-12s %8s %10.2f %11.1f", r.config->variant, r.config->label.c_str(),
+              sizeName(r.bytes).c_str(), r.streamUs, r.bytes / r.streamUs / 1e3);
+  if (r.graphUs > 0) std::printf(" %10.2f %11.1f\n", r.graphUs, r.bytes / r.graphUs / 1e3);
+  if (r.graphUs <= 0) std::printf(" %10s %11s\n", "-", "-");
+}
+
+// Microseconds per transfer: enqueue(d) runs kLaunches transfers on GPU d behind the gate; the
+// slower GPU's event time counts; median over kIters iterations.
+double medianUs(const std::function<void(int)>& enqueue) {
+  std::vector<float> ms;
+  for (int it = 0; it < kWarmup + kIters; ++it) {
+    __atomic_store_n(&hostGate[0], 0, __ATOMIC_SEQ_CST);
+    for (int d = 0; d < 2; ++d) {
+      CUDA_CHECK(cudaSetDevice(d));
+      gateKernel<<<1, 1, 0, g[d].stream>>>(g[d].gate);
+      CUDA_CHECK(cudaGetLastError());
+      CUDA_CHECK(cudaEventRecord(g[d].start, g[d].stream));
+      enqueue(d);
+      CUDA_CHECK(cudaEventRecord(g[d].stop, g[d].stream));
+    }
+    __atomic_store_n(&hostGate[0], 1, __ATOMIC_SEQ_CST);
+    float worst = 0;
+    for (int d = 0; d < 2; ++d) {
+      float t = 0;
+      CUDA_CHECK(cudaEventSynchronize(g[d].stop));
+      CUDA_CHECK(cudaEventElapsedTime(&t, g[d].start, g[d].stop));
+      worst = std::max(worst, t);
+    }
+    if (it >= kWarmup) ms.push_back(worst);
+  }
+  if (__atomic_exchange_n(&hostGate[1], 0, __ATOMIC_SEQ_CST))
+    std::printf("warning: a start gate timed out; the GPUs did not start together\n");
+  std::sort(ms.begin(), ms.end());
+  return (ms[(kIters - 1) / 2] + ms[kIters / 2]) / 2.0 * 1000.0 / kLaunches;
+}
+
+double graphUs(const Launch& launch, size_t bytes) {
+  cudaGraphExec_t exec[2] = {nullptr, nullptr};
+  for (int d = 0; d < 2; ++d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaStreamBeginCapture(g[d].stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < kLaunches && err == cudaSuccess; ++k) err = launch(d, bytes);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t endErr = cudaStreamEndCapture(g[d].stream, &graph);
+    if (err == cudaSuccess) err = endErr;
+    if (err != cudaSuccess) {
+      std::printf("note: graph capture failed (%s): no graph column\n", cudaGetErrorString(err));
+      (void)cudaGetLastError();
+      if (graph) CUDA_CHECK(cudaGraphDestroy(graph));
+      if (d == 1) CUDA_CHECK(cudaGraphExecDestroy(exec[0]));
+      return -1;
+    }
+    CUDA_CHECK(cudaGraphInstantiate(&exec[d], graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  const double us = medianUs([&](int d) { CUDA_CHECK(cudaGraphLaunch(exec[d], g[d].stream)); });
+  for (int d = 0; d < 2; ++d) CUDA_CHECK(cudaGraphExecDestroy(exec[d]));
+  return us;
+}
+
+// One transfer each way into poisoned destinations, then an exact comparison of each
+// destination, and of the guard after it, with what the sender should have written.
+bool verify(const Config& c, size_t bytes) {
+  for (int d = 0; d < 2; ++d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaMemset(g[d].dst, 0xFF, bytes + kGuard));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  for (int d = 0; d < 2; ++d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(c.launch(d, bytes));
+  }
+  for (int d = 0; d < 2; ++d) {
+    const cudaError_t err = cudaStreamSynchronize(g[d].stream);
+    if (err != cudaSuccess) {  // a fault leaves the context unusable: nothing more can run
+      std::printf("FAIL %s: verify failed (%s, %s): %s\n", c.variant, c.label.c_str(),
+                  sizeName(bytes).c_str(), cudaGetErrorString(err));
+      std::exit(1);
+    }
+  }
+  std::vector<uint32_t> got((bytes + kGuard) / 4);
+  for (int d = 0; d < 2; ++d) {
+    CUDA_CHECK(cudaSetDevice(1 - d));
+    CUDA_CHECK(cudaMemcpy(got.data(), g[1 - d].dst, bytes + kGuard, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const uint32_t want = i < bytes / 4 ? pattern(d, i) : 0xFFFFFFFFu;
+      if (got[i] == want) continue;
+      std::printf(
+          "FAIL %s: verify failed (%s, %s, GPU %d -> %d: word %zu is 0x%08x, not 0x%08x%s)\n",
+          c.variant, c.label.c_str(), sizeName(bytes).c_str(), d, 1 - d, i, got[i], want,
+          i < bytes / 4 ? "" : ", past the end");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<Config> makeConfigs(bool quick) {
+  using V = std::vector<int>;
+  std::vector<Config> out;
+  auto smStore = [&](const char* name, bool streaming, const V& blocks, const V& threads) {
+    for (int b : blocks)
+      for (int t : threads)
+        out.push_back(
+            {name, std::to_string(b) + " x " + std::to_string(t), [=](int d, size_t bytes) {
+               auto* src = reinterpret_cast<const uint4*>(g[d].src);
+               auto* dst = reinterpret_cast<uint4*>(g[1 - d].dst);
+               auto* kernel = streaming ? smStoreKernel<true> : smStoreKernel<false>;
+               kernel<<<b, t, 0, g[d].stream>>>(src, dst, bytes / 16);
+               return cudaGetLastError();
+             }});
+  };
+  smStore("sm_store", false, quick ? V{64, 132} : V{32, 64, 128, 132},
+          quick ? V{512} : V{256, 512, 1024});
+  smStore("sm_store_nc", true, quick ? V{132} : V{128, 132}, {512});
+  out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
+                   return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
+                 }});
+  out.push_back({"copy_engine", "Memcpy D2D", [](int d, size_t bytes) {
+                   return cudaMemcpyAsync(g[1 - d].dst, g[d].src, bytes, cudaMemcpyDeviceToDevice,
+                                          g[d].stream);
+                 }});
+  // Last: a fault in hand-written PTX ends the run, so the other variants have reported by then.
+  for (int b : quick ? V{32, 132} : V{16, 32, 64, 132})
+    for (int kib : quick ? V{32} : V{16, 32})
+      out.push_back({"tma_bulk", std::to_string(b) + " x " + std::to_string(kib) + "K",
+                     [=](int d, size_t bytes) {
+                       const uint32_t chunk = kib << 10;
+                       tmaBulkKernel<<<b, 32, kStages * chunk, g[d].stream>>>(
+                           g[d].src, g[1 - d].dst, bytes, chunk);
+                       return cudaGetLastError();
+                     }});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<size_t> sizes = {256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20};
+  bool quick = false;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--sizes" && a + 1 < argc) {
+      sizes.clear();
+      for (char *p = argv[++a], *end = p; *p; p = *end == ',' ? end + 1 : end) {
+        sizes.push_back(std::strtoull(p, &end, 10));
+        if (end == p || sizes.back() == 0 || sizes.back() % 16 != 0 || (*end && *end != ',')) {
+          std::fprintf(stderr, "--sizes: '%s' is not a list of byte counts (multiples of 16)\n",
+                       argv[a]);
+          return 2;
+        }
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--sizes BYTES,BYTES,...] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+
+  int n = 0;
+  const cudaError_t countErr = cudaGetDeviceCount(&n);
+  if (countErr != cudaSuccess || n != 2) {
+    std::printf("needs exactly 2 GPUs (CUDA_VISIBLE_DEVICES can pick 2); found %d (%s)\n",
+                countErr == cudaSuccess ? n : 0, cudaGetErrorString(countErr));
+    return 2;
+  }
+  for (int d = 0; d < 2; ++d) {
+    int ok = 0;
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&ok, d, 1 - d));
+    if (ok) continue;
+    std::printf("GPU %d cannot access GPU %d as a peer; the probe needs peer access\n", d, 1 - d);
+    return 2;
+  }
+
+  const size_t capacity = *std::max_element(sizes.begin(), sizes.end());
+  CUDA_CHECK(
+      cudaHostAlloc(&hostGate, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+  hostGate[0] = hostGate[1] = 0;
+  for (int d = 0; d < 2; ++d) {
+    CUDA_CHECK(cudaSetDevice(d));
+    const cudaError_t peerErr = cudaDeviceEnablePeerAccess(1 - d, 0);
+    if (peerErr != cudaErrorPeerAccessAlreadyEnabled) CUDA_CHECK(peerErr);
+    (void)cudaGetLastError();
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    std::printf("GPU %d: %s, sm_%d%d, %d SMs\n", d, prop.name, prop.major, prop.minor,
+                prop.multiProcessorCount);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g[d].stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&g[d].start));
+    CUDA_CHECK(cudaEventCreate(&g[d].stop));
+    CUDA_CHECK(cudaMalloc(&g[d].src, capacity));
+    CUDA_CHECK(cudaMalloc(&g[d].dst, capacity + kGuard));
+    int* gate = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&gate, hostGate, 0));
+    g[d].gate = gate;
+    CUDA_CHECK(cudaFuncSetAttribute(tmaBulkKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kStages * kMaxChunk));
+    fillKernel<<<256, 256>>>(reinterpret_cast<uint32_t*>(g[d].src), capacity / 4, d);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  std::printf("\nboth GPUs push at once; GB/s per direction; us per transfer (median of %d x %d)\n",
+              kIters, kLaunches);
+  const char* header = "%-12s %-12s %8s %10s %11s %10s %11s\n";
+  std::printf(header, "variant", "config", "size", "stream us", "stream GB/s", "graph us",
+              "graph GB/s");
+  const std::vector<Config> configs = makeConfigs(quick);
+  std::vector<Row> rows;
+  int failed = 0;
+  for (const Config& c : configs) {
+    for (size_t bytes : sizes) {
+      if (!verify(c, bytes)) {
+        ++failed;
+        continue;
+      }
+      const double stream = medianUs([&](int d) {
+        for (int k = 0; k < kLaunches; ++k) CUDA_CHECK(c.launch(d, bytes));
+      });
+      rows.push_back({&c, bytes, stream, graphUs(c.launch, bytes)});
+      printRow(rows.back());
+      std::fflush(stdout);
+    }
+  }
+
+  // Best config of each variant per size, ranked by graph time where there is one.
+  auto rank = [](const Row& r) { return r.graphUs > 0 ? r.graphUs : r.streamUs; };
+  std::map<std::pair<size_t, std::string>, const Row*> best;
+  for (const Row& r : rows) {
+    const Row*& b = best[{r.bytes, r.config->variant}];
+    if (!b || rank(r) < rank(*b)) b = &r;
+  }
+  std::printf("\nbest config of each variant per size (by graph time)\n");
+  std::printf(header, "variant", "config", "size", "stream us", "stream GB/s", "graph us",
+              "graph GB/s");
+  for (const auto& entry : best) printRow(*entry.second);
+  if (failed) std::printf("\nFAIL: %d (variant, config, size) checks failed\n", failed);
+  return failed ? 1 : 0;
+}
