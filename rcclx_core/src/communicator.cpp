@@ -47,6 +47,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
   const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
+  const size_t gpuTreeLines = static_cast<size_t>(knob::RCCLX_GPU_TREE_LINES_BYTES());
   const size_t gpuChannel = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
   const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
   gpu::Tuning().apply(gpuTuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
@@ -62,7 +63,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   if (ddaEnable && allShm) arena_ = std::make_unique<DirectArena>(*group_, ddaChunk);
   executor_ = std::make_unique<Executor>();
-  initGpu(gpuFlatBytes, gpuStaging, gpuChannel, gpuTuning);
+  initGpu(gpuFlatBytes, gpuStaging, gpuTreeLines, gpuChannel, gpuTuning);
   CTRAN_INFO("communicator: rank ", rank_, "/", nranks_, ", ", topology().nHosts, " host(s), ",
              arena_ ? "direct access (DDA available)" : "no direct access (ring only)");
 }
@@ -79,8 +80,8 @@ Communicator::~Communicator() {
 
 const ctran::Topology& Communicator::topology() const { return group_->topology(); }
 
-void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t channelBytes,
-                           const std::string& tuning) {
+void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLinesBytes,
+                           size_t channelBytes, const std::string& tuning) {
   // The staging is allocated collectively: every rank must agree on whether there is a GPU.
   std::string mine = std::to_string(device_);
   auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
@@ -99,7 +100,8 @@ void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t channel
   CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
               "communicator: GPU collectives need every rank on one host, but the ranks span ",
               topology().nHosts, " hosts");
-  gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes, tuning);
+  gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes,
+                                             treeLinesBytes, tuning);
   gpuColl_ = std::make_unique<gpu::GpuCollectives>(*group_, device_, channelBytes);
   lp_->attachGpu(*group_, device_);
 }

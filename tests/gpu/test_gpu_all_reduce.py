@@ -48,7 +48,8 @@ def test_no_device_memory_left_after_destroy():
     assert all(abs(d) < (4 << 20) for d in lost), f"device bytes not returned, by rank: {lost}"
 
 
-def test_stalled_peer_is_an_error_not_a_hang():
-    st = run_ranks(C.stalled_peer_rank, 2, 2000, timeout=60)[0]
+@pytest.mark.parametrize("algo", ["dda_flat", "dda_tree"])
+def test_stalled_peer_is_an_error_not_a_hang(algo):
+    st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, timeout=60)[0]
     assert st["error"] is not None, f"all_reduce without its peer completed: {st}"
     assert st["seconds"] < 15, f"the error took {st['seconds']:.1f} s for a 2 s timeout"

@@ -234,6 +234,17 @@ def correctness_rank(info, counts):
             "out",
         )
         run_case(f"{algo} int64 BXOR n=9000001 rounds", algo, "int64", "BXOR", 9_000_001, "out")
+    # dda_tree's two-shot kernel on messages the line protocol would otherwise take.
+    comm.set_gpu_tuning("tree_lines_max_bytes=0")
+    for name, op, count, mode in (
+        ("bfloat16", "SUM", 65537, "out"),
+        ("float32", "AVG", 1001, "misaligned"),
+        ("int64", "BXOR", 70001, "inplace"),
+    ):
+        run_case(
+            f"dda_tree two-shot {name} {op} n={count} {mode}", "dda_tree", name, op, count, mode
+        )
+    comm.set_gpu_tuning("")
     cases.extend(unsupported_cases(torch, rc, comm, dev))
     comm.destroy()
     return cases
@@ -388,7 +399,7 @@ def leak_rank(info, rounds):
     return before - after
 
 
-def stalled_peer_rank(info, timeout_ms):
+def stalled_peer_rank(info, timeout_ms, algo="dda_flat"):
     """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms."""
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
@@ -401,7 +412,7 @@ def stalled_peer_rank(info, timeout_ms):
     x = torch.ones(4096, device="cuda")
     t0 = time.monotonic()
     try:
-        comm.all_reduce(x, algo="dda_flat", stream=torch.cuda.current_stream().cuda_stream)
+        comm.all_reduce(x, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         return {"error": None, "seconds": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 - the expected outcome
@@ -449,16 +460,16 @@ def main() -> int:
     print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {verdict}")
     if not leak_ok:
         failures.append(f"device memory not returned after destroy: {leaks}")
-    if not args.skip_stall:
+    for algo in () if args.skip_stall else ("dda_flat", "dda_tree"):
         try:
-            st = run_ranks(stalled_peer_rank, args.nranks, 2000, timeout=60)[0]
+            st = run_ranks(stalled_peer_rank, args.nranks, 2000, algo, timeout=60)[0]
         except Exception as e:  # noqa: BLE001
             st = {"error": None, "seconds": -1, "launcher": str(e)[-500:]}
         stall_ok = st["error"] is not None and 0 < st["seconds"] < 15
-        summary["stalled_peer"] = {**st, "ok": stall_ok}
-        print(f"stalled peer: {st} -> {'ok' if stall_ok else 'FAILED'}")
+        summary[f"stalled_peer_{algo}"] = {**st, "ok": stall_ok}
+        print(f"stalled peer ({algo}): {st} -> {'ok' if stall_ok else 'FAILED'}")
         if not stall_ok:
-            failures.append(f"stalled peer did not turn into an error in time: {st}")
+            failures.append(f"stalled peer ({algo}) did not turn into an error in time: {st}")
     for f in failures:
         print("FAIL", f)
     summary["failures"] = failures

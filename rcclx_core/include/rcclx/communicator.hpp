@@ -150,7 +150,7 @@ class Communicator {
   void checkRoot(int root, const char* what) const;
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts, uint64_t tag);
-  void initGpu(size_t flatBytes, size_t stagingBytes, size_t channelBytes,
+  void initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLinesBytes, size_t channelBytes,
                const std::string& tuning);
   /// The GPU path of the collectives other than allreduce; throws InvalidUsage naming `what`
   /// when the communicator has no device.

@@ -1,13 +1,20 @@
-// dda_tree on GPU buffers: the two-shot push kernel (two_shot.cu) shaped for latency. The grid
-// grows with the message (at least treeMinBlockUnits units per block and segment, at most
-// treeMaxBlocks blocks) and one round covers the whole message when the staging holds it, so a
-// call costs two one-way trips and two release fences; larger messages take several rounds.
+// dda_tree on GPU buffers: reduce-scatter then all-gather by direct stores. Messages that fit the
+// line region run as 128-byte lines with in-line flags (tree_lines.cu: no fence, no flag round
+// trip). Larger ones, and every one on AMD, run the two-shot push kernel (two_shot.cu) shaped
+// for latency: the grid grows with the message (at least treeMinBlockUnits units per block and
+// segment, at most treeMaxBlocks blocks) and one round covers the whole message when the staging
+// holds it, so a call costs two one-way trips and two release fences; larger messages take
+// several rounds.
 #include "ctran/checks.hpp"
 #include "gpu/launch.hpp"
 
 namespace rcclx::gpu {
 
 void launchDdaTree(const LaunchArgs& args) {
+  if (treeLinesFit(args)) {
+    launchTreeLines(args);
+    return;
+  }
   const Tuning& tu = args.tuning;
   const size_t seg = twoShotSegmentUnits(args);
   const size_t minUnits = tu.treeMinBlockUnits > 0 ? tu.treeMinBlockUnits : 1;

@@ -29,13 +29,16 @@ constexpr int kThreadsMultiple = 32;
 
 }  // namespace
 
-StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes) {
+StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes, size_t linesBytes) {
   StagingLayout l;
   l.llSlotBytes = roundUp(flatBytes, kUnitBytes) / kUnitBytes * kLlBytesPerUnit;
   l.llOffset = 0;
   l.rawOffset = roundUp(static_cast<size_t>(nranks) * l.llSlotBytes, 256);
   l.rawBytes = roundUp(rawBytes, 256);
-  l.halfBytes = l.rawOffset + l.rawBytes;
+  l.linesOffset = l.rawOffset + l.rawBytes;
+  l.linesMaxBytes = linesBytes;
+  l.linesSlotBytes = linesBytes ? linesPerSegment(linesBytes, nranks) * kLineBytes : 0;
+  l.halfBytes = l.linesOffset + 2 * static_cast<size_t>(nranks) * l.linesSlotBytes;
   return l;
 }
 
@@ -54,8 +57,10 @@ void Tuning::apply(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
-    CTRAN_CHECK(!text.empty() && *stop == '\0' && v > 0, ctran::InvalidArgument,
-                "GPU tuning: ", name, "=", text, " must be a positive integer");
+    const bool zeroOk = name == "tree_lines_max_bytes";
+    CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
+                ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",
+                zeroOk ? "non-negative" : "positive", " integer");
     auto threads = [&](int& field) {
       CTRAN_CHECK(v % kThreadsMultiple == 0 && v <= kMaxThreads, ctran::InvalidArgument,
                   "GPU tuning: ", name, "=", v, " must be a multiple of ", kThreadsMultiple,
@@ -77,6 +82,10 @@ void Tuning::apply(const std::string& spec) {
       blocks(treeMaxBlocks);
     else if (name == "tree_min_block_units")
       treeMinBlockUnits = static_cast<size_t>(v);
+    else if (name == "tree_min_warp_lines")
+      treeMinWarpLines = static_cast<size_t>(v);
+    else if (name == "tree_lines_max_bytes")
+      treeLinesMaxBytes = static_cast<size_t>(v);
     else if (name == "large_threads")
       threads(largeThreads);
     else if (name == "large_blocks")
@@ -87,7 +96,8 @@ void Tuning::apply(const std::string& spec) {
       throw ctran::InvalidArgument(
           ctran::strCat("GPU tuning: unknown name '", name,
                         "' (flat_threads, flat_max_blocks, tree_threads, "
-                        "tree_max_blocks, tree_min_block_units, large_threads, large_blocks, "
+                        "tree_max_blocks, tree_min_block_units, tree_min_warp_lines, "
+                        "tree_lines_max_bytes, large_threads, large_blocks, "
                         "large_chunk_units)"));
   }
 }
@@ -113,10 +123,10 @@ bool gpuSupports(DataType type, RedOp op, std::string* why) {
 }
 
 GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
-                           const std::string& tuning)
+                           size_t linesBytes, const std::string& tuning)
     : device_(device), nranks_(group.nranks()) {
   tuning_.apply(tuning);
-  layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes);
+  layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes, linesBytes);
   const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
   timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
   window_ = std::make_unique<ctran::DeviceWindow>(group, device, layout_.totalBytes(), kNumSignals);

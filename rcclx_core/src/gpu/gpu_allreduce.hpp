@@ -23,10 +23,11 @@ namespace rcclx::gpu {
 class GpuAllReduce {
  public:
   /// Collective over `group` (all ranks on one host, one GPU each): allocates the staging on
-  /// GPU `device`: flat slots of `flatBytes` per rank and `rawBytes` of two-shot staging, each
-  /// twice (parity halves). `tuning` is a Tuning::apply() spec ("" for the defaults).
+  /// GPU `device`: flat slots of `flatBytes` per rank, `rawBytes` of two-shot staging and the
+  /// line region for dda_tree calls up to `linesBytes`, each twice (parity halves). `tuning` is
+  /// a Tuning::apply() spec ("" for the defaults).
   GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
-               const std::string& tuning);
+               size_t linesBytes, const std::string& tuning);
   ~GpuAllReduce();
   GpuAllReduce(const GpuAllReduce&) = delete;
   GpuAllReduce& operator=(const GpuAllReduce&) = delete;

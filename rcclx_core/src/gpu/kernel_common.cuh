@@ -107,9 +107,13 @@ __device__ __forceinline__ A combine(A a, A b) {
   if constexpr (O == Op::kBitXor) return a ^ b;
 }
 
+/// Elements of T in a vector V: a 16-byte unit (uint4, the default) or an 8-byte word (uint2,
+/// the payload granule of the 128-byte lines in tree_lines.cu).
+template <typename T, typename V = uint4>
+constexpr int kPerVec = static_cast<int>(sizeof(V) / sizeof(T));
 /// Elements per 16-byte unit.
 template <typename T>
-constexpr int kPerUnit = static_cast<int>(kUnitBytes / sizeof(T));
+constexpr int kPerUnit = kPerVec<T, uint4>;
 
 /// What every kernel knows about the user's buffers.
 struct Buffers {
@@ -122,14 +126,14 @@ struct Buffers {
   double scale;    ///< PREMUL_SUM: this rank's scalar (read by the kPreMulSum kernels only)
 };
 
-/// Loads unit `u` of `src` (zero-filled past `count`).
-template <typename T>
-__device__ __forceinline__ uint4 loadUnit(const void* src, size_t u, size_t count, bool aligned) {
-  constexpr int N = kPerUnit<T>;
+/// Loads vector `u` of `src` (zero-filled past `count`); `aligned`: src is sizeof(V)-aligned.
+template <typename T, typename V = uint4>
+__device__ __forceinline__ V loadUnit(const void* src, size_t u, size_t count, bool aligned) {
+  constexpr int N = kPerVec<T, V>;
   const size_t e0 = u * N;
   const T* s = static_cast<const T*>(src);
-  if (aligned && e0 + N <= count) return *reinterpret_cast<const uint4*>(s + e0);
-  uint4 v = make_uint4(0, 0, 0, 0);
+  if (aligned && e0 + N <= count) return *reinterpret_cast<const V*>(s + e0);
+  V v{};
   T* e = reinterpret_cast<T*>(&v);
 #pragma unroll
   for (int i = 0; i < N; ++i) {
@@ -138,15 +142,14 @@ __device__ __forceinline__ uint4 loadUnit(const void* src, size_t u, size_t coun
   return v;
 }
 
-/// Stores unit `u` into `dst` (only the elements below `count`).
-template <typename T>
-__device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, bool aligned,
-                                          uint4 v) {
-  constexpr int N = kPerUnit<T>;
+/// Stores vector `u` into `dst` (only the elements below `count`).
+template <typename T, typename V = uint4>
+__device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, bool aligned, V v) {
+  constexpr int N = kPerVec<T, V>;
   const size_t e0 = u * N;
   T* d = static_cast<T*>(dst);
   if (aligned && e0 + N <= count) {
-    *reinterpret_cast<uint4*>(d + e0) = v;
+    *reinterpret_cast<V*>(d + e0) = v;
     return;
   }
   const T* e = reinterpret_cast<const T*>(&v);
@@ -158,24 +161,24 @@ __device__ __forceinline__ void storeUnit(void* dst, size_t u, size_t count, boo
 
 /// PREMUL_SUM's scaling of one unit of this rank's input: each element times `scale` in double,
 /// rounded to the accumulator type and then to T, exactly as the host path (cpu::scale) does.
-template <typename T>
-__device__ __forceinline__ uint4 scaleUnit(uint4 v, double scale) {
+template <typename T, typename V = uint4>
+__device__ __forceinline__ V scaleUnit(V v, double scale) {
   using A = typename AccOf<T>::type;
   T* e = reinterpret_cast<T*>(&v);
 #pragma unroll
-  for (int i = 0; i < kPerUnit<T>; ++i)
+  for (int i = 0; i < kPerVec<T, V>; ++i)
     e[i] = fromAcc<T>(static_cast<A>(static_cast<double>(toAcc<T>(e[i])) * scale));
   return v;
 }
 
 /// Loads unit `u` of this rank's own input, as every rank reduces it and its peers receive it:
 /// scaled for PREMUL_SUM, as is otherwise.
-template <typename T, Op O>
-__device__ __forceinline__ uint4 loadOwn(const void* src, size_t u, size_t count, bool aligned,
-                                         double scale) {
-  const uint4 v = loadUnit<T>(src, u, count, aligned);
+template <typename T, Op O, typename V = uint4>
+__device__ __forceinline__ V loadOwn(const void* src, size_t u, size_t count, bool aligned,
+                                     double scale) {
+  const V v = loadUnit<T, V>(src, u, count, aligned);
   if constexpr (O == Op::kPreMulSum) {
-    return scaleUnit<T>(v, scale);
+    return scaleUnit<T, V>(v, scale);
   } else {
     (void)scale;
     return v;
@@ -187,27 +190,28 @@ __device__ __forceinline__ uint4 loadStaged(const uint4* p) {
   return ctran::device::loadPeerStored(p);
 }
 
-/// Accumulates units in the order they are added; every rank adding the same units in the same
-/// order gets the same bits. Bitwise operators use the specialisation below.
-template <typename T, Op O, bool kBits = isBitwise(O)>
+/// Accumulates vectors (units by default) in the order they are added; every rank adding the
+/// same vectors in the same order gets the same bits. Bitwise operators use the specialisation
+/// below.
+template <typename T, Op O, typename V = uint4, bool kBits = isBitwise(O)>
 struct UnitReducer {
   using A = typename AccOf<T>::type;
-  static constexpr int N = kPerUnit<T>;
+  static constexpr int N = kPerVec<T, V>;
   A acc[N];
 
-  __device__ __forceinline__ void first(uint4 v) {
+  __device__ __forceinline__ void first(V v) {
     const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
     for (int i = 0; i < N; ++i) acc[i] = toAcc<T>(e[i]);
   }
-  __device__ __forceinline__ void add(uint4 v) {
+  __device__ __forceinline__ void add(V v) {
     const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
     for (int i = 0; i < N; ++i) acc[i] = combine<O, A>(acc[i], toAcc<T>(e[i]));
   }
   /// The result, divided by `divisor` when it is above 1 (AVG).
-  __device__ __forceinline__ uint4 result(int divisor) const {
-    uint4 v;
+  __device__ __forceinline__ V result(int divisor) const {
+    V v;
     T* e = reinterpret_cast<T*>(&v);
     if (divisor > 1) {
 #pragma unroll
@@ -220,20 +224,21 @@ struct UnitReducer {
   }
 };
 
-/// Bitwise operators: the bits of an element do not depend on its width or position, so a unit
-/// combines as four 32-bit words.
-template <typename T, Op O>
-struct UnitReducer<T, O, true> {
-  uint4 acc;
+/// Bitwise operators: the bits of an element do not depend on its width or position, so a
+/// vector combines as 32-bit words.
+template <typename T, Op O, typename V>
+struct UnitReducer<T, O, V, true> {
+  static constexpr int kWords = static_cast<int>(sizeof(V) / sizeof(uint32_t));
+  V acc;
 
-  __device__ __forceinline__ void first(uint4 v) { acc = v; }
-  __device__ __forceinline__ void add(uint4 v) {
-    acc.x = combine<O, uint32_t>(acc.x, v.x);
-    acc.y = combine<O, uint32_t>(acc.y, v.y);
-    acc.z = combine<O, uint32_t>(acc.z, v.z);
-    acc.w = combine<O, uint32_t>(acc.w, v.w);
+  __device__ __forceinline__ void first(V v) { acc = v; }
+  __device__ __forceinline__ void add(V v) {
+    uint32_t* a = reinterpret_cast<uint32_t*>(&acc);
+    const uint32_t* b = reinterpret_cast<const uint32_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) a[i] = combine<O, uint32_t>(a[i], b[i]);
   }
-  __device__ __forceinline__ uint4 result(int) const { return acc; }
+  __device__ __forceinline__ V result(int) const { return acc; }
 };
 
 /// Stores a unit as two LL lines {data, flag, data, flag} at `dst` (a peer's LL slot). Each

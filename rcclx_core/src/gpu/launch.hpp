@@ -29,6 +29,19 @@ constexpr size_t kUnitBytes = 16;
 /// so a 16-byte unit takes two lines.
 constexpr size_t kLlBytesPerUnit = 32;
 
+/// The tree's line protocol (tree_lines.cu): 128-byte lines of 16 words of 8 bytes, the last
+/// word the flag; eight threads store a line with one warp-wide 16-byte store each.
+constexpr size_t kLineBytes = 128;
+constexpr size_t kLinePayloadWords = 15;
+constexpr size_t kWordBytes = 8;
+
+/// Lines of the largest of nranks segments of a `bytes`-byte message in the line protocol.
+RCCLX_HOST_DEVICE inline constexpr size_t linesPerSegment(size_t bytes, int nranks) {
+  const size_t words = (bytes + kWordBytes - 1) / kWordBytes;
+  const size_t segWords = (words + static_cast<size_t>(nranks) - 1) / static_cast<size_t>(nranks);
+  return (segWords + kLinePayloadWords - 1) / kLinePayloadWords;
+}
+
 /// Phases of the two-shot algorithms, as indices into the signal layout.
 enum Phase : int { kReduceScatter = 0, kAllGather = 1 };
 
@@ -49,9 +62,15 @@ struct StagingLayout {
   size_t llSlotBytes = 0;  ///< bytes of one LL slot (kLlBytesPerUnit per unit)
   size_t rawOffset = 0;    ///< raw region of the two-shot algorithms, in each half
   size_t rawBytes = 0;
+  /// Line region of dda_tree, in each half: 2 phases x nranks source slots of linesSlotBytes.
+  /// Only line-protocol kernels write it, so a stale word never looks like a current flag.
+  size_t linesOffset = 0;
+  size_t linesSlotBytes = 0;
+  size_t linesMaxBytes = 0;  ///< the largest message that fits (0: no line region)
   size_t totalBytes() const { return 2 * halfBytes; }
-  /// Layout for `nranks` with flat slots of `flatBytes` payload and `rawBytes` of raw staging.
-  static StagingLayout of(int nranks, size_t flatBytes, size_t rawBytes);
+  /// Layout for `nranks` with flat slots of `flatBytes` payload, `rawBytes` of raw staging and
+  /// a line region for dda_tree messages up to `linesBytes` (0: none).
+  static StagingLayout of(int nranks, size_t flatBytes, size_t rawBytes, size_t linesBytes);
 };
 
 /// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.md).
@@ -60,7 +79,10 @@ struct Tuning {
   int flatMaxBlocks = 128;
   int treeThreads = 512;
   int treeMaxBlocks = 128;
-  size_t treeMinBlockUnits = 512;  ///< tree: at least this many units per block and segment
+  size_t treeMinBlockUnits = 512;  ///< tree (two-shot): at least this many units per block
+  size_t treeMinWarpLines = 4;     ///< tree (lines): at least this many lines per warp and segment
+  /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
+  size_t treeLinesMaxBytes = SIZE_MAX;
   int largeThreads = 512;
   int largeBlocks = 128;
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
@@ -122,8 +144,14 @@ inline DataType kernelType(DataType type, RedOp op) {
 void launchDdaFlat(const LaunchArgs& args);
 /// Runs the two-shot kernel with `shape`; `what` names the algorithm in errors.
 void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what);
-/// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented.
+/// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented. Runs the
+/// line protocol (launchTreeLines) when treeLinesFit(), else the two-shot kernel.
 void launchDdaTree(const LaunchArgs& args);
+/// Whether the call can run as lines: it fits the line region and tuning, and the build has
+/// them (NVIDIA only: they rely on a 128-byte warp store arriving whole over NVLink).
+bool treeLinesFit(const LaunchArgs& args);
+/// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
+void launchTreeLines(const LaunchArgs& args);
 /// Two-shot push with many blocks, pipelined through the staging in rounds; bandwidth-oriented.
 void launchDdaLarge(const LaunchArgs& args);
 

@@ -1,0 +1,269 @@
+// dda_tree on GPU buffers, in lines: reduce-scatter then all-gather where every 128-byte line
+// carries its own flag, so neither phase waits for a release fence or a flag round trip and each
+// warp streams its share through both phases without a block-wide barrier.
+//
+// The message is split into nranks segments of 8-byte words; rank s reduces segment s. A line
+// holds 15 payload words and, in its last word, the call's epoch as the flag. The eight lanes of
+// a warp that share a line store it with one 16-byte store each, in one instruction: over NVLink
+// the 128 bytes then arrive whole, so a reader that loads the line the same way and sees the flag
+// sees the line's data. That is a property of NVIDIA GPUs and NVLink, not of the PTX memory
+// model; the build takes this path on NVIDIA only (treeLinesFit). Warp w handles line groups
+// w, w + W, ... (a group: the kLinesPerWarp lines one warp instruction covers) of each segment:
+//   1. reduce-scatter: my words of segment p, as lines, into p's RS slot [me];
+//   2. reduce: for my segment, my own words, then each peer's line in rank order (waiting for
+//      its flag), combined in rank order; the result goes to my output and, as lines, into
+//      every peer's AG slot [me];
+//   3. all-gather: each peer's AG lines (waiting for their flags) into my output.
+// The line region of parity half e % 2 is reused by call e + 2, by which time every peer has
+// finished call e; only line kernels write the region, so an old word never equals a current
+// flag. In place is safe: a word of my output is written only after the word was read (the
+// result depends on it causally).
+#include "gpu/kernel_common.cuh"
+
+namespace rcclx::gpu {
+namespace {
+
+struct TreeLinesArgs {
+  Buffers buf;
+  ctran::DeviceWindowHandle win;
+  size_t halfBytes;
+  size_t linesOffset;
+  size_t slotBytes;
+  size_t words;     ///< 8-byte words of the message
+  size_t segWords;  ///< words per segment (the last may be shorter)
+  bool aligned8;    ///< send and recv are 8-byte aligned
+  uint64_t timeoutNs;
+};
+
+constexpr int kLanesPerLine = static_cast<int>(kLineBytes / 16);
+constexpr int kLinesPerWarp = ctran::kWarpSize / kLanesPerLine;
+/// Line groups a warp loads before it stores them in the reduce-scatter (loads in flight
+/// together).
+constexpr int kBatch = 2;
+
+__device__ __forceinline__ bool warpAll(bool pred) {
+#if RCCLX_GPU_HIP
+  return __all(pred);
+#else
+  return __all_sync(0xffffffffu, pred);
+#endif
+}
+
+__device__ __forceinline__ uint64_t asWord(uint2 v) {
+  return (static_cast<uint64_t>(v.y) << 32) | v.x;
+}
+__device__ __forceinline__ uint2 fromWord(uint64_t w) {
+  return make_uint2(static_cast<uint32_t>(w), static_cast<uint32_t>(w >> 32));
+}
+
+/// This lane's 16 bytes of a line (a peer's), as one warp-wide store.
+__device__ __forceinline__ void lineStore(char* p, uint64_t lo, uint64_t hi) {
+#if RCCLX_GPU_HIP
+  volatile uint64_t* d = reinterpret_cast<volatile uint64_t*>(p);
+  d[0] = lo;
+  d[1] = hi;
+#else
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+#endif
+}
+
+/// This lane's 16 bytes of a line in local memory, as one warp-wide load (bypassing L1).
+__device__ __forceinline__ void lineLoad(const char* p, uint64_t& lo, uint64_t& hi) {
+#if RCCLX_GPU_HIP
+  const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(p);
+  lo = s[0];
+  hi = s[1];
+#else
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(lo), "=l"(hi)
+               : "l"(p)
+               : "memory");
+#endif
+}
+
+/// Waits until every line the warp reads (each lane its 16 bytes at `p`) carries `flag`, and
+/// returns this lane's two words. Lanes with `active` false only vote; every lane of the warp
+/// must call it.
+__device__ __forceinline__ void lineWait(const char* p, bool active, bool flagLane, uint64_t flag,
+                                         uint64_t& lo, uint64_t& hi, int rank, int peer,
+                                         uint64_t timeoutNs) {
+  if (active) lineLoad(p, lo, hi);
+  if (warpAll(!active || !flagLane || hi == flag)) return;
+  ctran::device::WaitClock clock(timeoutNs);
+  for (;;) {
+    if (active) lineLoad(p, lo, hi);
+    if (warpAll(!active || !flagLane || hi == flag)) return;
+    if (clock.expired())
+      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi : 0, timeoutNs);
+  }
+}
+
+template <typename T, Op O>
+__global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) {
+  using V = uint2;  // one 8-byte word
+  const ctran::DeviceWindowHandle& h = a.win;
+  const uint32_t epoch = ctran::device::epochLoad(h);
+  const uint64_t flag = epoch;
+  const int me = h.rank;
+  const int n = h.nranks;
+  const int lane = static_cast<int>(threadIdx.x) % ctran::kWarpSize;
+  const int piece = lane % kLanesPerLine;            // this lane's 16 bytes of its line
+  const bool flagLane = piece == kLanesPerLine - 1;  // its second word is the flag
+  const size_t lineInGroup = static_cast<size_t>(lane / kLanesPerLine);
+  const size_t warp =
+      (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / ctran::kWarpSize;
+  const size_t nWarps = static_cast<size_t>(gridDim.x) * blockDim.x / ctran::kWarpSize;
+  // Slot of source rank q in phase `phase` (0: reduce-scatter, 1: all-gather) of rank r,
+  // already offset to this lane's piece.
+  const size_t region =
+      (epoch & 1u) * a.halfBytes + a.linesOffset + static_cast<size_t>(piece) * 16;
+  auto slot = [&](int r, int phase, int q) {
+    return h.data[r] + region + (static_cast<size_t>(phase) * n + q) * a.slotBytes;
+  };
+  auto segBegin = [&](int s) { return static_cast<size_t>(s) * a.segWords; };
+  auto segLen = [&](int s) {
+    const size_t b = segBegin(s);
+    return b >= a.words ? size_t{0} : (a.words - b < a.segWords ? a.words - b : a.segWords);
+  };
+  auto linesOf = [](size_t len) { return (len + kLinePayloadWords - 1) / kLinePayloadWords; };
+  auto loadWord = [&](size_t w) {
+    return asWord(loadOwn<T, O, V>(a.buf.send, w, a.buf.count, a.aligned8, a.buf.scale));
+  };
+  // First word of this lane in `line` of segment s (the flag lane has one word).
+  auto wordOf = [&](int s, size_t line) {
+    return segBegin(s) + line * kLinePayloadWords + 2 * static_cast<size_t>(piece);
+  };
+
+  // 1. Reduce-scatter: my words of segment p to rank p.
+  for (int d = 1; d < n; ++d) {
+    const int p = (me + d) % n;
+    const size_t lines = linesOf(segLen(p));
+    char* dst = slot(p, 0, me);
+    for (size_t g0 = warp; g0 * kLinesPerWarp < lines; g0 += kBatch * nWarps) {
+      uint64_t lo[kBatch], hi[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const size_t line = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
+        if (line < lines) {
+          lo[i] = loadWord(wordOf(p, line));
+          hi[i] = flagLane ? flag : loadWord(wordOf(p, line) + 1);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const size_t line = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
+        if (line < lines) lineStore(dst + line * kLineBytes, lo[i], hi[i]);
+      }
+    }
+  }
+
+  // 2. Reduce my segment in rank order; the result to my output and to every peer.
+  {
+    const size_t len = segLen(me);
+    const size_t lines = linesOf(len);
+    for (size_t g = warp; g * kLinesPerWarp < lines; g += nWarps) {
+      const size_t line = g * kLinesPerWarp + lineInGroup;
+      const bool active = line < lines;
+      const size_t w = wordOf(me, line);
+      uint64_t own0 = 0, own1 = 0;
+      if (active) {
+        own0 = loadWord(w);
+        if (!flagLane) own1 = loadWord(w + 1);
+      }
+      UnitReducer<T, O, V> r0, r1;
+      for (int q = 0; q < n; ++q) {
+        uint64_t lo = own0, hi = own1;
+        if (q != me)
+          lineWait(slot(me, 0, q) + line * kLineBytes, active, flagLane, flag, lo, hi, me, q,
+                   a.timeoutNs);
+        if (q == 0) {
+          r0.first(fromWord(lo));
+          r1.first(fromWord(hi));
+        } else {
+          r0.add(fromWord(lo));
+          r1.add(fromWord(hi));
+        }
+      }
+      if (!active) continue;
+      const uint64_t res0 = asWord(r0.result(a.buf.avgDivisor));
+      const uint64_t res1 = flagLane ? flag : asWord(r1.result(a.buf.avgDivisor));
+      for (int d = 1; d < n; ++d)
+        lineStore(slot((me + d) % n, 1, me) + line * kLineBytes, res0, res1);
+      const size_t local = w - segBegin(me);
+      if (local < len) storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(res0));
+      if (!flagLane && local + 1 < len)
+        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, fromWord(res1));
+    }
+  }
+
+  // 3. All-gather: the peers' results into my output.
+  for (int d = 1; d < n; ++d) {
+    const int q = (me + n - d) % n;
+    const size_t len = segLen(q);
+    const size_t lines = linesOf(len);
+    const char* src = slot(me, 1, q);
+    for (size_t g = warp; g * kLinesPerWarp < lines; g += nWarps) {
+      const size_t line = g * kLinesPerWarp + lineInGroup;
+      const bool active = line < lines;
+      uint64_t lo = 0, hi = 0;
+      lineWait(src + line * kLineBytes, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+      if (!active) continue;
+      const size_t w = wordOf(q, line);
+      const size_t local = w - segBegin(q);
+      if (local < len) storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(lo));
+      if (!flagLane && local + 1 < len)
+        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, fromWord(hi));
+    }
+  }
+  __syncthreads();
+  ctran::device::epochAdvance(h, epoch);
+}
+
+}  // namespace
+
+bool treeLinesFit(const LaunchArgs& args) {
+#if RCCLX_GPU_HIP
+  (void)args;
+  return false;  // whole-line arrival is an NVLink property; AMD takes the two-shot kernel
+#else
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  return args.layout.linesSlotBytes > 0 && bytes <= args.tuning.treeLinesMaxBytes &&
+         linesPerSegment(bytes, args.window.nranks) * kLineBytes <= args.layout.linesSlotBytes;
+#endif
+}
+
+void launchTreeLines(const LaunchArgs& args) {
+  const Tuning& tu = args.tuning;
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  const size_t n = static_cast<size_t>(args.window.nranks);
+  const size_t lines = linesPerSegment(bytes, args.window.nranks);
+  CTRAN_CHECK(lines * kLineBytes <= args.layout.linesSlotBytes, ctran::InvalidArgument,
+              "dda_tree: ", bytes, " bytes exceed the line staging for ", args.layout.linesMaxBytes,
+              " bytes (RCCLX_GPU_TREE_LINES_BYTES)");
+  TreeLinesArgs a;
+  a.buf = buffersOf(args);
+  a.win = args.window;
+  a.halfBytes = args.layout.halfBytes;
+  a.linesOffset = args.layout.linesOffset;
+  a.slotBytes = args.layout.linesSlotBytes;
+  a.words = (bytes + kWordBytes - 1) / kWordBytes;
+  a.segWords = (a.words + n - 1) / n;
+  a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
+                kWordBytes) == 0;
+  a.timeoutNs = args.timeoutNs;
+  const int threads = tu.treeThreads;
+  const size_t warpLines = static_cast<size_t>(threads / ctran::kWarpSize) *
+                           (tu.treeMinWarpLines > 0 ? tu.treeMinWarpLines : 1);
+  const size_t want = (lines + warpLines - 1) / warpLines;
+  const size_t maxBlocks =
+      static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
+  const int blocks = static_cast<int>(want < 1 ? 1 : (want > maxBlocks ? maxBlocks : want));
+  auto stream = static_cast<gpuStream_t>(args.stream);
+  dispatch(args.type, args.op, [&](auto t, auto o) {
+    using T = decltype(t);
+    treeLinesKernel<T, decltype(o)::value><<<blocks, threads, 0, stream>>>(a);
+  });
+  checkLaunch("dda_tree (lines)", blocks, threads);
+}
+
+}  // namespace rcclx::gpu
