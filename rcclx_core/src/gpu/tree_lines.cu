@@ -32,20 +32,30 @@ struct TreeLinesArgs {
   size_t words;     ///< 8-byte words of the message
   size_t segWords;  ///< words per segment (the last may be shorter)
   bool aligned8;    ///< send and recv are 8-byte aligned
+  uint32_t pollNs;  ///< pause between unsuccessful polls (0: none)
   uint64_t timeoutNs;
 };
 
 constexpr int kLanesPerLine = static_cast<int>(kLineBytes / 16);
 constexpr int kLinesPerWarp = ctran::kWarpSize / kLanesPerLine;
-/// Line groups a warp loads before it stores them in the reduce-scatter (loads in flight
-/// together).
-constexpr int kBatch = 2;
+/// Line groups a warp works on at once in every phase (their loads and polls in flight
+/// together): fewer dependent steps per warp.
+constexpr int kBatch = 4;
 
 __device__ __forceinline__ bool warpAll(bool pred) {
 #if RCCLX_GPU_HIP
   return __all(pred);
 #else
   return __all_sync(0xffffffffu, pred);
+#endif
+}
+
+__device__ __forceinline__ void sleepNs(uint32_t ns) {
+#if RCCLX_GPU_HIP
+  (void)ns;
+  __builtin_amdgcn_s_sleep(1);
+#else
+  __nanosleep(ns);
 #endif
 }
 
@@ -81,20 +91,31 @@ __device__ __forceinline__ void lineLoad(const char* p, uint64_t& lo, uint64_t& 
 #endif
 }
 
-/// Waits until every line the warp reads (each lane its 16 bytes at `p`) carries `flag`, and
-/// returns this lane's two words. Lanes with `active` false only vote; every lane of the warp
-/// must call it.
-__device__ __forceinline__ void lineWait(const char* p, bool active, bool flagLane, uint64_t flag,
-                                         uint64_t& lo, uint64_t& hi, int rank, int peer,
-                                         uint64_t timeoutNs) {
-  if (active) lineLoad(p, lo, hi);
-  if (warpAll(!active || !flagLane || hi == flag)) return;
+/// Waits until every line the warp reads carries `flag`, and returns this lane's two words of
+/// each: up to kBatch lines per lane (line[i] of `slot`, where active[i]), polled together.
+/// Every lane of the warp must call it (inactive lines only vote).
+__device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)[kBatch],
+                                          const bool (&active)[kBatch], bool flagLane,
+                                          uint64_t flag, uint64_t (&lo)[kBatch],
+                                          uint64_t (&hi)[kBatch], int rank, int peer,
+                                          uint32_t pollNs, uint64_t timeoutNs) {
+  auto poll = [&] {
+    bool ready = true;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (!active[i]) continue;
+      lineLoad(slot + line[i] * kLineBytes, lo[i], hi[i]);
+      ready &= !flagLane || hi[i] == flag;
+    }
+    return warpAll(ready);
+  };
+  if (poll()) return;
   ctran::device::WaitClock clock(timeoutNs);
   for (;;) {
-    if (active) lineLoad(p, lo, hi);
-    if (warpAll(!active || !flagLane || hi == flag)) return;
+    if (pollNs) sleepNs(pollNs);
+    if (poll()) return;
     if (clock.expired())
-      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi : 0, timeoutNs);
+      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0, timeoutNs);
   }
 }
 
@@ -129,91 +150,109 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   auto loadWord = [&](size_t w) {
     return asWord(loadOwn<T, O, V>(a.buf.send, w, a.buf.count, a.aligned8, a.buf.scale));
   };
+  auto storeWord = [&](size_t w, uint64_t v) {
+    storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(v));
+  };
   // First word of this lane in `line` of segment s (the flag lane has one word).
   auto wordOf = [&](int s, size_t line) {
     return segBegin(s) + line * kLinePayloadWords + 2 * static_cast<size_t>(piece);
+  };
+  // Visits the warp's line groups of a segment of `lines` lines, kBatch groups at a time:
+  // fn(line, active) with this lane's line of each group and whether it exists.
+  auto forBatches = [&](size_t lines, auto&& fn) {
+    for (size_t g0 = warp; g0 * kLinesPerWarp < lines; g0 += kBatch * nWarps) {
+      size_t line[kBatch];
+      bool active[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        line[i] = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
+        active[i] = line[i] < lines;
+      }
+      fn(line, active);
+    }
   };
 
   // 1. Reduce-scatter: my words of segment p to rank p.
   for (int d = 1; d < n; ++d) {
     const int p = (me + d) % n;
-    const size_t lines = linesOf(segLen(p));
     char* dst = slot(p, 0, me);
-    for (size_t g0 = warp; g0 * kLinesPerWarp < lines; g0 += kBatch * nWarps) {
+    forBatches(linesOf(segLen(p)), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
       uint64_t lo[kBatch], hi[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const size_t line = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
-        if (line < lines) {
-          lo[i] = loadWord(wordOf(p, line));
-          hi[i] = flagLane ? flag : loadWord(wordOf(p, line) + 1);
-        }
+        if (!active[i]) continue;
+        lo[i] = loadWord(wordOf(p, line[i]));
+        hi[i] = flagLane ? flag : loadWord(wordOf(p, line[i]) + 1);
       }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const size_t line = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
-        if (line < lines) lineStore(dst + line * kLineBytes, lo[i], hi[i]);
+        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i]);
       }
-    }
+    });
   }
 
   // 2. Reduce my segment in rank order; the result to my output and to every peer.
-  {
-    const size_t len = segLen(me);
-    const size_t lines = linesOf(len);
-    for (size_t g = warp; g * kLinesPerWarp < lines; g += nWarps) {
-      const size_t line = g * kLinesPerWarp + lineInGroup;
-      const bool active = line < lines;
-      const size_t w = wordOf(me, line);
-      uint64_t own0 = 0, own1 = 0;
-      if (active) {
-        own0 = loadWord(w);
-        if (!flagLane) own1 = loadWord(w + 1);
+  const size_t myLen = segLen(me);
+  forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+    uint64_t own0[kBatch], own1[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      own0[i] = own1[i] = 0;
+      if (!active[i]) continue;
+      own0[i] = loadWord(wordOf(me, line[i]));
+      if (!flagLane) own1[i] = loadWord(wordOf(me, line[i]) + 1);
+    }
+    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    for (int q = 0; q < n; ++q) {
+      uint64_t lo[kBatch], hi[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        lo[i] = own0[i];
+        hi[i] = own1[i];
       }
-      UnitReducer<T, O, V> r0, r1;
-      for (int q = 0; q < n; ++q) {
-        uint64_t lo = own0, hi = own1;
-        if (q != me)
-          lineWait(slot(me, 0, q) + line * kLineBytes, active, flagLane, flag, lo, hi, me, q,
-                   a.timeoutNs);
+      if (q != me)
+        linesWait(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.pollNs,
+                  a.timeoutNs);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
         if (q == 0) {
-          r0.first(fromWord(lo));
-          r1.first(fromWord(hi));
+          r0[i].first(fromWord(lo[i]));
+          r1[i].first(fromWord(hi[i]));
         } else {
-          r0.add(fromWord(lo));
-          r1.add(fromWord(hi));
+          r0[i].add(fromWord(lo[i]));
+          r1[i].add(fromWord(hi[i]));
         }
       }
-      if (!active) continue;
-      const uint64_t res0 = asWord(r0.result(a.buf.avgDivisor));
-      const uint64_t res1 = flagLane ? flag : asWord(r1.result(a.buf.avgDivisor));
-      for (int d = 1; d < n; ++d)
-        lineStore(slot((me + d) % n, 1, me) + line * kLineBytes, res0, res1);
-      const size_t local = w - segBegin(me);
-      if (local < len) storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(res0));
-      if (!flagLane && local + 1 < len)
-        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, fromWord(res1));
     }
-  }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (!active[i]) continue;
+      const uint64_t res0 = asWord(r0[i].result(a.buf.avgDivisor));
+      const uint64_t res1 = flagLane ? flag : asWord(r1[i].result(a.buf.avgDivisor));
+      for (int d = 1; d < n; ++d)
+        lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0, res1);
+      const size_t w = wordOf(me, line[i]);
+      if (w - segBegin(me) < myLen) storeWord(w, res0);
+      if (!flagLane && w + 1 - segBegin(me) < myLen) storeWord(w + 1, res1);
+    }
+  });
 
   // 3. All-gather: the peers' results into my output.
   for (int d = 1; d < n; ++d) {
     const int q = (me + n - d) % n;
     const size_t len = segLen(q);
-    const size_t lines = linesOf(len);
     const char* src = slot(me, 1, q);
-    for (size_t g = warp; g * kLinesPerWarp < lines; g += nWarps) {
-      const size_t line = g * kLinesPerWarp + lineInGroup;
-      const bool active = line < lines;
-      uint64_t lo = 0, hi = 0;
-      lineWait(src + line * kLineBytes, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
-      if (!active) continue;
-      const size_t w = wordOf(q, line);
-      const size_t local = w - segBegin(q);
-      if (local < len) storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(lo));
-      if (!flagLane && local + 1 < len)
-        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, fromWord(hi));
-    }
+    forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+      uint64_t lo[kBatch], hi[kBatch];
+      linesWait(src, line, active, flagLane, flag, lo, hi, me, q, a.pollNs, a.timeoutNs);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (!active[i]) continue;
+        const size_t w = wordOf(q, line[i]);
+        if (w - segBegin(q) < len) storeWord(w, lo[i]);
+        if (!flagLane && w + 1 - segBegin(q) < len) storeWord(w + 1, hi[i]);
+      }
+    });
   }
   __syncthreads();
   ctran::device::epochAdvance(h, epoch);
@@ -251,19 +290,26 @@ void launchTreeLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  const int threads = tu.treeThreads;
-  const size_t warpLines = static_cast<size_t>(threads / ctran::kWarpSize) *
-                           (tu.treeMinWarpLines > 0 ? tu.treeMinWarpLines : 1);
-  const size_t want = (lines + warpLines - 1) / warpLines;
+  a.pollNs = static_cast<uint32_t>(tu.treePollNs);
+  // Warps wanted: one per treeMinWarpLines lines; spread over as many blocks as allowed
+  // (more SMs issue loads and stores), each of at most treeThreads threads.
+  constexpr size_t kWarp = ctran::kWarpSize;
+  const size_t minLines = tu.treeMinWarpLines > 0 ? tu.treeMinWarpLines : 1;
+  const size_t warps = (lines + minLines - 1) / minLines;
   const size_t maxBlocks =
       static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
-  const int blocks = static_cast<int>(want < 1 ? 1 : (want > maxBlocks ? maxBlocks : want));
+  const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
+  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.treeThreads) / kWarp;
+  size_t perBlock = (warps + blocks - 1) / blocks;
+  if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
+  if (perBlock < 1) perBlock = 1;
+  const int threads = static_cast<int>(perBlock * kWarp);
   auto stream = static_cast<gpuStream_t>(args.stream);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    treeLinesKernel<T, decltype(o)::value><<<blocks, threads, 0, stream>>>(a);
+    treeLinesKernel<T, decltype(o)::value><<<static_cast<int>(blocks), threads, 0, stream>>>(a);
   });
-  checkLaunch("dda_tree (lines)", blocks, threads);
+  checkLaunch("dda_tree (lines)", static_cast<int>(blocks), threads);
 }
 
 }  // namespace rcclx::gpu
