@@ -129,3 +129,29 @@ def test_finalize_and_abort():
         finalized, destroyed, outcomes = res.value
         assert finalized and destroyed
         assert outcomes == {"all_reduce": True, "abort": True, "destroy": True}
+
+
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("tree_lines_max_bytes=-1", "tree_lines_max_bytes=-1 must be a non-negative integer"),
+        ("tree_min_warp_lines=0", "tree_min_warp_lines=0 must be a positive integer"),
+        ("tree_threads=100", "tree_threads=100 must be a multiple of 32"),
+        ("tree_max_blocks=4096", "tree_max_blocks=4096 exceeds the 128-block limit"),
+        ("tree_lines=1", "unknown name 'tree_lines'"),
+    ],
+)
+def test_bad_gpu_tuning_fails_at_creation(monkeypatch, spec, fragment):
+    """RCCLX_GPU_TUNING is checked when a communicator is created, with or without a GPU."""
+    monkeypatch.setenv("RCCLX_GPU_TUNING", spec)
+    with pytest.raises(rc.InvalidArgumentError, match=fragment):
+        rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
+
+
+def test_gpu_tuning_accepts_the_tree_line_settings(monkeypatch):
+    monkeypatch.setenv("RCCLX_GPU_TUNING", "tree_lines_max_bytes=0,tree_min_warp_lines=8")
+    comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
+    x = np.arange(5, dtype=np.float32)
+    comm.all_reduce(x)
+    assert x.tolist() == [0, 1, 2, 3, 4]
+    comm.destroy()

@@ -48,10 +48,8 @@ SWEEP = [
         (256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20),
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
-            "tree_poll_ns=200",
             "tree_min_warp_lines=8",
-            "tree_max_blocks=32",
-            "tree_threads=256",
+            "tree_max_blocks=64",
         ),
     ),
     (

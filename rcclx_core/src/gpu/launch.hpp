@@ -81,7 +81,6 @@ struct Tuning {
   int treeMaxBlocks = 128;
   size_t treeMinBlockUnits = 512;  ///< tree (two-shot): at least this many units per block
   size_t treeMinWarpLines = 4;     ///< tree (lines): at least this many lines per warp and segment
-  int treePollNs = 0;              ///< tree (lines): pause between unsuccessful polls
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
   size_t treeLinesMaxBytes = SIZE_MAX;
   int largeThreads = 512;

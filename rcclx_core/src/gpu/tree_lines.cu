@@ -32,7 +32,6 @@ struct TreeLinesArgs {
   size_t words;     ///< 8-byte words of the message
   size_t segWords;  ///< words per segment (the last may be shorter)
   bool aligned8;    ///< send and recv are 8-byte aligned
-  uint32_t pollNs;  ///< pause between unsuccessful polls (0: none)
   uint64_t timeoutNs;
 };
 
@@ -47,15 +46,6 @@ __device__ __forceinline__ bool warpAll(bool pred) {
   return __all(pred);
 #else
   return __all_sync(0xffffffffu, pred);
-#endif
-}
-
-__device__ __forceinline__ void sleepNs(uint32_t ns) {
-#if RCCLX_GPU_HIP
-  (void)ns;
-  __builtin_amdgcn_s_sleep(1);
-#else
-  __nanosleep(ns);
 #endif
 }
 
@@ -98,7 +88,7 @@ __device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)
                                           const bool (&active)[kBatch], bool flagLane,
                                           uint64_t flag, uint64_t (&lo)[kBatch],
                                           uint64_t (&hi)[kBatch], int rank, int peer,
-                                          uint32_t pollNs, uint64_t timeoutNs) {
+                                          uint64_t timeoutNs) {
   auto poll = [&] {
     bool ready = true;
 #pragma unroll
@@ -112,7 +102,6 @@ __device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)
   if (poll()) return;
   ctran::device::WaitClock clock(timeoutNs);
   for (;;) {
-    if (pollNs) sleepNs(pollNs);
     if (poll()) return;
     if (clock.expired())
       ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0, timeoutNs);
@@ -211,8 +200,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
         hi[i] = own1[i];
       }
       if (q != me)
-        linesWait(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.pollNs,
-                  a.timeoutNs);
+        linesWait(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         if (q == 0) {
@@ -244,7 +232,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     const char* src = slot(me, 1, q);
     forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
       uint64_t lo[kBatch], hi[kBatch];
-      linesWait(src, line, active, flagLane, flag, lo, hi, me, q, a.pollNs, a.timeoutNs);
+      linesWait(src, line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         if (!active[i]) continue;
@@ -290,7 +278,6 @@ void launchTreeLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  a.pollNs = static_cast<uint32_t>(tu.treePollNs);
   // Warps wanted: one per treeMinWarpLines lines; spread over as many blocks as allowed
   // (more SMs issue loads and stores), each of at most treeThreads threads.
   constexpr size_t kWarp = ctran::kWarpSize;
