@@ -4,7 +4,8 @@ auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot).
     python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
 
 Every column is timed the same way: 20 ops captured in one CUDA graph, the graph replayed 15
-times after 3 warm-up replays, the median replay over 20 (microseconds per op, rank 0's
+times after 3 warm-up replays (each replay queued behind a short GPU sleep, so the host's
+launch latency is not timed), the median replay over 20 (microseconds per op, rank 0's
 reading), the better of two passes over all columns (the second in reverse order). busbw =
 bytes / time * 2 (n - 1) / n. The table ends with the ratio of our best column to the best peer
 (below 1: faster), then each performance target as a ratio from this run. --sweep also times a
@@ -31,6 +32,7 @@ SYMM_MAX = 64 << 20
 OPS_PER_GRAPH = 20
 REPLAYS = 15
 WARMUP = 3
+QUEUE_SLEEP_CYCLES = 200_000  # ~100 us at the H200's clock: longer than queueing a replay
 # Launch shapes tried by --sweep: (column, sizes, tuning spec).
 SWEEP = [
     (
@@ -86,6 +88,9 @@ def _time_graph(torch, fn, barrier):
     for _ in range(REPLAYS):
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
+        # The GPU sleeps while the host queues the replay, so the host's graph-launch latency
+        # (about 10 us per replay, 0.5 us per op) stays out of the time.
+        torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
         e0.record()
         g.replay()
         e1.record()

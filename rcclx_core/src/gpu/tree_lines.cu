@@ -49,6 +49,15 @@ __device__ __forceinline__ bool warpAll(bool pred) {
 #endif
 }
 
+/// Asks for the line holding `p` to be brought into L2 (NVIDIA; AMD: nothing).
+__device__ __forceinline__ void prefetchL2(const void* p) {
+#if RCCLX_GPU_HIP
+  (void)p;
+#else
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 __device__ __forceinline__ uint64_t asWord(uint2 v) {
   return (static_cast<uint64_t>(v.y) << 32) | v.x;
 }
@@ -161,6 +170,18 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     }
   };
 
+  // Step 2's own words of this warp are fetched into L2 now, while step 1 runs: step 2 then
+  // waits on L2, not on HBM, before its first add.
+  const size_t myLen = segLen(me);
+  forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const size_t w = wordOf(me, line[i]);
+      if (active[i] && w < a.words)
+        prefetchL2(static_cast<const char*>(a.buf.send) + w * kWordBytes);
+    }
+  });
+
   // 1. Reduce-scatter: my words of segment p to rank p.
   for (int d = 1; d < n; ++d) {
     const int p = (me + d) % n;
@@ -181,7 +202,6 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   }
 
   // 2. Reduce my segment in rank order; the result to my output and to every peer.
-  const size_t myLen = segLen(me);
   forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
     uint64_t own0[kBatch], own1[kBatch];
 #pragma unroll
