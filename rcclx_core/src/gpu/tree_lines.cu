@@ -37,9 +37,8 @@ struct TreeLinesArgs {
 
 constexpr int kLanesPerLine = static_cast<int>(kLineBytes / 16);
 constexpr int kLinesPerWarp = ctran::kWarpSize / kLanesPerLine;
-/// Line groups a warp takes at once: their input loads are in flight together, and the
-/// reduce and all-gather steps then wait for each group's lines in turn, handling each group as
-/// soon as it is here.
+/// Line groups a warp works on at once in every phase (their loads and polls in flight
+/// together): fewer dependent steps per warp.
 constexpr int kBatch = 4;
 
 __device__ __forceinline__ bool warpAll(bool pred) {
@@ -91,22 +90,30 @@ __device__ __forceinline__ void lineLoad(const char* p, uint64_t& lo, uint64_t& 
 #endif
 }
 
-/// Waits until the line each lane reads (its 16 bytes at `p`) carries `flag` in every lane of
-/// the warp, and returns this lane's two words. Lanes with `active` false only vote; every lane
-/// of the warp must call it.
-__device__ __forceinline__ void lineWait(const char* p, bool active, bool flagLane, uint64_t flag,
-                                         uint64_t& lo, uint64_t& hi, int rank, int peer,
-                                         uint64_t timeoutNs) {
+/// Waits until every line the warp reads carries `flag`, and returns this lane's two words of
+/// each: up to kBatch lines per lane (line[i] of `slot`, where active[i]), polled together.
+/// Every lane of the warp must call it (inactive lines only vote).
+__device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)[kBatch],
+                                          const bool (&active)[kBatch], bool flagLane,
+                                          uint64_t flag, uint64_t (&lo)[kBatch],
+                                          uint64_t (&hi)[kBatch], int rank, int peer,
+                                          uint64_t timeoutNs) {
   auto poll = [&] {
-    if (active) lineLoad(p, lo, hi);
-    return warpAll(!active || !flagLane || hi == flag);
+    bool ready = true;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (!active[i]) continue;
+      lineLoad(slot + line[i] * kLineBytes, lo[i], hi[i]);
+      ready &= !flagLane || hi[i] == flag;
+    }
+    return warpAll(ready);
   };
   if (poll()) return;
   ctran::device::WaitClock clock(timeoutNs);
   for (;;) {
     if (poll()) return;
     if (clock.expired())
-      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi : 0, timeoutNs);
+      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0, timeoutNs);
   }
 }
 
@@ -204,26 +211,32 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
       own0[i] = loadWord(wordOf(me, line[i]));
       if (!flagLane) own1[i] = loadWord(wordOf(me, line[i]) + 1);
     }
-    // Group by group, so each is added and sent on as soon as its lines are here.
+    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    for (int q = 0; q < n; ++q) {
+      uint64_t lo[kBatch], hi[kBatch];
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      UnitReducer<T, O, V> r0, r1;
-      for (int q = 0; q < n; ++q) {
-        uint64_t lo = own0[i], hi = own1[i];
-        if (q != me)
-          lineWait(slot(me, 0, q) + line[i] * kLineBytes, active[i], flagLane, flag, lo, hi, me, q,
-                   a.timeoutNs);
+      for (int i = 0; i < kBatch; ++i) {
+        lo[i] = own0[i];
+        hi[i] = own1[i];
+      }
+      if (q != me)
+        linesWait(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
         if (q == 0) {
-          r0.first(fromWord(lo));
-          r1.first(fromWord(hi));
+          r0[i].first(fromWord(lo[i]));
+          r1[i].first(fromWord(hi[i]));
         } else {
-          r0.add(fromWord(lo));
-          r1.add(fromWord(hi));
+          r0[i].add(fromWord(lo[i]));
+          r1[i].add(fromWord(hi[i]));
         }
       }
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
       if (!active[i]) continue;
-      const uint64_t res0 = asWord(r0.result(a.buf.avgDivisor));
-      const uint64_t res1 = flagLane ? flag : asWord(r1.result(a.buf.avgDivisor));
+      const uint64_t res0 = asWord(r0[i].result(a.buf.avgDivisor));
+      const uint64_t res1 = flagLane ? flag : asWord(r1[i].result(a.buf.avgDivisor));
       for (int d = 1; d < n; ++d)
         lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0, res1);
       const size_t w = wordOf(me, line[i]);
@@ -238,14 +251,14 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     const size_t len = segLen(q);
     const char* src = slot(me, 1, q);
     forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+      uint64_t lo[kBatch], hi[kBatch];
+      linesWait(src, line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        uint64_t lo = 0, hi = 0;
-        lineWait(src + line[i] * kLineBytes, active[i], flagLane, flag, lo, hi, me, q, a.timeoutNs);
         if (!active[i]) continue;
         const size_t w = wordOf(q, line[i]);
-        if (w - segBegin(q) < len) storeWord(w, lo);
-        if (!flagLane && w + 1 - segBegin(q) < len) storeWord(w + 1, hi);
+        if (w - segBegin(q) < len) storeWord(w, lo[i]);
+        if (!flagLane && w + 1 - segBegin(q) < len) storeWord(w + 1, hi[i]);
       }
     });
   }
