@@ -50,8 +50,8 @@ SWEEP = [
         (256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20),
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
-            "tree_weak_stores=1",
             "tree_min_warp_lines=8",
+            "tree_max_blocks=64",
         ),
     ),
     (

@@ -244,18 +244,6 @@ def correctness_rank(info, counts):
         run_case(
             f"dda_tree two-shot {name} {op} n={count} {mode}", "dda_tree", name, op, count, mode
         )
-    # Experiment: the line kernel with plain (weak) stores, repeated to give a torn line a chance
-    # to show.
-    comm.set_gpu_tuning("tree_weak_stores=1")
-    for rep in range(8):
-        for name, op, count, mode in (
-            ("bfloat16", "SUM", (1 << 20) + 7, "out"),
-            ("float32", "SUM", (1 << 20) + 3, "inplace"),
-            ("int64", "BXOR", 65537, "out"),
-            ("float16", "MIN", 4099, "misaligned"),
-        ):
-            label = f"dda_tree weak-store lines #{rep} {name} {op} n={count} {mode}"
-            run_case(label, "dda_tree", name, op, count, mode)
     comm.set_gpu_tuning("")
     cases.extend(unsupported_cases(torch, rc, comm, dev))
     comm.destroy()

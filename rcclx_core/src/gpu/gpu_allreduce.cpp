@@ -57,7 +57,7 @@ void Tuning::apply(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
-    const bool zeroOk = name == "tree_lines_max_bytes" || name == "tree_weak_stores";
+    const bool zeroOk = name == "tree_lines_max_bytes";
     CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
                 ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",
                 zeroOk ? "non-negative" : "positive", " integer");
@@ -84,8 +84,6 @@ void Tuning::apply(const std::string& spec) {
       treeMinBlockUnits = static_cast<size_t>(v);
     else if (name == "tree_min_warp_lines")
       treeMinWarpLines = static_cast<size_t>(v);
-    else if (name == "tree_weak_stores")
-      treeWeakStores = v != 0;
     else if (name == "tree_lines_max_bytes")
       treeLinesMaxBytes = static_cast<size_t>(v);
     else if (name == "large_threads")
@@ -99,7 +97,7 @@ void Tuning::apply(const std::string& spec) {
           ctran::strCat("GPU tuning: unknown name '", name,
                         "' (flat_threads, flat_max_blocks, tree_threads, "
                         "tree_max_blocks, tree_min_block_units, tree_min_warp_lines, "
-                        "tree_lines_max_bytes, tree_weak_stores, large_threads, large_blocks, "
+                        "tree_lines_max_bytes, large_threads, large_blocks, "
                         "large_chunk_units)"));
   }
 }

@@ -83,7 +83,6 @@ struct Tuning {
   size_t treeMinWarpLines = 4;     ///< tree (lines): at least this many lines per warp and segment
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
   size_t treeLinesMaxBytes = SIZE_MAX;
-  int treeWeakStores = 0;  ///< tree (lines): 1 stores lines with plain stores (experiment)
   int largeThreads = 512;
   int largeBlocks = 128;
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round

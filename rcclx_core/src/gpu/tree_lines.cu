@@ -32,7 +32,6 @@ struct TreeLinesArgs {
   size_t words;     ///< 8-byte words of the message
   size_t segWords;  ///< words per segment (the last may be shorter)
   bool aligned8;    ///< send and recv are 8-byte aligned
-  bool weakStores;  ///< lines stored with plain stores instead of volatile ones (experiment)
   uint64_t timeoutNs;
 };
 
@@ -66,21 +65,14 @@ __device__ __forceinline__ uint2 fromWord(uint64_t w) {
   return make_uint2(static_cast<uint32_t>(w), static_cast<uint32_t>(w >> 32));
 }
 
-/// This lane's 16 bytes of a line (a peer's), as one warp-wide store: volatile, or a plain
-/// (weak) store when `weak` (an experiment: `tree_weak_stores=1`). `weak` is the same on every
-/// lane, so a line's eight lanes always store with one instruction.
-__device__ __forceinline__ void lineStore(char* p, uint64_t lo, uint64_t hi, bool weak) {
+/// This lane's 16 bytes of a line (a peer's), as one warp-wide store.
+__device__ __forceinline__ void lineStore(char* p, uint64_t lo, uint64_t hi) {
 #if RCCLX_GPU_HIP
-  (void)weak;
   volatile uint64_t* d = reinterpret_cast<volatile uint64_t*>(p);
   d[0] = lo;
   d[1] = hi;
 #else
-  if (weak) {
-    asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
-  } else {
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
-  }
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
 #endif
 }
 
@@ -204,7 +196,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
       }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i], a.weakStores);
+        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i]);
       }
     });
   }
@@ -246,7 +238,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
       const uint64_t res0 = asWord(r0[i].result(a.buf.avgDivisor));
       const uint64_t res1 = flagLane ? flag : asWord(r1[i].result(a.buf.avgDivisor));
       for (int d = 1; d < n; ++d)
-        lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0, res1, a.weakStores);
+        lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0, res1);
       const size_t w = wordOf(me, line[i]);
       if (w - segBegin(me) < myLen) storeWord(w, res0);
       if (!flagLane && w + 1 - segBegin(me) < myLen) storeWord(w + 1, res1);
@@ -306,7 +298,6 @@ void launchTreeLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  a.weakStores = tu.treeWeakStores != 0;
   // Warps wanted: one per treeMinWarpLines lines; spread over as many blocks as allowed
   // (more SMs issue loads and stores), each of at most treeThreads threads.
   constexpr size_t kWarp = ctran::kWarpSize;
