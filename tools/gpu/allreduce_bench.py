@@ -15,7 +15,6 @@ few launch shapes (set_gpu_tuning) per size and reports them in the JSON and a s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -23,7 +22,7 @@ import time
 from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_common import run_ranks  # noqa: E402
+from gpu_common import run_ranks, write_rank_rows  # noqa: E402
 
 OURS = ("dda_flat", "dda_tree", "dda_large", "auto")
 PEERS = ("nccl", "symm_one_shot", "symm_two_shot")
@@ -287,19 +286,14 @@ def main() -> int:
     }
     for (b, k), v in errors.items():
         print(f"{_fmt_bytes(b)} {k}: {v}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(
-                {
-                    "nranks": args.nranks,
-                    "dtype": args.dtype,
-                    "ops_per_graph": OPS_PER_GRAPH,
-                    "replays": REPLAYS,
-                    "rank_rows": per_rank,
-                },
-                fh,
-                indent=1,
-            )
+    write_rank_rows(
+        args.out,
+        per_rank,
+        nranks=args.nranks,
+        dtype=args.dtype,
+        ops_per_graph=OPS_PER_GRAPH,
+        replays=REPLAYS,
+    )
     if args.sweep:
         print("\nlaunch-shape sweep (us per op):")
         print(sweep_table(rows))

@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_common import run_ranks  # noqa: E402
+from gpu_common import combine_pair, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
 BITWISE = ("BAND", "BOR", "BXOR")
@@ -84,20 +84,7 @@ def _reference(torch, dtype, count, op, seed, nranks, device):
         acc = [x.to(torch.int64) for x in xs]
     out = acc[0].clone()
     for x in acc[1:]:
-        if op in ("SUM", "AVG", "PREMUL_SUM"):
-            out = out + x
-        elif op == "PROD":
-            out = out * x
-        elif op == "MAX":
-            out = torch.maximum(out, x)
-        elif op == "MIN":
-            out = torch.minimum(out, x)
-        elif op == "BAND":
-            out = torch.bitwise_and(out, x)
-        elif op == "BOR":
-            out = torch.bitwise_or(out, x)
-        elif op == "BXOR":
-            out = torch.bitwise_xor(out, x)
+        out = combine_pair(torch, op, out, x)
     if op == "AVG":
         out = (
             out / nranks

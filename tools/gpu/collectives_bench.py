@@ -13,7 +13,6 @@ per op. busbw = bytes / time * (n - 1) / n for all three (nccl-tests' convention
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -21,7 +20,7 @@ from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from allreduce_bench import OPS_PER_GRAPH, REPLAYS, _fmt_bytes, _num, _try  # noqa: E402
-from gpu_common import run_ranks  # noqa: E402
+from gpu_common import run_ranks, write_rank_rows  # noqa: E402
 
 OPS = ("all_gather", "reduce_scatter", "all_to_all")
 SIZES = [1 << k for k in (14, 16, 18, 20, 22, 24, 26, 28)]  # 16 KiB .. 256 MiB
@@ -114,19 +113,14 @@ def main() -> int:
         for k, v in r.items():
             if isinstance(v, str):
                 print(f"{_fmt_bytes(r['bytes'])} {k}: {v}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(
-                {
-                    "nranks": args.nranks,
-                    "dtype": args.dtype,
-                    "ops_per_graph": OPS_PER_GRAPH,
-                    "replays": REPLAYS,
-                    "rank_rows": per_rank,
-                },
-                fh,
-                indent=1,
-            )
+    write_rank_rows(
+        args.out,
+        per_rank,
+        nranks=args.nranks,
+        dtype=args.dtype,
+        ops_per_graph=OPS_PER_GRAPH,
+        replays=REPLAYS,
+    )
     print(
         f"\nall_gather / reduce_scatter / all_to_all {args.dtype}, {args.nranks} GPUs, us per op "
         f"(CUDA graph of {OPS_PER_GRAPH}, median of {REPLAYS} replays; ratio = rcclx / NCCL), "

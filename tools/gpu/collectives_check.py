@@ -33,7 +33,7 @@ from allreduce_check import (  # noqa: E402
     premul_input,
     premul_scalar,
 )
-from gpu_common import run_ranks  # noqa: E402
+from gpu_common import combine_pair, run_ranks  # noqa: E402
 
 COUNTS = (0, 1, 3, 1001, 65537, 3_000_001)  # the last: 12 MB fp32 blocks, several rounds
 COPY_TYPES = ("bfloat16", "float32", "int8", "float64")
@@ -62,23 +62,7 @@ def reduce_exact(torch, xs, op, n):
         acc_t = torch.int64
     acc = xs[0].to(acc_t)
     for x in xs[1:]:
-        x = x.to(acc_t)
-        if op in ("SUM", "AVG", "PREMUL_SUM"):
-            acc = acc + x
-        elif op == "PROD":
-            acc = acc * x
-        elif op == "MAX":
-            acc = torch.maximum(acc, x)
-        elif op == "MIN":
-            acc = torch.minimum(acc, x)
-        elif op == "BAND":
-            acc = torch.bitwise_and(acc, x)
-        elif op == "BOR":
-            acc = torch.bitwise_or(acc, x)
-        elif op == "BXOR":
-            acc = torch.bitwise_xor(acc, x)
-        else:
-            raise ValueError(f"no reference for op {op}")
+        acc = combine_pair(torch, op, acc, x.to(acc_t))
     if op == "AVG":
         if dtype.is_floating_point:
             acc = acc / torch.full_like(acc, n)  # a true division, as the kernel's

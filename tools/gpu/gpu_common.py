@@ -11,6 +11,7 @@ The NVLink-multicast switches stay off in every child (the machines here require
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing as mp
 import os
 import socket
@@ -122,3 +123,29 @@ def run_ranks(
     if failed:
         raise RankFailure("\n".join(failed))
     return [results[r][1] for r in range(nranks)]
+
+
+def combine_pair(torch, op: str, a, b):
+    """a op b element-wise, for the checks' references (op by name; AVG and PREMUL_SUM add)."""
+    if op in ("SUM", "AVG", "PREMUL_SUM"):
+        return a + b
+    if op == "PROD":
+        return a * b
+    if op == "MAX":
+        return torch.maximum(a, b)
+    if op == "MIN":
+        return torch.minimum(a, b)
+    if op == "BAND":
+        return torch.bitwise_and(a, b)
+    if op == "BOR":
+        return torch.bitwise_or(a, b)
+    if op == "BXOR":
+        return torch.bitwise_xor(a, b)
+    raise ValueError(f"no reference for op {op}")
+
+
+def write_rank_rows(path: str, per_rank: list, **meta) -> None:
+    """Writes a benchmark's per-rank rows with its settings as JSON (nothing when path is "")."""
+    if path:
+        with open(path, "w") as fh:
+            json.dump({**meta, "rank_rows": per_rank}, fh, indent=1)

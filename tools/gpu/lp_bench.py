@@ -14,7 +14,6 @@ Ratios: LP / NCCL and LP / rcclx full precision (below 1: LP is faster).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from allreduce_bench import OPS_PER_GRAPH, REPLAYS, _fmt_bytes, _num, _try  # noqa: E402
-from gpu_common import run_ranks  # noqa: E402
+from gpu_common import run_ranks, write_rank_rows  # noqa: E402
 
 COLLS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 # --sweep: launch shapes (RCCLX_LP_GPU_BLOCKS, RCCLX_LP_GPU_CHUNK_BLOCKS, staging) for the
@@ -185,18 +184,13 @@ def main() -> int:
         for k in ("nccl", "full", "lp"):
             if isinstance(r.get(k), str):
                 print(f"{r['coll']} {r['dtype']} {_fmt_bytes(r['bytes'])} {k}: {r[k]}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(
-                {
-                    "nranks": args.nranks,
-                    "ops_per_graph": OPS_PER_GRAPH,
-                    "replays": REPLAYS,
-                    "rank_rows": per_rank,
-                },
-                fh,
-                indent=1,
-            )
+    write_rank_rows(
+        args.out,
+        per_rank,
+        nranks=args.nranks,
+        ops_per_graph=OPS_PER_GRAPH,
+        replays=REPLAYS,
+    )
     print(
         f"\nlow precision on {args.nranks} GPUs, us per op (CUDA graph of {OPS_PER_GRAPH}, median "
         f"of {REPLAYS} replays; LP = FP8 e4m3 wire, 256-element blocks), "
