@@ -138,6 +138,10 @@ def test_finalize_and_abort():
         ("tree_min_warp_lines=0", "tree_min_warp_lines=0 must be a positive integer"),
         ("tree_threads=100", "tree_threads=100 must be a multiple of 32"),
         ("tree_max_blocks=4096", "tree_max_blocks=4096 exceeds the 128-block limit"),
+        (
+            "tree_lines_max_blocks=300",
+            "tree_lines_max_blocks=300 exceeds the 256-block limit",
+        ),
         ("tree_lines=1", "unknown name 'tree_lines'"),
     ],
 )
@@ -149,7 +153,11 @@ def test_bad_gpu_tuning_fails_at_creation(monkeypatch, spec, fragment):
 
 
 def test_gpu_tuning_accepts_the_tree_line_settings(monkeypatch):
-    monkeypatch.setenv("RCCLX_GPU_TUNING", "tree_lines_max_bytes=0,tree_min_warp_lines=8")
+    monkeypatch.setenv(
+        "RCCLX_GPU_TUNING",
+        "tree_lines_max_bytes=0,tree_min_warp_lines=8,tree_lines_threads=128,"
+        "tree_lines_max_blocks=256",
+    )
     comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
     x = np.arange(5, dtype=np.float32)
     comm.all_reduce(x)

@@ -49,8 +49,11 @@ SWEEP = [
         (256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20),
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
+            "tree_lines_max_blocks=128,tree_lines_threads=512",  # the earlier line shape
+            "tree_lines_threads=128",
+            "tree_lines_max_blocks=192",
+            "tree_min_warp_lines=2",
             "tree_min_warp_lines=8",
-            "tree_max_blocks=64",
         ),
     ),
     (

@@ -26,6 +26,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_common import combine_pair, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
+# What the correctness sweep runs: (label, algorithm, tuning). With 256 lines per warp, dda_tree's
+# line kernel runs few warps, each through many batches.
+VARIANTS = (
+    ("dda_flat", "dda_flat", ""),
+    ("dda_tree", "dda_tree", ""),
+    ("dda_tree few warps", "dda_tree", "tree_min_warp_lines=256"),
+    ("dda_large", "dda_large", ""),
+    ("auto", "auto", ""),
+)
 BITWISE = ("BAND", "BOR", "BXOR")
 # (dtype name, ops); ops by name.
 TYPE_OPS = [
@@ -163,15 +172,16 @@ def correctness_rank(info, counts):
             {"case": label, "error": problem, "digest": _digest(out) if problem is None else None}
         )
 
-    for algo in ALGOS:
+    for variant, algo, tuning in VARIANTS:
+        comm.set_gpu_tuning(tuning)
         for name, ops in TYPE_OPS:
             for op in ops:
                 for count in counts:
-                    run_case(f"{algo} {name} {op} n={count}", algo, name, op, count, "out")
+                    run_case(f"{variant} {name} {op} n={count}", algo, name, op, count, "out")
         for name in ("bfloat16", "float32", "int8"):
             for count in (5, 4099):
                 run_case(
-                    f"{algo} {name} SUM n={count} misaligned",
+                    f"{variant} {name} SUM n={count} misaligned",
                     algo,
                     name,
                     "SUM",
@@ -189,18 +199,26 @@ def correctness_rank(info, counts):
         ):
             for count in (5, 4099):
                 run_case(
-                    f"{algo} {name} {op} n={count} misaligned", algo, name, op, count, "misaligned"
+                    f"{variant} {name} {op} n={count} misaligned",
+                    algo,
+                    name,
+                    op,
+                    count,
+                    "misaligned",
                 )
-        run_case(f"{algo} bfloat16 SUM n=70001 in-place", algo, "bfloat16", "SUM", 70001, "inplace")
         run_case(
-            f"{algo} float32 PREMUL_SUM n=70001 in-place",
+            f"{variant} bfloat16 SUM n=70001 in-place", algo, "bfloat16", "SUM", 70001, "inplace"
+        )
+        run_case(
+            f"{variant} float32 PREMUL_SUM n=70001 in-place",
             algo,
             "float32",
             "PREMUL_SUM",
             70001,
             "inplace",
         )
-        run_case(f"{algo} int64 BAND n=70001 in-place", algo, "int64", "BAND", 70001, "inplace")
+        run_case(f"{variant} int64 BAND n=70001 in-place", algo, "int64", "BAND", 70001, "inplace")
+    comm.set_gpu_tuning("")
     # Several rounds through the staging (36 MB of fp32 > RCCLX_GPU_STAGING_BYTES / 2).
     for algo in ("dda_tree", "dda_large"):
         run_case(f"{algo} float32 SUM n=9000001 rounds", algo, "float32", "SUM", 9_000_001, "out")

@@ -1,5 +1,5 @@
-// nvlink_probe: the ceiling of GPU-to-GPU push bandwidth over NVLink between 2 GPUs while both
-// directions carry the same load at once.
+// nvlink_probe: the ceiling of GPU-to-GPU bandwidth over NVLink between 2 GPUs (pushing,
+// pulling, by copy engine or by bulk copies) while both directions carry the same load at once.
 //
 // Why both directions: a two-rank allreduce moves its whole message size in each direction at
 // the same time, so what bounds it is one direction's throughput while the other direction is
@@ -11,6 +11,9 @@
 //   sm_store     SM threads load 16 B locally and store it to the peer with a plain store
 //                (grid-stride, 4 loads issued before 4 stores); blocks x threads swept.
 //   sm_store_nc  the same with streaming (evict-first) loads and stores: __ldcs / __stcs.
+//   sm_load      the pull: GPU d loads GPU (1-d)'s source and stores it into its own
+//                destination (the same end state as the push).
+//   sm_mixed     half the grid pushes the first half of the bytes, half pulls the second.
 //   copy_engine  cudaMemcpyPeerAsync, and cudaMemcpyAsync(DeviceToDevice) on a peer pointer.
 //   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
 //                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
@@ -101,6 +104,29 @@ __global__ void smStoreKernel(const uint4* __restrict__ src, uint4* __restrict__
     for (int k = 0; k < 4; ++k) store16<kStreaming>(dst + i + k * stride, v[k]);
   }
   for (; i < n; i += stride) store16<kStreaming>(dst + i, load16<kStreaming>(src + i));
+}
+
+// Half the grid pushes the first half of the units (local load, peer store), the other half
+// pulls the second half (peer load, local store): each direction of NVLink then carries one
+// half as writes and the other as read responses.
+__global__ void smMixedKernel(const uint4* __restrict__ localSrc, uint4* __restrict__ peerDst,
+                              const uint4* __restrict__ peerSrc, uint4* __restrict__ localDst,
+                              size_t n) {
+  const size_t halfGrid = gridDim.x / 2, half = n / 2;
+  const bool push = blockIdx.x < halfGrid;
+  const uint4* src = push ? localSrc : peerSrc + half;
+  uint4* dst = push ? peerDst : localDst + half;
+  const size_t len = push ? half : n - half;
+  const size_t stride = (push ? halfGrid : gridDim.x - halfGrid) * size_t(blockDim.x);
+  size_t i = (push ? blockIdx.x : blockIdx.x - halfGrid) * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < len; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = src[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) dst[i + k * stride] = v[k];
+  }
+  for (; i < len; i += stride) dst[i] = src[i];
 }
 
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
@@ -317,6 +343,23 @@ std::vector<Config> makeConfigs(bool quick) {
   smStore("sm_store", false, quick ? V{64, 132} : V{32, 64, 128, 132},
           quick ? V{512} : V{256, 512, 1024});
   smStore("sm_store_nc", true, quick ? V{132} : V{128, 132}, {512});
+  // Pulls: GPU d loads GPU (1 - d)'s source into its own destination (the same end state).
+  for (int b : quick ? V{132, 264} : V{64, 132, 264})
+    out.push_back({"sm_load", std::to_string(b) + " x 512", [=](int d, size_t bytes) {
+                     auto* src = reinterpret_cast<const uint4*>(g[1 - d].src);
+                     auto* dst = reinterpret_cast<uint4*>(g[d].dst);
+                     smStoreKernel<false><<<b, 512, 0, g[d].stream>>>(src, dst, bytes / 16);
+                     return cudaGetLastError();
+                   }});
+  for (int b : quick ? V{132, 264} : V{132, 264})
+    out.push_back({"sm_mixed", std::to_string(b) + " x 512", [=](int d, size_t bytes) {
+                     smMixedKernel<<<b, 512, 0, g[d].stream>>>(
+                         reinterpret_cast<const uint4*>(g[d].src),
+                         reinterpret_cast<uint4*>(g[1 - d].dst),
+                         reinterpret_cast<const uint4*>(g[1 - d].src),
+                         reinterpret_cast<uint4*>(g[d].dst), bytes / 16);
+                     return cudaGetLastError();
+                   }});
   out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
                    return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
                  }});
@@ -405,8 +448,9 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
-  std::printf("\nboth GPUs push at once; GB/s per direction; us per transfer (median of %d x %d)\n",
-              kIters, kLaunches);
+  std::printf(
+      "\nboth GPUs move data at once; GB/s per direction; us per transfer (median of %d x %d)\n",
+      kIters, kLaunches);
   const char* header = "%-12s %-12s %8s %10s %11s %10s %11s\n";
   std::printf(header, "variant", "config", "size", "stream us", "stream GB/s", "graph us",
               "graph GB/s");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs tools/gpu/nvlink_probe.cu (NVLink push bandwidth between 2 GPUs with both
+# Builds and runs tools/gpu/nvlink_probe.cu (NVLink bandwidth between 2 GPUs with both
 # directions loaded at once). Arguments go to the probe, e.g. --quick or --sizes 1048576,4194304.
 # The binary and its output (nvlink_probe.txt) go to $OUT (default /tmp).
 set -euo pipefail

@@ -67,9 +67,9 @@ void Tuning::apply(const std::string& spec) {
                   " up to ", kMaxThreads);
       field = static_cast<int>(v);
     };
-    auto blocks = [&](int& field) {
-      CTRAN_CHECK(v <= kMaxBlocks, ctran::InvalidArgument, "GPU tuning: ", name, "=", v,
-                  " exceeds the ", kMaxBlocks, "-block limit");
+    auto blocks = [&](int& field, int limit = kMaxBlocks) {
+      CTRAN_CHECK(v <= limit, ctran::InvalidArgument, "GPU tuning: ", name, "=", v, " exceeds the ",
+                  limit, "-block limit");
       field = static_cast<int>(v);
     };
     if (name == "flat_threads")
@@ -80,6 +80,10 @@ void Tuning::apply(const std::string& spec) {
       threads(treeThreads);
     else if (name == "tree_max_blocks")
       blocks(treeMaxBlocks);
+    else if (name == "tree_lines_threads")
+      threads(treeLinesThreads);
+    else if (name == "tree_lines_max_blocks")
+      blocks(treeLinesMaxBlocks, kMaxLineBlocks);
     else if (name == "tree_min_block_units")
       treeMinBlockUnits = static_cast<size_t>(v);
     else if (name == "tree_min_warp_lines")
@@ -96,7 +100,8 @@ void Tuning::apply(const std::string& spec) {
       throw ctran::InvalidArgument(
           ctran::strCat("GPU tuning: unknown name '", name,
                         "' (flat_threads, flat_max_blocks, tree_threads, "
-                        "tree_max_blocks, tree_min_block_units, tree_min_warp_lines, "
+                        "tree_max_blocks, tree_min_block_units, tree_lines_threads, "
+                        "tree_lines_max_blocks, tree_min_warp_lines, "
                         "tree_lines_max_bytes, large_threads, large_blocks, "
                         "large_chunk_units)"));
   }

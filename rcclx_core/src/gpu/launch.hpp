@@ -21,6 +21,9 @@ namespace rcclx::gpu {
 /// Most thread blocks any GPU allreduce kernel launches (flags are laid out for this many).
 constexpr int kMaxBlocks = 128;
 static_assert(kMaxBlocks <= ctran::kMaxEpochSlots, "every block needs an epoch slot");
+/// Most blocks of the line kernel (tree_lines.cu), which has no per-block flags: one epoch slot
+/// each.
+constexpr int kMaxLineBlocks = ctran::kMaxEpochSlots;
 /// Most threads per block of any GPU allreduce kernel (their __launch_bounds__).
 constexpr int kMaxThreads = 512;
 /// The unit of staging, vector loads and stores: 16 bytes.
@@ -80,6 +83,8 @@ struct Tuning {
   int treeThreads = 512;
   int treeMaxBlocks = 128;
   size_t treeMinBlockUnits = 512;  ///< tree (two-shot): at least this many units per block
+  int treeLinesThreads = 256;      ///< tree (lines): threads per block, at most
+  int treeLinesMaxBlocks = 256;    ///< tree (lines): blocks, at most (two per SM of an H200)
   size_t treeMinWarpLines = 4;     ///< tree (lines): at least this many lines per warp and segment
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
   size_t treeLinesMaxBytes = SIZE_MAX;

@@ -299,14 +299,14 @@ void launchTreeLines(const LaunchArgs& args) {
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
   // Warps wanted: one per treeMinWarpLines lines; spread over as many blocks as allowed
-  // (more SMs issue loads and stores), each of at most treeThreads threads.
+  // (more SMs issue loads and stores), each of at most treeLinesThreads threads.
   constexpr size_t kWarp = ctran::kWarpSize;
   const size_t minLines = tu.treeMinWarpLines > 0 ? tu.treeMinWarpLines : 1;
   const size_t warps = (lines + minLines - 1) / minLines;
-  const size_t maxBlocks =
-      static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
+  const size_t maxBlocks = static_cast<size_t>(
+      tu.treeLinesMaxBlocks < kMaxLineBlocks ? tu.treeLinesMaxBlocks : kMaxLineBlocks);
   const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
-  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.treeThreads) / kWarp;
+  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.treeLinesThreads) / kWarp;
   size_t perBlock = (warps + blocks - 1) / blocks;
   if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
   if (perBlock < 1) perBlock = 1;
