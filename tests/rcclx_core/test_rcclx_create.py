@@ -142,6 +142,7 @@ def test_finalize_and_abort():
             "tree_lines_max_blocks=300",
             "tree_lines_max_blocks=300 exceeds the 256-block limit",
         ),
+        ("pdl=2", "pdl=2 must be 0 or 1"),
         ("tree_lines=1", "unknown name 'tree_lines'"),
     ],
 )

@@ -38,6 +38,7 @@ SWEEP = [
         "flat",
         (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20),
         (
+            "pdl=0",  # plain launches
             "flat_threads=64,flat_max_blocks=128",
             "flat_threads=128,flat_max_blocks=128",
             "flat_threads=512,flat_max_blocks=64",
@@ -49,17 +50,16 @@ SWEEP = [
         (256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20),
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
+            "pdl=0",  # plain launches
+            "tree_lines_max_bytes=0,pdl=0",
             "tree_lines_max_blocks=128,tree_lines_threads=512",  # the earlier line shape
-            "tree_lines_threads=128",
-            "tree_lines_max_blocks=192",
-            "tree_min_warp_lines=2",
-            "tree_min_warp_lines=8",
         ),
     ),
     (
         "large",
         (16 << 20, 64 << 20, 256 << 20),
         (
+            "pdl=0",  # plain launches
             "large_blocks=128,large_chunk_units=2048",
             "large_blocks=64,large_chunk_units=8192",
             "large_threads=256",

@@ -23,6 +23,7 @@ struct FlatArgs {
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
+  awaitPrecedingKernel();
   const ctran::DeviceWindowHandle& h = a.win;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -93,10 +94,9 @@ void launchDdaFlat(const LaunchArgs& args) {
   const size_t want = (a.buf.units + threads - 1) / threads;
   const int blocks = static_cast<int>(
       want < static_cast<size_t>(args.tuning.flatMaxBlocks) ? want : args.tuning.flatMaxBlocks);
-  auto stream = static_cast<gpuStream_t>(args.stream);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    ddaFlatKernel<T, decltype(o)::value><<<blocks, threads, 0, stream>>>(a);
+    launchKernel(ddaFlatKernel<T, decltype(o)::value>, blocks, threads, args.stream, args.pdl, a);
   });
   checkLaunch("dda_flat", blocks, threads);
 }

@@ -55,6 +55,7 @@ class GpuAllReduce {
   StagingLayout layout_;
   Tuning tuning_;
   uint64_t timeoutNs_ = 0;
+  bool pdlCapable_ = false;  ///< the GPU has programmatic dependent launch (sm_90 and later)
 };
 
 }  // namespace rcclx::gpu

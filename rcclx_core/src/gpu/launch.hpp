@@ -91,6 +91,9 @@ struct Tuning {
   int largeThreads = 512;
   int largeBlocks = 128;
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
+  /// Programmatic dependent launch of the allreduce kernels (1) or plain launches (0); used on
+  /// GPUs that have it (sm_90 and later) only.
+  int pdl = 1;
   /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
   /// InvalidArgument naming an unknown name or a bad value.
   void apply(const std::string& spec);
@@ -110,6 +113,7 @@ struct LaunchArgs {
   Tuning tuning;
   void* stream = nullptr;  ///< cudaStream_t / hipStream_t
   uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
+  bool pdl = false;        ///< launch with programmatic dependent launch (see launchKernel)
 };
 
 /// The two-shot kernel's launch shape (see two_shot.cu).

@@ -119,6 +119,7 @@ __device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) {
+  awaitPrecedingKernel();
   using V = uint2;  // one 8-byte word
   const ctran::DeviceWindowHandle& h = a.win;
   const uint32_t epoch = ctran::device::epochLoad(h);
@@ -311,10 +312,10 @@ void launchTreeLines(const LaunchArgs& args) {
   if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
   if (perBlock < 1) perBlock = 1;
   const int threads = static_cast<int>(perBlock * kWarp);
-  auto stream = static_cast<gpuStream_t>(args.stream);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    treeLinesKernel<T, decltype(o)::value><<<static_cast<int>(blocks), threads, 0, stream>>>(a);
+    launchKernel(treeLinesKernel<T, decltype(o)::value>, static_cast<int>(blocks), threads,
+                 args.stream, args.pdl, a);
   });
   checkLaunch("dda_tree (lines)", static_cast<int>(blocks), threads);
 }

@@ -39,6 +39,7 @@ constexpr int kReduceBatch = 2;
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
+  awaitPrecedingKernel();
   using ctran::device::signalRelease;
   using ctran::device::signalWait;
   const ctran::DeviceWindowHandle& h = a.win;
@@ -193,10 +194,10 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
   a.timeoutNs = args.timeoutNs;
-  auto stream = static_cast<gpuStream_t>(args.stream);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    twoShotKernel<T, decltype(o)::value><<<shape.blocks, shape.threads, 0, stream>>>(a);
+    launchKernel(twoShotKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
+                 args.pdl, a);
   });
   checkLaunch(what, shape.blocks, shape.threads);
 }
