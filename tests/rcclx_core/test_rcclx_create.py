@@ -157,7 +157,7 @@ def test_gpu_tuning_accepts_the_tree_line_settings(monkeypatch):
     monkeypatch.setenv(
         "RCCLX_GPU_TUNING",
         "tree_lines_max_bytes=0,tree_min_warp_lines=8,tree_lines_threads=128,"
-        "tree_lines_max_blocks=256",
+        "tree_lines_max_blocks=256,pdl=0",
     )
     comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
     x = np.arange(5, dtype=np.float32)
