@@ -1,8 +1,8 @@
 // Device building blocks shared by the GPU reduction kernels: 16-byte units of any element type
 // (vector loads and stores, with element-wise handling of a partial last unit or a misaligned
 // buffer), PREMUL_SUM's scaling of this rank's own input, reduction in a fixed rank order with a
-// wider accumulator for 16-bit floats, LL lines, and the dispatch from (DataType, RedOp) to a
-// kernel instantiation.
+// wider accumulator for 16-bit floats, LL lines, the dispatch from (DataType, RedOp) to a
+// kernel instantiation, and launches with programmatic dependent launch.
 #pragma once
 
 #include <cstdint>
