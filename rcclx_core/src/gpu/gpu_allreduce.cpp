@@ -98,7 +98,7 @@ void Tuning::apply(const std::string& spec) {
       largeChunkUnits = static_cast<size_t>(v);
     else if (name == "pdl") {
       CTRAN_CHECK(v <= 1, ctran::InvalidArgument, "GPU tuning: pdl=", v, " must be 0 or 1");
-      pdl = static_cast<int>(v);
+      pdl = v == 1;
     } else
       throw ctran::InvalidArgument(
           ctran::strCat("GPU tuning: unknown name '", name,
@@ -194,7 +194,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.tuning = tuning_;
   a.stream = stream;
   a.timeoutNs = timeoutNs_;
-  a.pdl = tuning_.pdl == 1 && pdlCapable_;
+  a.pdl = tuning_.pdl && pdlCapable_;
   switch (algo) {
     case AllReduceAlgo::kDdaFlat: {
       // Pieces of whole 16-byte units, so every piece keeps the buffers' alignment.

@@ -76,7 +76,7 @@ struct StagingLayout {
   static StagingLayout of(int nranks, size_t flatBytes, size_t rawBytes, size_t linesBytes);
 };
 
-/// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.md).
+/// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.rst).
 struct Tuning {
   int flatThreads = 64;
   int flatMaxBlocks = 128;
@@ -93,7 +93,7 @@ struct Tuning {
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
   /// Programmatic dependent launch of the allreduce kernels (1) or plain launches (0); used on
   /// GPUs that have it (sm_90 and later) only.
-  int pdl = 1;
+  bool pdl = true;
   /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
   /// InvalidArgument naming an unknown name or a bad value.
   void apply(const std::string& spec);
