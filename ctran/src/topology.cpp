@@ -70,11 +70,13 @@ std::string hostIdentity() {
 
 bool processAlive(int64_t pid) {
   if (pid <= 0) return true;
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  auto gone = [&] { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; };
+  if (gone()) return false;
   // A killed child that its parent has not reaped yet still answers kill(): read its state.
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string all;
-  if (!std::getline(f, all)) return true;  // cannot tell: assume alive
+  // No state to read: reaped since the kill() above (gone now), or unreadable (assume alive).
+  if (!std::getline(f, all)) return !gone();
   size_t close = all.rfind(')');
   if (close == std::string::npos || close + 2 >= all.size()) return true;
   char state = all[close + 2];
