@@ -47,7 +47,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
   const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
-  const size_t gpuTreeLines = static_cast<size_t>(knob::RCCLX_GPU_TREE_LINES_BYTES());
+  const size_t gpuLines = static_cast<size_t>(knob::RCCLX_GPU_LINES_BYTES());
   const size_t gpuChannel = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
   const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
   gpu::Tuning().apply(gpuTuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
@@ -63,7 +63,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   if (ddaEnable && allShm) arena_ = std::make_unique<DirectArena>(*group_, ddaChunk);
   executor_ = std::make_unique<Executor>();
-  initGpu(gpuFlatBytes, gpuStaging, gpuTreeLines, gpuChannel, gpuTuning);
+  initGpu(gpuFlatBytes, gpuStaging, gpuLines, gpuChannel, gpuTuning);
   CTRAN_INFO("communicator: rank ", rank_, "/", nranks_, ", ", topology().nHosts, " host(s), ",
              arena_ ? "direct access (DDA available)" : "no direct access (ring only)");
 }

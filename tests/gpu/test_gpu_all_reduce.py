@@ -2,7 +2,8 @@
 (PREMUL_SUM with a scalar per rank, BAND / BOR / BXOR) and odd counts against a float64
 reference with bitwise-identical results on every rank; a one-rank communicator (PREMUL_SUM
 still scales); graph capture then 100 replays on changing inputs; device memory returned after
-destroy; a peer that never joins becomes an error within the timeout. The checks live in
+destroy; a peer that never joins becomes an error within the timeout (LL lines, 128-byte lines,
+two-shot). The checks live in
 tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
 """
 
@@ -48,8 +49,12 @@ def test_no_device_memory_left_after_destroy():
     assert all(abs(d) < (4 << 20) for d in lost), f"device bytes not returned, by rank: {lost}"
 
 
-@pytest.mark.parametrize("algo", ["dda_flat", "dda_tree"])
-def test_stalled_peer_is_an_error_not_a_hang(algo):
-    st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, timeout=60)[0]
+@pytest.mark.parametrize(
+    "algo, tuning",
+    [("dda_flat", ""), ("dda_flat", "flat_lines_min_bytes=1"), ("dda_tree", "")],
+    ids=["dda_flat", "dda_flat_lines", "dda_tree"],
+)
+def test_stalled_peer_is_an_error_not_a_hang(algo, tuning):
+    st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, tuning, timeout=60)[0]
     assert st["error"] is not None, f"all_reduce without its peer completed: {st}"
     assert st["seconds"] < 15, f"the error took {st['seconds']:.1f} s for a 2 s timeout"

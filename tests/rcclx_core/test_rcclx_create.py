@@ -135,14 +135,15 @@ def test_finalize_and_abort():
     "spec, fragment",
     [
         ("tree_lines_max_bytes=-1", "tree_lines_max_bytes=-1 must be a non-negative integer"),
-        ("tree_min_warp_lines=0", "tree_min_warp_lines=0 must be a positive integer"),
+        ("lines_min_warp_lines=0", "lines_min_warp_lines=0 must be a positive integer"),
         ("tree_threads=100", "tree_threads=100 must be a multiple of 32"),
         ("tree_max_blocks=4096", "tree_max_blocks=4096 exceeds the 128-block limit"),
         (
-            "tree_lines_max_blocks=300",
-            "tree_lines_max_blocks=300 exceeds the 256-block limit",
+            "lines_max_blocks=300",
+            "lines_max_blocks=300 exceeds the 256-block limit",
         ),
         ("pdl=2", "pdl=2 must be 0 or 1"),
+        ("flat_lines_min_bytes=0", "flat_lines_min_bytes=0 must be a positive integer"),
         ("tree_lines=1", "unknown name 'tree_lines'"),
     ],
 )
@@ -153,11 +154,11 @@ def test_bad_gpu_tuning_fails_at_creation(monkeypatch, spec, fragment):
         rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
 
 
-def test_gpu_tuning_accepts_the_tree_line_settings(monkeypatch):
+def test_gpu_tuning_accepts_the_line_settings(monkeypatch):
     monkeypatch.setenv(
         "RCCLX_GPU_TUNING",
-        "tree_lines_max_bytes=0,tree_min_warp_lines=8,tree_lines_threads=128,"
-        "tree_lines_max_blocks=256,pdl=0",
+        "tree_lines_max_bytes=0,flat_lines_min_bytes=4096,lines_min_warp_lines=8,"
+        "lines_threads=128,lines_max_blocks=256,pdl=0",
     )
     comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
     x = np.arange(5, dtype=np.float32)

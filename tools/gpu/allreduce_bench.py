@@ -36,13 +36,12 @@ QUEUE_SLEEP_CYCLES = 200_000  # ~100 us at the H200's clock: longer than queuein
 SWEEP = [
     (
         "flat",
-        (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20),
+        (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20),
         (
             "pdl=0",  # plain launches
-            "flat_threads=64,flat_max_blocks=128",
-            "flat_threads=128,flat_max_blocks=128",
-            "flat_threads=512,flat_max_blocks=64",
-            "flat_threads=512,flat_max_blocks=128",
+            "flat_lines_min_bytes=1",  # 128-byte lines at every size
+            "flat_lines_min_bytes=1073741824",  # LL lines at every size
+            "flat_lines_min_bytes=1,lines_min_warp_lines=16",
         ),
     ),
     (
@@ -51,8 +50,6 @@ SWEEP = [
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
             "pdl=0",  # plain launches
-            "tree_lines_max_bytes=0,pdl=0",
-            "tree_lines_max_blocks=128,tree_lines_threads=512",  # the earlier line shape
         ),
     ),
     (
@@ -60,9 +57,7 @@ SWEEP = [
         (16 << 20, 64 << 20, 256 << 20),
         (
             "pdl=0",  # plain launches
-            "large_blocks=128,large_chunk_units=2048",
             "large_blocks=64,large_chunk_units=8192",
-            "large_threads=256",
         ),
     ),
 ]

@@ -26,12 +26,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_common import combine_pair, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
-# What the correctness sweep runs: (label, algorithm, tuning). With 256 lines per warp, dda_tree's
-# line kernel runs few warps, each through many batches.
+# What the correctness sweep runs: (label, algorithm, tuning). dda_flat runs LL lines below
+# flat_lines_min_bytes and 128-byte lines above; the two extra flat variants put every count
+# through one of them. With 256 lines per warp, a line kernel runs few warps, each through many
+# batches.
 VARIANTS = (
     ("dda_flat", "dda_flat", ""),
+    ("dda_flat LL", "dda_flat", "flat_lines_min_bytes=1073741824"),
+    ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1"),
+    ("dda_flat lines few warps", "dda_flat", "flat_lines_min_bytes=1,lines_min_warp_lines=256"),
     ("dda_tree", "dda_tree", ""),
-    ("dda_tree few warps", "dda_tree", "tree_min_warp_lines=256"),
+    ("dda_tree few warps", "dda_tree", "lines_min_warp_lines=256"),
     ("dda_large", "dda_large", ""),
     ("auto", "auto", ""),
 )
@@ -338,7 +343,8 @@ def graph_rank(info, replays):
         ("dda_tree", "float32", 65537),
         ("dda_large", "bfloat16", 3_000_001),
         ("auto", "float32", 4097),
-        ("dda_flat", "float32", 300_000),
+        ("dda_flat", "float32", 300_000),  # 128-byte lines
+        ("dda_tree", "bfloat16", 2_000_001),
     ]
     ins = [torch.empty(c, dtype=getattr(torch, t), device=dev) for _, t, c in plan]
     outs = [torch.empty_like(x) for x in ins]
@@ -404,13 +410,14 @@ def leak_rank(info, rounds):
     return before - after
 
 
-def stalled_peer_rank(info, timeout_ms, algo="dda_flat"):
+def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning=""):
     """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms."""
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
 
     torch.cuda.set_device(info.rank)
     comm = info.communicator()
+    comm.set_gpu_tuning(tuning)
     if info.rank != 0:
         time.sleep(timeout_ms / 1000 + 6)
         return None
@@ -465,16 +472,21 @@ def main() -> int:
     print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {verdict}")
     if not leak_ok:
         failures.append(f"device memory not returned after destroy: {leaks}")
-    for algo in () if args.skip_stall else ("dda_flat", "dda_tree"):
+    stalls = (
+        ("dda_flat", "dda_flat", ""),
+        ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1"),
+        ("dda_tree", "dda_tree", ""),
+    )
+    for label, algo, tuning in () if args.skip_stall else stalls:
         try:
-            st = run_ranks(stalled_peer_rank, args.nranks, 2000, algo, timeout=60)[0]
+            st = run_ranks(stalled_peer_rank, args.nranks, 2000, algo, tuning, timeout=60)[0]
         except Exception as e:  # noqa: BLE001
             st = {"error": None, "seconds": -1, "launcher": str(e)[-500:]}
         stall_ok = st["error"] is not None and 0 < st["seconds"] < 15
-        summary[f"stalled_peer_{algo}"] = {**st, "ok": stall_ok}
-        print(f"stalled peer ({algo}): {st} -> {'ok' if stall_ok else 'FAILED'}")
+        summary[f"stalled_peer_{label.replace(' ', '_')}"] = {**st, "ok": stall_ok}
+        print(f"stalled peer ({label}): {st} -> {'ok' if stall_ok else 'FAILED'}")
         if not stall_ok:
-            failures.append(f"stalled peer ({algo}) did not turn into an error in time: {st}")
+            failures.append(f"stalled peer ({label}) did not turn into an error in time: {st}")
     for f in failures:
         print("FAIL", f)
     summary["failures"] = failures

@@ -15,6 +15,16 @@
 //                destination (the same end state as the push).
 //   sm_mixed     half the grid pushes the first half of the bytes, half pulls the second.
 //   copy_engine  cudaMemcpyPeerAsync, and cudaMemcpyAsync(DeviceToDevice) on a peer pointer.
+//   sm_ce        SM stores for part of the bytes while the copy engine moves the rest at once
+//                (a second stream forked and joined with events): is there link bandwidth
+//                left beyond what either reaches alone?
+//   lines        the line protocol of the library's line kernels (rcclx_core/src/gpu/lines.cuh):
+//                15 payload words of 8 bytes and a flag word per 128-byte line, 8 lanes per
+//                line, 4 line groups per warp at once; pushed only (1/15 more bytes on the link).
+//   lines_rx     the same, and each warp then polls the lines the peer pushed to it (flag =
+//                the launch's epoch, kept in device memory; parity halves) and copies their
+//                payload into its destination: the one-shot exchange with nothing reduced.
+//   lines_rx_nostore  polls as lines_rx but copies nothing out (timed, not verified).
 //   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
 //                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
 //                two stages so one chunk's load overlaps the previous chunk's store.
@@ -24,7 +34,7 @@
 // benchmarked). Each (variant, config, size) is first checked exactly, guard bytes after the
 // destination included; a failed one is not timed. Sources that fit in L2 stay there.
 //
-//   tools/gpu/nvlink_probe.sh [--sizes BYTES,BYTES,...] [--quick]
+//   tools/gpu/nvlink_probe.sh [--sizes BYTES,BYTES,...] [--quick] [--only VARIANT,...]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -129,6 +139,123 @@ __global__ void smMixedKernel(const uint4* __restrict__ localSrc, uint4* __restr
   for (; i < len; i += stride) dst[i] = src[i];
 }
 
+constexpr int kLineWords = 16, kLinePayload = 15, kLanesPerLine = 8, kLineBatch = 4;
+constexpr uint64_t kPushFlag = 0x600DF1A6ull;
+
+__host__ __device__ size_t lineCount(size_t words) {
+  return (words + kLinePayload - 1) / kLinePayload;
+}
+
+// This lane's place: its 16 bytes (piece) of its line within the warp's group of 4 lines.
+struct LineLane {
+  int piece;
+  size_t lineInGroup, warp, nWarps;
+  __device__ LineLane() {
+    const int lane = threadIdx.x % 32;
+    piece = lane % kLanesPerLine;
+    lineInGroup = lane / kLanesPerLine;
+    warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32;
+    nWarps = gridDim.x * size_t(blockDim.x) / 32;
+  }
+  // fn(line[], active[]): kLineBatch groups of 4 lines at a time, as the library's kernels.
+  template <typename Fn>
+  __device__ void forBatches(size_t lines, Fn&& fn) const {
+    for (size_t g0 = warp; g0 * 4 < lines; g0 += kLineBatch * nWarps) {
+      size_t line[kLineBatch];
+      bool active[kLineBatch];
+      for (int i = 0; i < kLineBatch; ++i) {
+        line[i] = (g0 + i * nWarps) * 4 + lineInGroup;
+        active[i] = line[i] < lines;
+      }
+      fn(line, active);
+    }
+  }
+};
+
+__device__ __forceinline__ uint64_t wordAt(const uint64_t* src, size_t w, size_t words) {
+  return w < words ? src[w] : 0;
+}
+
+// Packs `words` words of src into lines at dst (flag in each line's last word).
+__device__ void pushLines(const LineLane& l, const uint64_t* src, char* dst, size_t words,
+                          uint64_t flag) {
+  const bool flagLane = l.piece == kLanesPerLine - 1;
+  l.forBatches(lineCount(words), [&](const size_t* line, const bool* active) {
+    uint64_t lo[kLineBatch], hi[kLineBatch];
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = line[i] * kLinePayload + 2 * l.piece;
+      lo[i] = wordAt(src, w, words);
+      hi[i] = flagLane ? flag : wordAt(src, w + 1, words);
+    }
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      char* p = dst + line[i] * 128 + l.piece * 16;
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo[i]), "l"(hi[i])
+                   : "memory");
+    }
+  });
+}
+
+__global__ void linesPushKernel(const uint64_t* src, char* peerLines, size_t words) {
+  pushLines(LineLane(), src, peerLines, words, kPushFlag);
+}
+
+// How lines_rx receives: kRx as the library's line kernels (every lane polls its 16 bytes
+// with volatile loads, the payload is stored out); kRxNoStore polls only (the payload is
+// folded into one word per thread, nothing is copied out: not verified).
+enum RxMode { kRx, kRxNoStore };
+
+// Push my lines into the peer's half (epoch % 2), then poll the peer's lines in mine and copy
+// their payload out. The last block to finish advances the epoch for the next launch.
+template <RxMode kMode>
+__global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const char* myLines,
+                                    uint64_t* out, size_t words, size_t halfBytes,
+                                    uint32_t* epoch, uint32_t* done) {
+  const LineLane l;
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+  const uint64_t flag = e + 1;
+  const size_t half = (e & 1) * halfBytes;
+  pushLines(l, src, peerLines + half, words, flag);
+  uint64_t fold = 0;
+  const bool flagLane = l.piece == kLanesPerLine - 1;
+  l.forBatches(lineCount(words), [&](const size_t* line, const bool* active) {
+    uint64_t lo[kLineBatch], hi[kLineBatch];
+    for (bool ready = false; !ready;) {
+      ready = true;
+      for (int i = 0; i < kLineBatch; ++i) {
+        if (!active[i]) continue;
+        const char* p = myLines + half + line[i] * 128 + l.piece * 16;
+        asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(lo[i]), "=l"(hi[i])
+                     : "l"(p)
+                     : "memory");
+        ready &= !flagLane || hi[i] == flag;
+      }
+      ready = __all_sync(0xffffffffu, ready);
+    }
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = line[i] * kLinePayload + 2 * l.piece;
+      if constexpr (kMode == kRxNoStore) {
+        fold ^= lo[i] ^ (flagLane ? 0 : hi[i]);
+      } else {
+        if (w < words) out[w] = lo[i];
+        if (!flagLane && w + 1 < words) out[w + 1] = hi[i];
+      }
+    }
+  });
+  if (kMode == kRxNoStore && fold == 0x5eed) out[0] = fold;  // keeps the loads
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+      *done = 0;
+      *epoch = e + 1;
+    }
+  }
+}
+
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -200,6 +327,10 @@ __global__ void tmaBulkKernel(const uint8_t* src, uint8_t* dst, size_t bytes, ui
 
 struct Gpu {
   cudaStream_t stream;
+  cudaStream_t side;             // sm_ce: the copy engine's share runs here
+  cudaEvent_t fork, join;        // sm_ce: side joins and rejoins stream
+  char* lines;                   // lines / lines_rx: two halves of line staging, zeroed
+  uint32_t* counters;            // lines_rx: {epoch, blocks done}
   uint8_t *src, *dst;
   cudaEvent_t start, stop;
   volatile int* gate;  // this device's view of the host flag
@@ -214,7 +345,10 @@ struct Config {
   const char* variant;
   std::string label;
   Launch launch;
+  bool linesOut = false;  // writes the peer's line staging, not its destination (lines)
+  bool unverified = false;  // moves nothing checkable (timed only; said in the output)
 };
+size_t linesHalfBytes = 0;
 struct Row {
   const Config* config;
   size_t bytes;
@@ -291,6 +425,15 @@ double graphUs(const Launch& launch, size_t bytes) {
 // One transfer each way into poisoned destinations, then an exact comparison of each
 // destination, and of the guard after it, with what the sender should have written.
 bool verify(const Config& c, size_t bytes) {
+  if (c.unverified) {  // one launch each way, so it runs; its output is not checkable
+    for (int d = 0; d < 2; ++d) {
+      CUDA_CHECK(cudaSetDevice(d));
+      CUDA_CHECK(c.launch(d, bytes));
+    }
+    for (int d = 0; d < 2; ++d) CUDA_CHECK(cudaStreamSynchronize(g[d].stream));
+    std::printf("note: %s (%s) is timed but not verified\n", c.variant, c.label.c_str());
+    return true;
+  }
   for (int d = 0; d < 2; ++d) {
     CUDA_CHECK(cudaSetDevice(d));
     CUDA_CHECK(cudaMemset(g[d].dst, 0xFF, bytes + kGuard));
@@ -307,6 +450,26 @@ bool verify(const Config& c, size_t bytes) {
                   sizeName(bytes).c_str(), cudaGetErrorString(err));
       std::exit(1);
     }
+  }
+  if (c.linesOut) {  // every line: 15 payload words of the sender's source, then the flag
+    const size_t words = bytes / 8, lines = lineCount(words);
+    std::vector<uint64_t> got(lines * kLineWords);
+    for (int d = 0; d < 2; ++d) {
+      CUDA_CHECK(cudaSetDevice(1 - d));
+      CUDA_CHECK(cudaMemcpy(got.data(), g[1 - d].lines, got.size() * 8, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < got.size(); ++i) {
+        const size_t w = i / kLineWords * kLinePayload + i % kLineWords;
+        const bool flagWord = i % kLineWords == kLineWords - 1;
+        const uint64_t want = flagWord   ? kPushFlag
+                              : w < words ? (uint64_t(pattern(d, 2 * w + 1)) << 32) | pattern(d, 2 * w)
+                                          : 0;
+        if (got[i] == want) continue;
+        std::printf("FAIL %s: verify failed (%s, %s, GPU %d -> %d: line word %zu)\n", c.variant,
+                    c.label.c_str(), sizeName(bytes).c_str(), d, 1 - d, i);
+        return false;
+      }
+    }
+    return true;
   }
   std::vector<uint32_t> got((bytes + kGuard) / 4);
   for (int d = 0; d < 2; ++d) {
@@ -360,6 +523,46 @@ std::vector<Config> makeConfigs(bool quick) {
                          reinterpret_cast<uint4*>(g[d].dst), bytes / 16);
                      return cudaGetLastError();
                    }});
+  for (int pct : V{25, 40, 50})
+    out.push_back({"sm_ce", "132 x 512 +" + std::to_string(pct) + "%", [=](int d, size_t bytes) {
+                     const size_t ce = bytes * pct / 100 / 16 * 16, sm = bytes - ce;
+                     cudaError_t err = cudaEventRecord(g[d].fork, g[d].stream);
+                     if (err == cudaSuccess) err = cudaStreamWaitEvent(g[d].side, g[d].fork, 0);
+                     if (err == cudaSuccess)
+                       err = cudaMemcpyAsync(g[1 - d].dst + sm, g[d].src + sm, ce,
+                                             cudaMemcpyDeviceToDevice, g[d].side);
+                     if (err != cudaSuccess) return err;
+                     smStoreKernel<false><<<132, 512, 0, g[d].stream>>>(
+                         reinterpret_cast<const uint4*>(g[d].src),
+                         reinterpret_cast<uint4*>(g[1 - d].dst), sm / 16);
+                     err = cudaGetLastError();
+                     if (err == cudaSuccess) err = cudaEventRecord(g[d].join, g[d].side);
+                     if (err == cudaSuccess) err = cudaStreamWaitEvent(g[d].stream, g[d].join, 0);
+                     return err;
+                   }});
+  // The library's line kernels' shape: 256 blocks of 256 threads at most, 4 lines per warp.
+  for (int b : V{132, 256}) {
+    Config push{"lines", std::to_string(b) + " x 256", [=](int d, size_t bytes) {
+                  linesPushKernel<<<b, 256, 0, g[d].stream>>>(
+                      reinterpret_cast<const uint64_t*>(g[d].src), g[1 - d].lines, bytes / 8);
+                  return cudaGetLastError();
+                }};
+    push.linesOut = true;
+    out.push_back(push);
+    auto rx = [&](const char* name, auto kernel, bool unverified) {
+      Config c{name, std::to_string(b) + " x 256", [=](int d, size_t bytes) {
+                 kernel<<<b, 256, 0, g[d].stream>>>(
+                     reinterpret_cast<const uint64_t*>(g[d].src), g[1 - d].lines, g[d].lines,
+                     reinterpret_cast<uint64_t*>(g[d].dst), bytes / 8, linesHalfBytes,
+                     g[d].counters, g[d].counters + 1);
+                 return cudaGetLastError();
+               }};
+      c.unverified = unverified;
+      out.push_back(c);
+    };
+    rx("lines_rx", linesExchangeKernel<kRx>, false);
+    rx("lines_rx_nostore", linesExchangeKernel<kRxNoStore>, true);
+  }
   out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
                    return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
                  }});
@@ -385,10 +588,13 @@ std::vector<Config> makeConfigs(bool quick) {
 int main(int argc, char** argv) {
   std::vector<size_t> sizes = {256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20};
   bool quick = false;
+  std::string only;  // comma-separated variants to run (empty: all)
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--only" && a + 1 < argc) {
+      only = "," + std::string(argv[++a]) + ",";
     } else if (arg == "--sizes" && a + 1 < argc) {
       sizes.clear();
       for (char *p = argv[++a], *end = p; *p; p = *end == ',' ? end + 1 : end) {
@@ -400,7 +606,8 @@ int main(int argc, char** argv) {
         }
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--sizes BYTES,BYTES,...] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes BYTES,BYTES,...] [--quick] [--only VARIANT,...]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -438,6 +645,14 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaEventCreate(&g[d].stop));
     CUDA_CHECK(cudaMalloc(&g[d].src, capacity));
     CUDA_CHECK(cudaMalloc(&g[d].dst, capacity + kGuard));
+    linesHalfBytes = (lineCount(capacity / 8) + 1) * 128;
+    CUDA_CHECK(cudaMalloc(&g[d].lines, 2 * linesHalfBytes));
+    CUDA_CHECK(cudaMemset(g[d].lines, 0, 2 * linesHalfBytes));
+    CUDA_CHECK(cudaMalloc(&g[d].counters, 2 * sizeof(uint32_t)));
+    CUDA_CHECK(cudaMemset(g[d].counters, 0, 2 * sizeof(uint32_t)));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g[d].side, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g[d].fork, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g[d].join, cudaEventDisableTiming));
     int* gate = nullptr;
     CUDA_CHECK(cudaHostGetDevicePointer(&gate, hostGate, 0));
     g[d].gate = gate;
@@ -458,6 +673,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   int failed = 0;
   for (const Config& c : configs) {
+    if (!only.empty() && only.find("," + std::string(c.variant) + ",") == std::string::npos)
+      continue;
     for (size_t bytes : sizes) {
       if (!verify(c, bytes)) {
         ++failed;

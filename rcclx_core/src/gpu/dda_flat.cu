@@ -1,4 +1,5 @@
-// dda_flat on GPU buffers: one-shot push with LL lines, for small messages.
+// dda_flat on GPU buffers: one-shot push with LL lines, for small messages (from
+// flat_lines_min_bytes, where the line staging holds them, dda_flat runs flat_lines.cu).
 //
 // Each rank stores its input, 16 bytes at a time, straight into every peer's LL slot for it
 // (two LL lines per unit, each carrying the call's epoch as its flag), then reduces locally:

@@ -1,5 +1,6 @@
 // Implementation of gpu_allreduce.hpp, and the host-side helpers of launch.hpp (layout,
-// tuning, supported types). The kernels are in dda_flat.cu and two_shot.cu.
+// tuning, supported types). The kernels are in dda_flat.cu, flat_lines.cu, tree_lines.cu and
+// two_shot.cu.
 #include "gpu/gpu_allreduce.hpp"
 
 #include <cstdlib>
@@ -42,6 +43,22 @@ StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes, s
   return l;
 }
 
+LinesGrid linesGrid(size_t lines, const Tuning& tu) {
+  const size_t minLines = tu.linesMinWarpLines > 0 ? tu.linesMinWarpLines : 1;
+  const size_t warps = (lines + minLines - 1) / minLines;
+  const size_t maxBlocks = static_cast<size_t>(
+      tu.linesMaxBlocks < kMaxLineBlocks ? tu.linesMaxBlocks : kMaxLineBlocks);
+  const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
+  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.linesThreads) / kThreadsMultiple;
+  size_t perBlock = (warps + blocks - 1) / blocks;
+  if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
+  if (perBlock < 1) perBlock = 1;
+  LinesGrid g;
+  g.blocks = static_cast<int>(blocks);
+  g.threads = static_cast<int>(perBlock) * kThreadsMultiple;
+  return g;
+}
+
 void Tuning::apply(const std::string& spec) {
   size_t pos = 0;
   while (pos < spec.size()) {
@@ -80,14 +97,16 @@ void Tuning::apply(const std::string& spec) {
       threads(treeThreads);
     else if (name == "tree_max_blocks")
       blocks(treeMaxBlocks);
-    else if (name == "tree_lines_threads")
-      threads(treeLinesThreads);
-    else if (name == "tree_lines_max_blocks")
-      blocks(treeLinesMaxBlocks, kMaxLineBlocks);
+    else if (name == "lines_threads")
+      threads(linesThreads);
+    else if (name == "lines_max_blocks")
+      blocks(linesMaxBlocks, kMaxLineBlocks);
     else if (name == "tree_min_block_units")
       treeMinBlockUnits = static_cast<size_t>(v);
-    else if (name == "tree_min_warp_lines")
-      treeMinWarpLines = static_cast<size_t>(v);
+    else if (name == "lines_min_warp_lines")
+      linesMinWarpLines = static_cast<size_t>(v);
+    else if (name == "flat_lines_min_bytes")
+      flatLinesMinBytes = static_cast<size_t>(v);
     else if (name == "tree_lines_max_bytes")
       treeLinesMaxBytes = static_cast<size_t>(v);
     else if (name == "large_threads")
@@ -102,9 +121,9 @@ void Tuning::apply(const std::string& spec) {
     } else
       throw ctran::InvalidArgument(
           ctran::strCat("GPU tuning: unknown name '", name,
-                        "' (flat_threads, flat_max_blocks, tree_threads, "
-                        "tree_max_blocks, tree_min_block_units, tree_lines_threads, "
-                        "tree_lines_max_blocks, tree_min_warp_lines, "
+                        "' (flat_threads, flat_max_blocks, flat_lines_min_bytes, tree_threads, "
+                        "tree_max_blocks, tree_min_block_units, lines_threads, "
+                        "lines_max_blocks, lines_min_warp_lines, "
                         "tree_lines_max_bytes, large_threads, large_blocks, "
                         "large_chunk_units, pdl)"));
   }
@@ -202,6 +221,10 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
       // Pieces launch plainly: overlapped launches let all of a call's pieces be scheduled at
       // once, each waiting on the one before (1.3-1.5x slower at 4-256 MiB, measured).
       if (count > piece) a.pdl = false;
+      if (flatLinesFit(a)) {
+        launchFlatLines(a);
+        break;
+      }
       for (size_t done = 0; done < count; done += piece) {
         a.send = static_cast<const char*>(send) + done * elem;
         a.recv = static_cast<char*>(recv) + done * elem;

@@ -21,8 +21,8 @@ namespace rcclx::gpu {
 /// Most thread blocks any GPU allreduce kernel launches (flags are laid out for this many).
 constexpr int kMaxBlocks = 128;
 static_assert(kMaxBlocks <= ctran::kMaxEpochSlots, "every block needs an epoch slot");
-/// Most blocks of the line kernel (tree_lines.cu), which has no per-block flags: one epoch slot
-/// each.
+/// Most blocks of the line kernels (tree_lines.cu, flat_lines.cu), which have no per-block
+/// flags: one epoch slot each.
 constexpr int kMaxLineBlocks = ctran::kMaxEpochSlots;
 /// Most threads per block of any GPU allreduce kernel (their __launch_bounds__).
 constexpr int kMaxThreads = 512;
@@ -32,7 +32,7 @@ constexpr size_t kUnitBytes = 16;
 /// so a 16-byte unit takes two lines.
 constexpr size_t kLlBytesPerUnit = 32;
 
-/// The tree's line protocol (tree_lines.cu): 128-byte lines of 16 words of 8 bytes, the last
+/// The line protocol (lines.cuh): 128-byte lines of 16 words of 8 bytes, the last
 /// word the flag; eight threads store a line with one warp-wide 16-byte store each.
 constexpr size_t kLineBytes = 128;
 constexpr size_t kLinePayloadWords = 15;
@@ -65,8 +65,9 @@ struct StagingLayout {
   size_t llSlotBytes = 0;  ///< bytes of one LL slot (kLlBytesPerUnit per unit)
   size_t rawOffset = 0;    ///< raw region of the two-shot algorithms, in each half
   size_t rawBytes = 0;
-  /// Line region of dda_tree, in each half: 2 phases x nranks source slots of linesSlotBytes.
-  /// Only line-protocol kernels write it, so a stale word never looks like a current flag.
+  /// Line region, in each half: dda_tree's 2 phases x nranks source slots of linesSlotBytes;
+  /// dda_flat's nranks source slots of a whole message's lines (up to 2 x linesSlotBytes) over
+  /// the same bytes. Only line kernels write it, so a stale word never looks like a current flag.
   size_t linesOffset = 0;
   size_t linesSlotBytes = 0;
   size_t linesMaxBytes = 0;  ///< the largest message that fits (0: no line region)
@@ -83,9 +84,12 @@ struct Tuning {
   int treeThreads = 512;
   int treeMaxBlocks = 128;
   size_t treeMinBlockUnits = 512;  ///< tree (two-shot): at least this many units per block
-  int treeLinesThreads = 256;      ///< tree (lines): threads per block, at most
-  int treeLinesMaxBlocks = 256;    ///< tree (lines): blocks, at most (two per SM of an H200)
-  size_t treeMinWarpLines = 4;     ///< tree (lines): at least this many lines per warp and segment
+  /// flat: smallest message carried in 128-byte lines (flat_lines.cu) rather than LL lines,
+  /// where it fits the line region.
+  size_t flatLinesMinBytes = 256 << 10;
+  int linesThreads = 256;        ///< line kernels: threads per block, at most
+  int linesMaxBlocks = 256;      ///< line kernels: blocks, at most (two per SM of an H200)
+  size_t linesMinWarpLines = 4;  ///< line kernels: at least this many lines per warp and pass
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
   size_t treeLinesMaxBytes = SIZE_MAX;
   int largeThreads = 512;
@@ -151,6 +155,11 @@ inline DataType kernelType(DataType type, RedOp op) {
 
 /// One-shot push with LL lines: count must fit the flat slot (the caller splits larger calls).
 void launchDdaFlat(const LaunchArgs& args);
+/// Whether a dda_flat call runs in 128-byte lines: at least flatLinesMinBytes, its lines from
+/// every source fit the line region, and the build has lines (NVIDIA only).
+bool flatLinesFit(const LaunchArgs& args);
+/// One-shot push in 128-byte lines with in-line flags (flat_lines.cu).
+void launchFlatLines(const LaunchArgs& args);
 /// Runs the two-shot kernel with `shape`; `what` names the algorithm in errors.
 void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what);
 /// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented. Runs the
@@ -161,6 +170,13 @@ void launchDdaTree(const LaunchArgs& args);
 bool treeLinesFit(const LaunchArgs& args);
 /// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
 void launchTreeLines(const LaunchArgs& args);
+/// Grid of a line kernel that moves `lines` lines per pass: one warp per linesMinWarpLines
+/// lines, spread over up to linesMaxBlocks blocks of up to linesThreads threads.
+struct LinesGrid {
+  int blocks = 1;
+  int threads = 32;
+};
+LinesGrid linesGrid(size_t lines, const Tuning& tuning);
 /// Two-shot push with many blocks, pipelined through the staging in rounds; bandwidth-oriented.
 void launchDdaLarge(const LaunchArgs& args);
 

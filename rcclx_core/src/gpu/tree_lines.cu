@@ -1,24 +1,19 @@
-// dda_tree on GPU buffers, in lines: reduce-scatter then all-gather where every 128-byte line
-// carries its own flag, so neither phase waits for a release fence or a flag round trip and each
-// warp streams its share through both phases without a block-wide barrier.
+// dda_tree on GPU buffers, in lines (the protocol: lines.cuh): reduce-scatter then all-gather
+// where every 128-byte line carries its own flag, so neither phase waits for a release fence or
+// a flag round trip and each warp streams its share through both phases without a block-wide
+// barrier.
 //
-// The message is split into nranks segments of 8-byte words; rank s reduces segment s. A line
-// holds 15 payload words and, in its last word, the call's epoch as the flag. The eight lanes of
-// a warp that share a line store it with one 16-byte store each, in one instruction: over NVLink
-// the 128 bytes then arrive whole, so a reader that loads the line the same way and sees the flag
-// sees the line's data. That is a property of NVIDIA GPUs and NVLink, not of the PTX memory
-// model; the build takes this path on NVIDIA only (treeLinesFit). Warp w handles line groups
-// w, w + W, ... (a group: the kLinesPerWarp lines one warp instruction covers) of each segment:
+// The message is split into nranks segments of 8-byte words; rank s reduces segment s. Warp w
+// handles line groups w, w + W, ... of each segment:
 //   1. reduce-scatter: my words of segment p, as lines, into p's RS slot [me];
 //   2. reduce: for my segment, my own words, then each peer's line in rank order (waiting for
 //      its flag), combined in rank order; the result goes to my output and, as lines, into
 //      every peer's AG slot [me];
 //   3. all-gather: each peer's AG lines (waiting for their flags) into my output.
 // The line region of parity half e % 2 is reused by call e + 2, by which time every peer has
-// finished call e; only line kernels write the region, so an old word never equals a current
-// flag. In place is safe: a word of my output is written only after the word was read (the
-// result depends on it causally).
-#include "gpu/kernel_common.cuh"
+// finished call e. In place is safe: a word of my output is written only after the word was
+// read (the result depends on it causally).
+#include "gpu/lines.cuh"
 
 namespace rcclx::gpu {
 namespace {
@@ -35,87 +30,7 @@ struct TreeLinesArgs {
   uint64_t timeoutNs;
 };
 
-constexpr int kLanesPerLine = static_cast<int>(kLineBytes / 16);
-constexpr int kLinesPerWarp = ctran::kWarpSize / kLanesPerLine;
-/// Line groups a warp works on at once in every phase (their loads and polls in flight
-/// together): fewer dependent steps per warp.
-constexpr int kBatch = 4;
-
-__device__ __forceinline__ bool warpAll(bool pred) {
-#if RCCLX_GPU_HIP
-  return __all(pred);
-#else
-  return __all_sync(0xffffffffu, pred);
-#endif
-}
-
-/// Asks for the line holding `p` to be brought into L2 (NVIDIA; AMD: nothing).
-__device__ __forceinline__ void prefetchL2(const void* p) {
-#if RCCLX_GPU_HIP
-  (void)p;
-#else
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-}
-
-__device__ __forceinline__ uint64_t asWord(uint2 v) {
-  return (static_cast<uint64_t>(v.y) << 32) | v.x;
-}
-__device__ __forceinline__ uint2 fromWord(uint64_t w) {
-  return make_uint2(static_cast<uint32_t>(w), static_cast<uint32_t>(w >> 32));
-}
-
-/// This lane's 16 bytes of a line (a peer's), as one warp-wide store.
-__device__ __forceinline__ void lineStore(char* p, uint64_t lo, uint64_t hi) {
-#if RCCLX_GPU_HIP
-  volatile uint64_t* d = reinterpret_cast<volatile uint64_t*>(p);
-  d[0] = lo;
-  d[1] = hi;
-#else
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
-#endif
-}
-
-/// This lane's 16 bytes of a line in local memory, as one warp-wide load (bypassing L1).
-__device__ __forceinline__ void lineLoad(const char* p, uint64_t& lo, uint64_t& hi) {
-#if RCCLX_GPU_HIP
-  const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(p);
-  lo = s[0];
-  hi = s[1];
-#else
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
-               : "=l"(lo), "=l"(hi)
-               : "l"(p)
-               : "memory");
-#endif
-}
-
-/// Waits until every line the warp reads carries `flag`, and returns this lane's two words of
-/// each: up to kBatch lines per lane (line[i] of `slot`, where active[i]), polled together.
-/// Every lane of the warp must call it (inactive lines only vote).
-__device__ __forceinline__ void linesWait(const char* slot, const size_t (&line)[kBatch],
-                                          const bool (&active)[kBatch], bool flagLane,
-                                          uint64_t flag, uint64_t (&lo)[kBatch],
-                                          uint64_t (&hi)[kBatch], int rank, int peer,
-                                          uint64_t timeoutNs) {
-  auto poll = [&] {
-    bool ready = true;
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      if (!active[i]) continue;
-      lineLoad(slot + line[i] * kLineBytes, lo[i], hi[i]);
-      ready &= !flagLane || hi[i] == flag;
-    }
-    return warpAll(ready);
-  };
-  if (poll()) return;
-  ctran::device::WaitClock clock(timeoutNs);
-  for (;;) {
-    if (poll()) return;
-    if (clock.expired())
-      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0, timeoutNs);
-  }
-}
+using namespace lines;
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) {
@@ -126,17 +41,12 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   const uint64_t flag = epoch;
   const int me = h.rank;
   const int n = h.nranks;
-  const int lane = static_cast<int>(threadIdx.x) % ctran::kWarpSize;
-  const int piece = lane % kLanesPerLine;            // this lane's 16 bytes of its line
-  const bool flagLane = piece == kLanesPerLine - 1;  // its second word is the flag
-  const size_t lineInGroup = static_cast<size_t>(lane / kLanesPerLine);
-  const size_t warp =
-      (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / ctran::kWarpSize;
-  const size_t nWarps = static_cast<size_t>(gridDim.x) * blockDim.x / ctran::kWarpSize;
+  const Lane lane;
+  const bool flagLane = lane.flagLane;
   // Slot of source rank q in phase `phase` (0: reduce-scatter, 1: all-gather) of rank r,
   // already offset to this lane's piece.
   const size_t region =
-      (epoch & 1u) * a.halfBytes + a.linesOffset + static_cast<size_t>(piece) * 16;
+      (epoch & 1u) * a.halfBytes + a.linesOffset + static_cast<size_t>(lane.piece) * 16;
   auto slot = [&](int r, int phase, int q) {
     return h.data[r] + region + (static_cast<size_t>(phase) * n + q) * a.slotBytes;
   };
@@ -152,29 +62,12 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   auto storeWord = [&](size_t w, uint64_t v) {
     storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, fromWord(v));
   };
-  // First word of this lane in `line` of segment s (the flag lane has one word).
-  auto wordOf = [&](int s, size_t line) {
-    return segBegin(s) + line * kLinePayloadWords + 2 * static_cast<size_t>(piece);
-  };
-  // Visits the warp's line groups of a segment of `lines` lines, kBatch groups at a time:
-  // fn(line, active) with this lane's line of each group and whether it exists.
-  auto forBatches = [&](size_t lines, auto&& fn) {
-    for (size_t g0 = warp; g0 * kLinesPerWarp < lines; g0 += kBatch * nWarps) {
-      size_t line[kBatch];
-      bool active[kBatch];
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        line[i] = (g0 + i * nWarps) * kLinesPerWarp + lineInGroup;
-        active[i] = line[i] < lines;
-      }
-      fn(line, active);
-    }
-  };
+  auto wordOf = [&](int s, size_t line) { return lane.wordOf(segBegin(s), line); };
 
   // Step 2's own words of this warp are fetched into L2 now, while step 1 runs: step 2 then
   // waits on L2, not on HBM, before its first add.
   const size_t myLen = segLen(me);
-  forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+  lane.forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       const size_t w = wordOf(me, line[i]);
@@ -187,7 +80,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   for (int d = 1; d < n; ++d) {
     const int p = (me + d) % n;
     char* dst = slot(p, 0, me);
-    forBatches(linesOf(segLen(p)), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+    lane.forBatches(linesOf(segLen(p)), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
       uint64_t lo[kBatch], hi[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
@@ -203,7 +96,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   }
 
   // 2. Reduce my segment in rank order; the result to my output and to every peer.
-  forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+  lane.forBatches(linesOf(myLen), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
     uint64_t own0[kBatch], own1[kBatch];
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
@@ -221,7 +114,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
         hi[i] = own1[i];
       }
       if (q != me)
-        linesWait(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+        waitLines(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         if (q == 0) {
@@ -251,9 +144,9 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     const int q = (me + n - d) % n;
     const size_t len = segLen(q);
     const char* src = slot(me, 1, q);
-    forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+    lane.forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
       uint64_t lo[kBatch], hi[kBatch];
-      linesWait(src, line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+      waitLines(src, line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         if (!active[i]) continue;
@@ -281,13 +174,12 @@ bool treeLinesFit(const LaunchArgs& args) {
 }
 
 void launchTreeLines(const LaunchArgs& args) {
-  const Tuning& tu = args.tuning;
   const size_t bytes = args.count * dataTypeSize(args.type);
   const size_t n = static_cast<size_t>(args.window.nranks);
   const size_t lines = linesPerSegment(bytes, args.window.nranks);
   CTRAN_CHECK(lines * kLineBytes <= args.layout.linesSlotBytes, ctran::InvalidArgument,
               "dda_tree: ", bytes, " bytes exceed the line staging for ", args.layout.linesMaxBytes,
-              " bytes (RCCLX_GPU_TREE_LINES_BYTES)");
+              " bytes (RCCLX_GPU_LINES_BYTES)");
   TreeLinesArgs a;
   a.buf = buffersOf(args);
   a.win = args.window;
@@ -299,25 +191,13 @@ void launchTreeLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  // Warps wanted: one per treeMinWarpLines lines; spread over as many blocks as allowed
-  // (more SMs issue loads and stores), each of at most treeLinesThreads threads.
-  constexpr size_t kWarp = ctran::kWarpSize;
-  const size_t minLines = tu.treeMinWarpLines > 0 ? tu.treeMinWarpLines : 1;
-  const size_t warps = (lines + minLines - 1) / minLines;
-  const size_t maxBlocks = static_cast<size_t>(
-      tu.treeLinesMaxBlocks < kMaxLineBlocks ? tu.treeLinesMaxBlocks : kMaxLineBlocks);
-  const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
-  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.treeLinesThreads) / kWarp;
-  size_t perBlock = (warps + blocks - 1) / blocks;
-  if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
-  if (perBlock < 1) perBlock = 1;
-  const int threads = static_cast<int>(perBlock * kWarp);
+  const LinesGrid grid = linesGrid(lines, args.tuning);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(treeLinesKernel<T, decltype(o)::value>, static_cast<int>(blocks), threads,
-                 args.stream, args.pdl, a);
+    launchKernel(treeLinesKernel<T, decltype(o)::value>, grid.blocks, grid.threads, args.stream,
+                 args.pdl, a);
   });
-  checkLaunch("dda_tree (lines)", static_cast<int>(blocks), threads);
+  checkLaunch("dda_tree (lines)", grid.blocks, grid.threads);
 }
 
 }  // namespace rcclx::gpu

@@ -1,0 +1,157 @@
+// dda_flat on GPU buffers, in 128-byte lines (the protocol: lines.cuh), for medium messages:
+// the one-shot of dda_flat.cu with 1/16 of flag bytes instead of LL's half.
+//
+// Every rank stores its whole input, as lines, into every peer's slot for it, then reduces
+// locally: each word from every rank in rank order (its own from its input, the peers' from
+// its slots, polled until their flags show this epoch) into its output. Nothing a rank sends
+// waits on a peer, so the link carries one uninterrupted stream per direction; with two ranks
+// that is as many bytes as the reduce-scatter plus all-gather of dda_tree, without the turn
+// between the phases. Warp w handles the same line groups in both steps, so in place is safe: a
+// word of my output is written only by the warp that already read it. The region of parity
+// half e % 2 is reused by call e + 2, by which time every peer has finished call e.
+#include "gpu/lines.cuh"
+
+namespace rcclx::gpu {
+namespace {
+
+using namespace lines;
+
+struct FlatLinesArgs {
+  Buffers buf;
+  ctran::DeviceWindowHandle win;
+  size_t halfBytes;
+  size_t linesOffset;
+  size_t sourceBytes;  ///< bytes of one source's lines in a rank's line region
+  size_t words;        ///< 8-byte words of the message
+  bool aligned8;       ///< send and recv are 8-byte aligned
+  uint64_t timeoutNs;
+};
+
+size_t messageLines(size_t bytes) {
+  const size_t words = (bytes + kWordBytes - 1) / kWordBytes;
+  return (words + kLinePayloadWords - 1) / kLinePayloadWords;
+}
+
+template <typename T, Op O>
+__global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) {
+  awaitPrecedingKernel();
+  using V = uint2;  // one 8-byte word
+  const ctran::DeviceWindowHandle& h = a.win;
+  const uint32_t epoch = ctran::device::epochLoad(h);
+  const uint64_t flag = epoch;
+  const int me = h.rank;
+  const int n = h.nranks;
+  const Lane lane;
+  const bool flagLane = lane.flagLane;
+  // Rank r's slot for source q, already offset to this lane's piece.
+  const size_t region =
+      (epoch & 1u) * a.halfBytes + a.linesOffset + static_cast<size_t>(lane.piece) * 16;
+  auto slot = [&](int r, int q) { return h.data[r] + region + q * a.sourceBytes; };
+  const size_t lines = (a.words + kLinePayloadWords - 1) / kLinePayloadWords;
+  auto loadWord = [&](size_t w) {
+    return asWord(loadOwn<T, O, V>(a.buf.send, w, a.buf.count, a.aligned8, a.buf.scale));
+  };
+
+  // 1. Push: my words, as lines, into every peer's slot [me].
+  lane.forBatches(lines, [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+    uint64_t lo[kBatch], hi[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = lane.wordOf(0, line[i]);
+      lo[i] = loadWord(w);
+      hi[i] = flagLane ? flag : loadWord(w + 1);
+    }
+    for (int d = 1; d < n; ++d) {
+      char* dst = slot((me + d) % n, me);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i]);
+      }
+    }
+  });
+
+  // 2. Reduce: every rank's words in rank order, into my output.
+  lane.forBatches(lines, [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+    uint64_t own0[kBatch], own1[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      own0[i] = own1[i] = 0;
+      if (!active[i]) continue;
+      own0[i] = loadWord(lane.wordOf(0, line[i]));
+      if (!flagLane) own1[i] = loadWord(lane.wordOf(0, line[i]) + 1);
+    }
+    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    for (int q = 0; q < n; ++q) {
+      uint64_t lo[kBatch], hi[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        lo[i] = own0[i];
+        hi[i] = own1[i];
+      }
+      if (q != me) waitLines(slot(me, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (q == 0) {
+          r0[i].first(fromWord(lo[i]));
+          r1[i].first(fromWord(hi[i]));
+        } else {
+          r0[i].add(fromWord(lo[i]));
+          r1[i].add(fromWord(hi[i]));
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = lane.wordOf(0, line[i]);
+      if (w < a.words)
+        storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, r0[i].result(a.buf.avgDivisor));
+      if (!flagLane && w + 1 < a.words)
+        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8,
+                        r1[i].result(a.buf.avgDivisor));
+    }
+  });
+  __syncthreads();
+  ctran::device::epochAdvance(h, epoch);
+}
+
+}  // namespace
+
+bool flatLinesFit(const LaunchArgs& args) {
+#if RCCLX_GPU_HIP
+  (void)args;
+  return false;  // whole-line arrival is an NVLink property; AMD keeps the LL lines
+#else
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  return args.layout.linesSlotBytes > 0 && bytes >= args.tuning.flatLinesMinBytes &&
+         messageLines(bytes) * kLineBytes <= 2 * args.layout.linesSlotBytes;
+#endif
+}
+
+void launchFlatLines(const LaunchArgs& args) {
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  const size_t lines = messageLines(bytes);
+  CTRAN_CHECK(lines * kLineBytes <= 2 * args.layout.linesSlotBytes, ctran::InvalidArgument,
+              "dda_flat: ", bytes, " bytes exceed the line staging (RCCLX_GPU_LINES_BYTES=",
+              args.layout.linesMaxBytes, ")");
+  FlatLinesArgs a;
+  a.buf = buffersOf(args);
+  a.win = args.window;
+  a.halfBytes = args.layout.halfBytes;
+  a.linesOffset = args.layout.linesOffset;
+  a.sourceBytes = lines * kLineBytes;
+  a.words = (bytes + kWordBytes - 1) / kWordBytes;
+  a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
+                kWordBytes) == 0;
+  a.timeoutNs = args.timeoutNs;
+  const LinesGrid grid = linesGrid(lines, args.tuning);
+  dispatch(args.type, args.op, [&](auto t, auto o) {
+    using T = decltype(t);
+    launchKernel(flatLinesKernel<T, decltype(o)::value>, grid.blocks, grid.threads, args.stream,
+                 args.pdl, a);
+  });
+  checkLaunch("dda_flat (lines)", grid.blocks, grid.threads);
+}
+
+}  // namespace rcclx::gpu
