@@ -210,8 +210,8 @@ enum RxMode { kRx, kRxNoStore };
 // their payload out. The last block to finish advances the epoch for the next launch.
 template <RxMode kMode>
 __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const char* myLines,
-                                    uint64_t* out, size_t words, size_t halfBytes,
-                                    uint32_t* epoch, uint32_t* done) {
+                                    uint64_t* out, size_t words, size_t halfBytes, uint32_t* epoch,
+                                    uint32_t* done) {
   const LineLane l;
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
   const uint64_t flag = e + 1;
@@ -327,10 +327,10 @@ __global__ void tmaBulkKernel(const uint8_t* src, uint8_t* dst, size_t bytes, ui
 
 struct Gpu {
   cudaStream_t stream;
-  cudaStream_t side;             // sm_ce: the copy engine's share runs here
-  cudaEvent_t fork, join;        // sm_ce: side joins and rejoins stream
-  char* lines;                   // lines / lines_rx: two halves of line staging, zeroed
-  uint32_t* counters;            // lines_rx: {epoch, blocks done}
+  cudaStream_t side;       // sm_ce: the copy engine's share runs here
+  cudaEvent_t fork, join;  // sm_ce: side joins and rejoins stream
+  char* lines;             // lines / lines_rx: two halves of line staging, zeroed
+  uint32_t* counters;      // lines_rx: {epoch, blocks done}
   uint8_t *src, *dst;
   cudaEvent_t start, stop;
   volatile int* gate;  // this device's view of the host flag
@@ -345,7 +345,7 @@ struct Config {
   const char* variant;
   std::string label;
   Launch launch;
-  bool linesOut = false;  // writes the peer's line staging, not its destination (lines)
+  bool linesOut = false;    // writes the peer's line staging, not its destination (lines)
   bool unverified = false;  // moves nothing checkable (timed only; said in the output)
 };
 size_t linesHalfBytes = 0;
@@ -460,9 +460,10 @@ bool verify(const Config& c, size_t bytes) {
       for (size_t i = 0; i < got.size(); ++i) {
         const size_t w = i / kLineWords * kLinePayload + i % kLineWords;
         const bool flagWord = i % kLineWords == kLineWords - 1;
-        const uint64_t want = flagWord   ? kPushFlag
-                              : w < words ? (uint64_t(pattern(d, 2 * w + 1)) << 32) | pattern(d, 2 * w)
-                                          : 0;
+        const uint64_t want = flagWord ? kPushFlag
+                              : w < words
+                                  ? (uint64_t(pattern(d, 2 * w + 1)) << 32) | pattern(d, 2 * w)
+                                  : 0;
         if (got[i] == want) continue;
         std::printf("FAIL %s: verify failed (%s, %s, GPU %d -> %d: line word %zu)\n", c.variant,
                     c.label.c_str(), sizeName(bytes).c_str(), d, 1 - d, i);

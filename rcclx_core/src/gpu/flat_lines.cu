@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) 
       if (w < a.words)
         storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, r0[i].result(a.buf.avgDivisor));
       if (!flagLane && w + 1 < a.words)
-        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8,
-                        r1[i].result(a.buf.avgDivisor));
+        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, r1[i].result(a.buf.avgDivisor));
     }
   });
   __syncthreads();
@@ -133,8 +132,9 @@ void launchFlatLines(const LaunchArgs& args) {
   const size_t bytes = args.count * dataTypeSize(args.type);
   const size_t lines = messageLines(bytes);
   CTRAN_CHECK(lines * kLineBytes <= 2 * args.layout.linesSlotBytes, ctran::InvalidArgument,
-              "dda_flat: ", bytes, " bytes exceed the line staging (RCCLX_GPU_LINES_BYTES=",
-              args.layout.linesMaxBytes, ")");
+              "dda_flat: ", bytes,
+              " bytes exceed the line staging (RCCLX_GPU_LINES_BYTES=", args.layout.linesMaxBytes,
+              ")");
   FlatLinesArgs a;
   a.buf = buffersOf(args);
   a.win = args.window;

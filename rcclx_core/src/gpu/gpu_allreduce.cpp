@@ -46,8 +46,8 @@ StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes, s
 LinesGrid linesGrid(size_t lines, const Tuning& tu) {
   const size_t minLines = tu.linesMinWarpLines > 0 ? tu.linesMinWarpLines : 1;
   const size_t warps = (lines + minLines - 1) / minLines;
-  const size_t maxBlocks = static_cast<size_t>(
-      tu.linesMaxBlocks < kMaxLineBlocks ? tu.linesMaxBlocks : kMaxLineBlocks);
+  const size_t maxBlocks =
+      static_cast<size_t>(tu.linesMaxBlocks < kMaxLineBlocks ? tu.linesMaxBlocks : kMaxLineBlocks);
   const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
   const size_t maxWarpsPerBlock = static_cast<size_t>(tu.linesThreads) / kThreadsMultiple;
   size_t perBlock = (warps + blocks - 1) / blocks;

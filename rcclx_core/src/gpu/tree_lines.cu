@@ -80,19 +80,20 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
   for (int d = 1; d < n; ++d) {
     const int p = (me + d) % n;
     char* dst = slot(p, 0, me);
-    lane.forBatches(linesOf(segLen(p)), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
-      uint64_t lo[kBatch], hi[kBatch];
+    lane.forBatches(linesOf(segLen(p)),
+                    [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
+                      uint64_t lo[kBatch], hi[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (!active[i]) continue;
-        lo[i] = loadWord(wordOf(p, line[i]));
-        hi[i] = flagLane ? flag : loadWord(wordOf(p, line[i]) + 1);
-      }
+                      for (int i = 0; i < kBatch; ++i) {
+                        if (!active[i]) continue;
+                        lo[i] = loadWord(wordOf(p, line[i]));
+                        hi[i] = flagLane ? flag : loadWord(wordOf(p, line[i]) + 1);
+                      }
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i]);
-      }
-    });
+                      for (int i = 0; i < kBatch; ++i) {
+                        if (active[i]) lineStore(dst + line[i] * kLineBytes, lo[i], hi[i]);
+                      }
+                    });
   }
 
   // 2. Reduce my segment in rank order; the result to my output and to every peer.
