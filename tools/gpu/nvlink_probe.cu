@@ -25,6 +25,7 @@
 //                the launch's epoch, kept in device memory; parity halves) and copies their
 //                payload into its destination: the one-shot exchange with nothing reduced.
 //   lines_rx_nostore  polls as lines_rx but copies nothing out (timed, not verified).
+//   lines_rx_split    lines_rx with half the warps pushing and the other half receiving.
 //   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
 //                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
 //                two stages so one chunk's load overlaps the previous chunk's store.
@@ -203,8 +204,9 @@ __global__ void linesPushKernel(const uint64_t* src, char* peerLines, size_t wor
 
 // How lines_rx receives: kRx as the library's line kernels (every lane polls its 16 bytes
 // with volatile loads, the payload is stored out); kRxNoStore polls only (the payload is
-// folded into one word per thread, nothing is copied out: not verified).
-enum RxMode { kRx, kRxNoStore };
+// folded into one word per thread, nothing is copied out: not verified); kRxSplit gives the
+// even warps the pushing and the odd warps the receiving (each role half the warps).
+enum RxMode { kRx, kRxNoStore, kRxSplit };
 
 // Push my lines into the peer's half (epoch % 2), then poll the peer's lines in mine and copy
 // their payload out. The last block to finish advances the epoch for the next launch.
@@ -212,14 +214,20 @@ template <RxMode kMode>
 __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const char* myLines,
                                     uint64_t* out, size_t words, size_t halfBytes, uint32_t* epoch,
                                     uint32_t* done) {
-  const LineLane l;
+  LineLane l;
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
   const uint64_t flag = e + 1;
   const size_t half = (e & 1) * halfBytes;
-  pushLines(l, src, peerLines + half, words, flag);
+  const bool pusher = kMode != kRxSplit || l.warp % 2 == 0;
+  const bool receiver = kMode != kRxSplit || l.warp % 2 == 1;
+  if (kMode == kRxSplit) {  // each role covers every line with its half of the warps
+    l.warp /= 2;
+    l.nWarps /= 2;
+  }
+  if (pusher) pushLines(l, src, peerLines + half, words, flag);
   uint64_t fold = 0;
   const bool flagLane = l.piece == kLanesPerLine - 1;
-  l.forBatches(lineCount(words), [&](const size_t* line, const bool* active) {
+  l.forBatches(receiver ? lineCount(words) : 0, [&](const size_t* line, const bool* active) {
     uint64_t lo[kLineBatch], hi[kLineBatch];
     for (bool ready = false; !ready;) {
       ready = true;
@@ -563,6 +571,7 @@ std::vector<Config> makeConfigs(bool quick) {
     };
     rx("lines_rx", linesExchangeKernel<kRx>, false);
     rx("lines_rx_nostore", linesExchangeKernel<kRxNoStore>, true);
+    rx("lines_rx_split", linesExchangeKernel<kRxSplit>, false);
   }
   out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
                    return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
