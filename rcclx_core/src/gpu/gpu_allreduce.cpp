@@ -216,15 +216,15 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.pdl = tuning_.pdl && pdlCapable_;
   switch (algo) {
     case AllReduceAlgo::kDdaFlat: {
+      if (flatLinesFit(a)) {  // one launch, whatever the size
+        launchFlatLines(a);
+        break;
+      }
       // Pieces of whole 16-byte units, so every piece keeps the buffers' alignment.
       const size_t piece = flatCapacityBytes() / kUnitBytes * (kUnitBytes / elem);
       // Pieces launch plainly: overlapped launches let all of a call's pieces be scheduled at
       // once, each waiting on the one before (1.3-1.5x slower at 4-256 MiB, measured).
       if (count > piece) a.pdl = false;
-      if (flatLinesFit(a)) {
-        launchFlatLines(a);
-        break;
-      }
       for (size_t done = 0; done < count; done += piece) {
         a.send = static_cast<const char*>(send) + done * elem;
         a.recv = static_cast<char*>(recv) + done * elem;
