@@ -155,8 +155,9 @@ inline DataType kernelType(DataType type, RedOp op) {
 
 /// One-shot push with LL lines: count must fit the flat slot (the caller splits larger calls).
 void launchDdaFlat(const LaunchArgs& args);
-/// Whether a dda_flat call runs in 128-byte lines: at least flatLinesMinBytes, its lines from
-/// every source fit the line region, and the build has lines (NVIDIA only).
+/// Whether a dda_flat call runs in 128-byte lines: two ranks or more, at least
+/// flatLinesMinBytes, its lines from every source fit the line region, and the build has lines
+/// (NVIDIA only).
 bool flatLinesFit(const LaunchArgs& args);
 /// One-shot push in 128-byte lines with in-line flags (flat_lines.cu).
 void launchFlatLines(const LaunchArgs& args);
@@ -165,8 +166,9 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
 /// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented. Runs the
 /// line protocol (launchTreeLines) when treeLinesFit(), else the two-shot kernel.
 void launchDdaTree(const LaunchArgs& args);
-/// Whether the call can run as lines: it fits the line region and tuning, and the build has
-/// them (NVIDIA only: they rely on a 128-byte warp store arriving whole over NVLink).
+/// Whether the call can run as lines: two ranks or more, it fits the line region and tuning,
+/// and the build has them (NVIDIA only: they rely on a 128-byte warp store arriving whole over
+/// NVLink).
 bool treeLinesFit(const LaunchArgs& args);
 /// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
 void launchTreeLines(const LaunchArgs& args);

@@ -106,9 +106,8 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
       own0[i] = loadWord(wordOf(me, line[i]));
       if (!flagLane) own1[i] = loadWord(wordOf(me, line[i]) + 1);
     }
-    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
-    for (int q = 0; q < n; ++q) {
-      uint64_t lo[kBatch], hi[kBatch];
+    // Rank q's words of the batch: mine, or the peer's lines once they carry the flag.
+    auto operand = [&](int q, uint64_t (&lo)[kBatch], uint64_t (&hi)[kBatch]) {
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         lo[i] = own0[i];
@@ -116,15 +115,30 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
       }
       if (q != me)
         waitLines(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+    };
+    // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
+    // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
+    // kernels run on two ranks or more: see the fit test below.)
+    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    {
+      uint64_t lo0[kBatch], hi0[kBatch], lo1[kBatch], hi1[kBatch];
+      operand(0, lo0, hi0);
+      operand(1, lo1, hi1);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        if (q == 0) {
-          r0[i].first(fromWord(lo[i]));
-          r1[i].first(fromWord(hi[i]));
-        } else {
-          r0[i].add(fromWord(lo[i]));
-          r1[i].add(fromWord(hi[i]));
-        }
+        r0[i].first(fromWord(lo0[i]));
+        r1[i].first(fromWord(hi0[i]));
+        r0[i].add(fromWord(lo1[i]));
+        r1[i].add(fromWord(hi1[i]));
+      }
+    }
+    for (int q = 2; q < n; ++q) {
+      uint64_t lo[kBatch], hi[kBatch];
+      operand(q, lo, hi);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        r0[i].add(fromWord(lo[i]));
+        r1[i].add(fromWord(hi[i]));
       }
     }
 #pragma unroll
@@ -168,8 +182,11 @@ bool treeLinesFit(const LaunchArgs& args) {
   (void)args;
   return false;  // whole-line arrival is an NVLink property; AMD takes the two-shot kernel
 #else
+  // The kernel combines ranks 0 and 1 together, so it needs two ranks at least (one rank runs
+  // a kernel only for PREMUL_SUM's scaling, in the two-shot kernel).
   const size_t bytes = args.count * dataTypeSize(args.type);
-  return args.layout.linesSlotBytes > 0 && bytes <= args.tuning.treeLinesMaxBytes &&
+  return args.window.nranks >= 2 && args.layout.linesSlotBytes > 0 &&
+         bytes <= args.tuning.treeLinesMaxBytes &&
          linesPerSegment(bytes, args.window.nranks) * kLineBytes <= args.layout.linesSlotBytes;
 #endif
 }
