@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device check, in one call on a machine with GPUs (2 for the collectives): builds ctran and
 # rcclx_core with this machine's python3, runs the GPU correctness checks
-# (tools/gpu/allreduce_check.py, tools/gpu/collectives_check.py), the GPU tests (tests/gpu,
+# (tools/gpu/allreduce_check.py, tools/gpu/collectives_check.py: one rank per GPU, then one
+# rank more than GPUs, ranks sharing GPUs), the GPU tests (tests/gpu,
 # marker gpu), then the benchmarks against NCCL (tools/gpu/allreduce_bench.py, also against
 # torch symmetric memory; tools/gpu/collectives_bench.py: all_gather, reduce_scatter,
 # all_to_all), and prints the benchmark tables last. Logs and JSON go to $OUT (default
@@ -57,24 +58,38 @@ fi
 export PYTHONPATH="$SITE:$ROOT/tests${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import ctran, rcclx_core, sys; print("ctran built with CUDA:", ctran.built_with_cuda(), "GPUs:", ctran.cuda_device_count()); sys.exit(0 if ctran.built_with_cuda() else 1)' || { echo "no GPU code in the build (nvcc not found?)"; exit 1; }
 ngpu=$("$PY" -c 'import ctran; print(ctran.cuda_device_count()[0])')
+# The checks run one rank per GPU (at most 8, the device windows' limit), then one rank more than
+# there are GPUs (ranks sharing GPUs: every kernel's n-rank paths, e.g. 3 ranks on 2 GPUs).
+nranks=$((ngpu < 8 ? ngpu : 8))
+shared=$((ngpu + 1))
 
 if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$allreduce" = 1 ]; then
   step "GPU correctness (tools/gpu/allreduce_check.py)"
-  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/allreduce_check.py" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log" | grep -v "^\s*$" | tail -40
+  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/allreduce_check.py" --nranks "$nranks" --out "$OUT/check.json" 2>&1 | tee "$OUT/check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
 if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$collectives" = 1 ]; then
   step "GPU correctness (tools/gpu/collectives_check.py)"
-  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/collectives_check.py" --out "$OUT/coll_check.json" 2>&1 | tee "$OUT/coll_check.log" | grep -v "^\s*$" | tail -40
+  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/collectives_check.py" --nranks "$nranks" --out "$OUT/coll_check.json" 2>&1 | tee "$OUT/coll_check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$shared" -le 8 ]; then
+  for part in allreduce collectives; do
+    [ "$part" = allreduce ] && [ "$allreduce" = 0 ] && continue
+    [ "$part" = collectives ] && [ "$collectives" = 0 ] && continue
+    step "GPU correctness, $shared ranks on $ngpu GPUs (tools/gpu/${part}_check.py)"
+    RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/${part}_check.py" --nranks "$shared" --skip-stall --out "$OUT/${part}_shared_check.json" 2>&1 | tee "$OUT/${part}_shared_check.log" | grep -v "^\s*$" | tail -20
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
 fi
 
 if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$lp" = 1 ]; then
   step "GPU correctness (tools/gpu/lp_check.py)"
   q=""
   [ -n "$quick" ] && q="--quick"
-  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 400 "$PY" "$ROOT/tools/gpu/lp_check.py" $q --out "$OUT/lp_check.json" 2>&1 | tee "$OUT/lp_check.log" | grep -v "^\s*$" | tail -40
+  RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 400 "$PY" "$ROOT/tools/gpu/lp_check.py" $q --nranks "$nranks" --out "$OUT/lp_check.json" 2>&1 | tee "$OUT/lp_check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 

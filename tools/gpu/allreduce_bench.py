@@ -103,7 +103,7 @@ def bench_rank(info, sizes, dtype_name, sweep):
     dist = info.init_torch("nccl")
     import torch.distributed._symmetric_memory as symm_mem
 
-    dev = torch.device("cuda", info.rank)
+    dev = torch.device("cuda", info.device)
     dtype = getattr(torch, dtype_name)
     comm = info.communicator()
     group_name = dist.group.WORLD.group_name

@@ -7,6 +7,9 @@ that never joins turning into an error, not a hang.
 
     python3 tools/gpu/allreduce_check.py [--nranks 2] [--out check.json]
 
+With more ranks than GPUs, ranks share GPUs (gpu_common.py): every kernel's n-rank paths are
+checked, slowly, and the leak check is left out.
+
 Inputs are random (seeded by case and rank, so every rank can rebuild every rank's input); the
 reference is computed in float64 (integers: exactly, wrapping in their own width; bitwise
 operators on random bit patterns). Each output is poisoned first, so an unwritten element fails.
@@ -23,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_common import combine_pair, run_ranks  # noqa: E402
+from gpu_common import combine_pair, gpu_count, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
 # What the correctness sweep runs: (label, algorithm, tuning). dda_flat runs LL lines below
@@ -142,8 +145,8 @@ def correctness_rank(info, counts):
 
     import rcclx_core as rc
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     comm = info.communicator()
     n = info.nranks
     cases = []
@@ -334,8 +337,8 @@ def graph_rank(info, replays):
     """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
     import torch
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     comm = info.communicator()
     n = info.nranks
     plan = [
@@ -386,7 +389,7 @@ def leak_rank(info, rounds):
     """Device memory is back after destroy: split off, use and destroy `rounds` communicators."""
     import torch
 
-    torch.cuda.set_device(info.rank)
+    torch.cuda.set_device(info.device)
     comm = info.communicator()
 
     def cycle():
@@ -415,7 +418,7 @@ def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning=""):
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
 
-    torch.cuda.set_device(info.rank)
+    torch.cuda.set_device(info.device)
     comm = info.communicator()
     comm.set_gpu_tuning(tuning)
     if info.rank != 0:
@@ -465,13 +468,20 @@ def main() -> int:
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
     fold("one rank", run_ranks(one_rank, 1, timeout=120))
     fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
-    leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
-    leak_ok = all(abs(d) < (4 << 20) for d in leaks)
-    summary["leak"] = {"bytes_lost_by_rank": leaks, "ok": leak_ok}
-    verdict = "ok" if leak_ok else "LEAK"
-    print(f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {verdict}")
-    if not leak_ok:
-        failures.append(f"device memory not returned after destroy: {leaks}")
+    import ctran
+
+    if args.nranks <= gpu_count(ctran):
+        leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
+        leak_ok = all(abs(d) < (4 << 20) for d in leaks)
+        summary["leak"] = {"bytes_lost_by_rank": leaks, "ok": leak_ok}
+        verdict = "ok" if leak_ok else "LEAK"
+        print(
+            f"leak: device memory lost after 3 create/destroy rounds, by rank: {leaks} -> {verdict}"
+        )
+        if not leak_ok:
+            failures.append(f"device memory not returned after destroy: {leaks}")
+    else:  # the free-memory reading is per GPU, not per process
+        print("leak: not checked (ranks share GPUs; the check needs one GPU per rank)")
     stalls = (
         ("dda_flat", "dda_flat", ""),
         ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1"),

@@ -30,7 +30,7 @@ def bench_rank(info, sizes, dtype_name):
     import torch
 
     dist = info.init_torch("nccl")
-    dev = torch.device("cuda", info.rank)
+    dev = torch.device("cuda", info.device)
     dtype = getattr(torch, dtype_name)
     n = info.nranks
     comm = info.communicator()

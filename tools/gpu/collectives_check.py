@@ -404,7 +404,7 @@ def p2p_cases(c: Cases, counts):
 
 
 def error_cases(c: Cases):
-    torch, me = c.torch, c.me
+    torch = c.torch
     import rcclx_core as rc
 
     def expect(fn, *needles):
@@ -422,7 +422,7 @@ def error_cases(c: Cases):
     h = torch.ones(8 * c.n)
     c.run(
         "error: device sendbuf with host recvbuf",
-        lambda: expect(lambda: c.comm.all_gather(g, h), "recvbuf is on cpu", f"cuda:{me}"),
+        lambda: expect(lambda: c.comm.all_gather(g, h), "recvbuf is on cpu", str(c.dev)),
     )
     c.run(
         "error: stream= with host buffers",
@@ -456,8 +456,8 @@ def error_cases(c: Cases):
 def check_rank(info, counts):
     import torch
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     comm = info.communicator()
     c = Cases(torch, info, comm, dev)
     copy_cases(c, counts)
@@ -474,8 +474,8 @@ def graph_rank(info, replays):
 
     import rcclx_core as rc
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     comm = info.communicator()
     n, me = info.nranks, info.rank
     count = 300_001  # 1.2 MB fp32 blocks: several lanes
@@ -553,7 +553,7 @@ def stalled_receiver_rank(info, timeout_ms):
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
 
-    torch.cuda.set_device(info.rank)
+    torch.cuda.set_device(info.device)
     comm = info.communicator()
     if info.rank != 0:
         time.sleep(timeout_ms / 1000 + 6)

@@ -1,9 +1,13 @@
 """Shared by the GPU check and benchmark: run a function as N processes, one GPU each.
 
 `run_ranks(fn, nranks, *args, timeout=...)` spawns N fresh interpreters (CUDA needs `spawn`),
-hands each a RankInfo (rank, world size, an rcclx unique id and a free TCP port for
+hands each a RankInfo (rank, world size, its GPU, an rcclx unique id and a free TCP port for
 torch.distributed) and returns every rank's return value; any rank's exception, death or
 overrun fails the whole run with every rank's traceback.
+
+Rank r runs on GPU r % (GPUs on the machine). More ranks than GPUs is for correctness checks
+only: the processes sharing a GPU time-slice it (no MPS), so each kernel that waits on a peer
+of its own GPU waits for the next time slice.
 
 The NVLink-multicast switches stay off in every child (the machines here require it).
 """
@@ -35,28 +39,29 @@ class RankInfo:
     unique_id: bytes
     torch_port: int
     extra_ids: tuple = ()  # more unique ids, for checks that create further communicators
+    device: int = 0  # this rank's GPU: rank % GPU count
 
     def init_torch(self, backend: str = "nccl"):
         """Sets this rank's GPU and joins torch.distributed (for the peers' numbers)."""
         import torch
         import torch.distributed as dist
 
-        torch.cuda.set_device(self.rank)
+        torch.cuda.set_device(self.device)
         dist.init_process_group(
             backend,
             init_method=f"tcp://127.0.0.1:{self.torch_port}",
             rank=self.rank,
             world_size=self.nranks,
-            device_id=torch.device("cuda", self.rank),
+            device_id=torch.device("cuda", self.device),
         )
         return dist
 
     def communicator(self):
-        """An rcclx communicator on GPU `rank`."""
+        """An rcclx communicator on this rank's GPU."""
         import rcclx_core
 
         return rcclx_core.Communicator.from_unique_id(
-            self.unique_id, self.rank, self.nranks, device=self.rank
+            self.unique_id, self.rank, self.nranks, device=self.device
         )
 
 
@@ -78,11 +83,18 @@ def _child(fn, info: RankInfo, args, queue) -> None:
         queue.put((info.rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
+def gpu_count(ctran) -> int:
+    """GPUs this process sees (0 without a CUDA build or driver)."""
+    return ctran.cuda_device_count()[0]
+
+
 def run_ranks(
     fn: Callable, nranks: int, *args, timeout: float = 300.0, extra_ids: int = 0
 ) -> list[Any]:
+    import ctran
     import rcclx_core
 
+    ngpus = max(1, gpu_count(ctran))
     uid = rcclx_core.create_unique_id()  # the store lives in this process until we return
     extra = tuple(rcclx_core.create_unique_id() for _ in range(extra_ids))
     port = _free_port()
@@ -91,7 +103,8 @@ def run_ranks(
     procs = []
     for r in range(nranks):
         p = ctx.Process(
-            target=_child, args=(fn, RankInfo(r, nranks, uid, port, extra), args, queue)
+            target=_child,
+            args=(fn, RankInfo(r, nranks, uid, port, extra, r % ngpus), args, queue),
         )
         p.start()
         procs.append(p)

@@ -39,8 +39,8 @@ def sweep_rank(info, nbytes):
 
     import rcclx_core
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     rows = []
     for i, (blocks, chunk, staging) in enumerate(SWEEP):
         os.environ.update(
@@ -87,7 +87,7 @@ def bench_rank(info, sizes, dtypes, colls):
     import torch
 
     dist = info.init_torch("nccl")
-    dev = torch.device("cuda", info.rank)
+    dev = torch.device("cuda", info.device)
     n = info.nranks
     comm = info.communicator()
     x = torch.ones(1, device=dev)

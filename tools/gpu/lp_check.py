@@ -143,8 +143,8 @@ def check_rank(info, shapes, quick):
 
     import rcclx_core as rc
 
-    torch.cuda.set_device(info.rank)
-    dev = torch.device("cuda", info.rank)
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
     n, me = info.nranks, info.rank
     comm = info.communicator()
     stream = torch.cuda.current_stream().cuda_stream
