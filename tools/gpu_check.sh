@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device check, in one call on a machine with GPUs (2 for the collectives): builds ctran and
 # rcclx_core with this machine's python3, runs the GPU correctness checks
-# (tools/gpu/allreduce_check.py, tools/gpu/collectives_check.py: one rank per GPU, then one
-# rank more than GPUs, ranks sharing GPUs), the GPU tests (tests/gpu,
+# (tools/gpu/allreduce_check.py, tools/gpu/collectives_check.py, tools/gpu/lp_check.py: one
+# rank per GPU, then one rank more than GPUs, ranks sharing GPUs), the GPU tests (tests/gpu,
 # marker gpu), then the benchmarks against NCCL (tools/gpu/allreduce_bench.py, also against
 # torch symmetric memory; tools/gpu/collectives_bench.py: all_gather, reduce_scatter,
 # all_to_all), and prints the benchmark tables last. Logs and JSON go to $OUT (default
@@ -75,22 +75,25 @@ if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$collectives" = 1 ]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
-if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$shared" -le 8 ]; then
-  for part in allreduce collectives; do
-    [ "$part" = allreduce ] && [ "$allreduce" = 0 ] && continue
-    [ "$part" = collectives ] && [ "$collectives" = 0 ] && continue
-    step "GPU correctness, $shared ranks on $ngpu GPUs (tools/gpu/${part}_check.py)"
-    RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/${part}_check.py" --nranks "$shared" --skip-stall --out "$OUT/${part}_shared_check.json" 2>&1 | tee "$OUT/${part}_shared_check.log" | grep -v "^\s*$" | tail -20
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  done
-fi
-
 if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$lp" = 1 ]; then
   step "GPU correctness (tools/gpu/lp_check.py)"
   q=""
   [ -n "$quick" ] && q="--quick"
   RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 400 "$PY" "$ROOT/tools/gpu/lp_check.py" $q --nranks "$nranks" --out "$OUT/lp_check.json" 2>&1 | tee "$OUT/lp_check.log" | grep -v "^\s*$" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$shared" -le 8 ]; then
+  for part in allreduce collectives lp; do
+    [ "$part" = allreduce ] && [ "$allreduce" = 0 ] && continue
+    [ "$part" = collectives ] && [ "$collectives" = 0 ] && continue
+    [ "$part" = lp ] && [ "$lp" = 0 ] && continue
+    nostall="--skip-stall"
+    [ "$part" = lp ] && nostall=""  # lp_check has no stalled-peer check
+    step "GPU correctness, $shared ranks on $ngpu GPUs (tools/gpu/${part}_check.py)"
+    RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/${part}_check.py" --nranks "$shared" $nostall --out "$OUT/${part}_shared_check.json" 2>&1 | tee "$OUT/${part}_shared_check.log" | grep -v "^\s*$" | grep -v "Graph is empty\|capture_end" | tail -20
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
 fi
 
 if [ "$tests" = 1 ]; then

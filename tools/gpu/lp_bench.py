@@ -51,7 +51,7 @@ def sweep_rank(info, nbytes):
             }
         )
         comm = rcclx_core.Communicator.from_unique_id(
-            info.extra_ids[i], info.rank, info.nranks, device=info.rank
+            info.extra_ids[i], info.rank, info.nranks, device=info.device
         )
 
         def barrier(comm=comm):

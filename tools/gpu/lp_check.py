@@ -301,7 +301,7 @@ def policy_checks(np, rc, torch, info, dev, me, n):
     lp_want = model(np, rc, "all_reduce", inputs, me, False, False, 256)
     # Enabled by the knobs when the communicator is created: staging allocated there.
     os.environ.update({"RCCL_LOW_PRECISION_ENABLE": "1", "RCCLX_LP_MIN_BYTES": "200000"})
-    comm = rc.Communicator.from_unique_id(info.extra_ids[0], me, n, device=me)
+    comm = rc.Communicator.from_unique_id(info.extra_ids[0], me, n, device=info.device)
     s = torch.cuda.current_stream().cuda_stream
     x = torch.from_numpy(inputs[me]).to(dev)
     y = torch.empty_like(x)
@@ -336,7 +336,7 @@ def policy_checks(np, rc, torch, info, dev, me, n):
     os.environ.pop("RCCLX_LP_MIN_BYTES", None)
     comm.destroy()
     # No knob: the first hinted call during capture has no staging and must say so.
-    comm = rc.Communicator.from_unique_id(info.extra_ids[1], me, n, device=me)
+    comm = rc.Communicator.from_unique_id(info.extra_ids[1], me, n, device=info.device)
     g = torch.cuda.CUDAGraph()
     msg = None
     try:
