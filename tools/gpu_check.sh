@@ -58,8 +58,9 @@ fi
 export PYTHONPATH="$SITE:$ROOT/tests${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c 'import ctran, rcclx_core, sys; print("ctran built with CUDA:", ctran.built_with_cuda(), "GPUs:", ctran.cuda_device_count()); sys.exit(0 if ctran.built_with_cuda() else 1)' || { echo "no GPU code in the build (nvcc not found?)"; exit 1; }
 ngpu=$("$PY" -c 'import ctran; print(ctran.cuda_device_count()[0])')
-# The checks run one rank per GPU (at most 8, the device windows' limit), then one rank more than
-# there are GPUs (ranks sharing GPUs: every kernel's n-rank paths, e.g. 3 ranks on 2 GPUs).
+# The checks run one rank per GPU (at most 8, the device windows' limit; from 2 GPUs), then one
+# rank more than there are GPUs (ranks sharing GPUs: every kernel's n-rank paths, e.g. 3 ranks on
+# 2 GPUs; on a machine with one GPU, 2 ranks on it).
 nranks=$((ngpu < 8 ? ngpu : 8))
 shared=$((ngpu + 1))
 
@@ -83,14 +84,14 @@ if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$lp" = 1 ]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
-if [ "$check" = 1 ] && [ "$ngpu" -ge 2 ] && [ "$shared" -le 8 ]; then
+if [ "$check" = 1 ] && [ "$ngpu" -ge 1 ] && [ "$shared" -le 8 ]; then
   for part in allreduce collectives lp; do
     [ "$part" = allreduce ] && [ "$allreduce" = 0 ] && continue
     [ "$part" = collectives ] && [ "$collectives" = 0 ] && continue
     [ "$part" = lp ] && [ "$lp" = 0 ] && continue
     nostall="--skip-stall"
     [ "$part" = lp ] && nostall=""  # lp_check has no stalled-peer check
-    step "GPU correctness, $shared ranks on $ngpu GPUs (tools/gpu/${part}_check.py)"
+    step "GPU correctness, $shared ranks on $ngpu GPU(s) (tools/gpu/${part}_check.py)"
     RCCLX_TIMEOUT_MS="${RCCLX_CHECK_TIMEOUT_MS:-10000}" timeout 300 "$PY" "$ROOT/tools/gpu/${part}_check.py" --nranks "$shared" $nostall --out "$OUT/${part}_shared_check.json" 2>&1 | tee "$OUT/${part}_shared_check.log" | grep -v "^\s*$" | grep -v "Graph is empty\|capture_end" | tail -20
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   done
