@@ -468,9 +468,7 @@ def main() -> int:
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
     fold("one rank", run_ranks(one_rank, 1, timeout=120))
     fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
-    import ctran
-
-    if args.nranks <= gpu_count(ctran):
+    if args.nranks <= gpu_count():
         leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
         leak_ok = all(abs(d) < (4 << 20) for d in leaks)
         summary["leak"] = {"bytes_lost_by_rank": leaks, "ok": leak_ok}

@@ -1,4 +1,4 @@
-"""Shared by the GPU check and benchmark: run a function as N processes, one GPU each.
+"""Shared by the GPU checks and benchmarks: run a function as N processes, one per rank.
 
 `run_ranks(fn, nranks, *args, timeout=...)` spawns N fresh interpreters (CUDA needs `spawn`),
 hands each a RankInfo (rank, world size, its GPU, an rcclx unique id and a free TCP port for
@@ -83,18 +83,19 @@ def _child(fn, info: RankInfo, args, queue) -> None:
         queue.put((info.rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
-def gpu_count(ctran) -> int:
+def gpu_count() -> int:
     """GPUs this process sees (0 without a CUDA build or driver)."""
+    import ctran
+
     return ctran.cuda_device_count()[0]
 
 
 def run_ranks(
     fn: Callable, nranks: int, *args, timeout: float = 300.0, extra_ids: int = 0
 ) -> list[Any]:
-    import ctran
     import rcclx_core
 
-    ngpus = max(1, gpu_count(ctran))
+    ngpus = max(1, gpu_count())
     uid = rcclx_core.create_unique_id()  # the store lives in this process until we return
     extra = tuple(rcclx_core.create_unique_id() for _ in range(extra_ids))
     port = _free_port()
