@@ -95,36 +95,49 @@ __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) 
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
     // kernels run on two ranks or more: see the fit test below.)
-    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    uint2 res0[kBatch], res1[kBatch];
     {
       uint64_t lo0[kBatch], hi0[kBatch], lo1[kBatch], hi1[kBatch];
       operand(0, lo0, hi0);
       operand(1, lo1, hi1);
+      if (n == 2) {
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        r0[i].first(fromWord(lo0[i]));
-        r1[i].first(fromWord(hi0[i]));
-        r0[i].add(fromWord(lo1[i]));
-        r1[i].add(fromWord(hi1[i]));
-      }
-    }
-    for (int q = 2; q < n; ++q) {
-      uint64_t lo[kBatch], hi[kBatch];
-      operand(q, lo, hi);
+        for (int i = 0; i < kBatch; ++i) {
+          res0[i] = reducePair<T, O, V>(fromWord(lo0[i]), fromWord(lo1[i]), a.buf.avgDivisor);
+          res1[i] = reducePair<T, O, V>(fromWord(hi0[i]), fromWord(hi1[i]), a.buf.avgDivisor);
+        }
+      } else {
+        UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        r0[i].add(fromWord(lo[i]));
-        r1[i].add(fromWord(hi[i]));
+        for (int i = 0; i < kBatch; ++i) {
+          r0[i].first(fromWord(lo0[i]));
+          r1[i].first(fromWord(hi0[i]));
+          r0[i].add(fromWord(lo1[i]));
+          r1[i].add(fromWord(hi1[i]));
+        }
+        for (int q = 2; q < n; ++q) {
+          uint64_t lo[kBatch], hi[kBatch];
+          operand(q, lo, hi);
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            r0[i].add(fromWord(lo[i]));
+            r1[i].add(fromWord(hi[i]));
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          res0[i] = r0[i].result(a.buf.avgDivisor);
+          res1[i] = r1[i].result(a.buf.avgDivisor);
+        }
       }
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       if (!active[i]) continue;
       const size_t w = lane.wordOf(0, line[i]);
-      if (w < a.words)
-        storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, r0[i].result(a.buf.avgDivisor));
+      if (w < a.words) storeUnit<T, V>(a.buf.recv, w, a.buf.count, a.aligned8, res0[i]);
       if (!flagLane && w + 1 < a.words)
-        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, r1[i].result(a.buf.avgDivisor));
+        storeUnit<T, V>(a.buf.recv, w + 1, a.buf.count, a.aligned8, res1[i]);
     }
   });
   __syncthreads();

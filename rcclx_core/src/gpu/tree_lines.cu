@@ -119,38 +119,53 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
     // kernels run on two ranks or more: see the fit test below.)
-    UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
+    uint64_t res0[kBatch], res1[kBatch];
     {
       uint64_t lo0[kBatch], hi0[kBatch], lo1[kBatch], hi1[kBatch];
       operand(0, lo0, hi0);
       operand(1, lo1, hi1);
+      if (n == 2) {
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        r0[i].first(fromWord(lo0[i]));
-        r1[i].first(fromWord(hi0[i]));
-        r0[i].add(fromWord(lo1[i]));
-        r1[i].add(fromWord(hi1[i]));
-      }
-    }
-    for (int q = 2; q < n; ++q) {
-      uint64_t lo[kBatch], hi[kBatch];
-      operand(q, lo, hi);
+        for (int i = 0; i < kBatch; ++i) {
+          res0[i] =
+              asWord(reducePair<T, O, V>(fromWord(lo0[i]), fromWord(lo1[i]), a.buf.avgDivisor));
+          res1[i] =
+              asWord(reducePair<T, O, V>(fromWord(hi0[i]), fromWord(hi1[i]), a.buf.avgDivisor));
+        }
+      } else {
+        UnitReducer<T, O, V> r0[kBatch], r1[kBatch];
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        r0[i].add(fromWord(lo[i]));
-        r1[i].add(fromWord(hi[i]));
+        for (int i = 0; i < kBatch; ++i) {
+          r0[i].first(fromWord(lo0[i]));
+          r1[i].first(fromWord(hi0[i]));
+          r0[i].add(fromWord(lo1[i]));
+          r1[i].add(fromWord(hi1[i]));
+        }
+        for (int q = 2; q < n; ++q) {
+          uint64_t lo[kBatch], hi[kBatch];
+          operand(q, lo, hi);
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            r0[i].add(fromWord(lo[i]));
+            r1[i].add(fromWord(hi[i]));
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          res0[i] = asWord(r0[i].result(a.buf.avgDivisor));
+          res1[i] = asWord(r1[i].result(a.buf.avgDivisor));
+        }
       }
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       if (!active[i]) continue;
-      const uint64_t res0 = asWord(r0[i].result(a.buf.avgDivisor));
-      const uint64_t res1 = flagLane ? flag : asWord(r1[i].result(a.buf.avgDivisor));
+      if (flagLane) res1[i] = flag;
       for (int d = 1; d < n; ++d)
-        lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0, res1);
+        lineStore(slot((me + d) % n, 1, me) + line[i] * kLineBytes, res0[i], res1[i]);
       const size_t w = wordOf(me, line[i]);
-      if (w - segBegin(me) < myLen) storeWord(w, res0);
-      if (!flagLane && w + 1 - segBegin(me) < myLen) storeWord(w + 1, res1);
+      if (w - segBegin(me) < myLen) storeWord(w, res0[i]);
+      if (!flagLane && w + 1 - segBegin(me) < myLen) storeWord(w + 1, res1[i]);
     }
   });
 

@@ -101,15 +101,14 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     const uint4* mine = area(me);
     const size_t base = static_cast<size_t>(me) * a.segUnits + j0;
     for (size_t t0 = tid; t0 < jn; t0 += kReduceBatch * nthr) {
-      UnitReducer<T, O> r[kReduceBatch];
       bool valid[kReduceBatch];
 #pragma unroll
       for (int i = 0; i < kReduceBatch; ++i) {
         const size_t t = t0 + static_cast<size_t>(i) * nthr;
         valid[i] = t < jn && base + t < U;
       }
-      for (int q = 0; q < n; ++q) {
-        uint4 v[kReduceBatch];
+      // Rank q's units of the batch: my input or its staged contribution.
+      auto operand = [&](int q, uint4(&v)[kReduceBatch]) {
 #pragma unroll
         for (int i = 0; i < kReduceBatch; ++i) {
           const size_t t = t0 + static_cast<size_t>(i) * nthr;
@@ -119,24 +118,41 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
                            : loadStaged(mine + static_cast<size_t>(q) * C + t);
           }
         }
+      };
+      uint4 res[kReduceBatch];
+      if (n == 2) {
+        uint4 v0[kReduceBatch], v1[kReduceBatch];
+        operand(0, v0);
+        operand(1, v1);
 #pragma unroll
-        for (int i = 0; i < kReduceBatch; ++i) {
-          if (!valid[i]) continue;
-          if (q == 0) {
-            r[i].first(v[i]);
-          } else {
-            r[i].add(v[i]);
+        for (int i = 0; i < kReduceBatch; ++i)
+          if (valid[i]) res[i] = reducePair<T, O>(v0[i], v1[i], a.buf.avgDivisor);
+      } else {
+        UnitReducer<T, O> r[kReduceBatch];
+        for (int q = 0; q < n; ++q) {
+          uint4 v[kReduceBatch];
+          operand(q, v);
+#pragma unroll
+          for (int i = 0; i < kReduceBatch; ++i) {
+            if (!valid[i]) continue;
+            if (q == 0) {
+              r[i].first(v[i]);
+            } else {
+              r[i].add(v[i]);
+            }
           }
         }
+#pragma unroll
+        for (int i = 0; i < kReduceBatch; ++i)
+          if (valid[i]) res[i] = r[i].result(a.buf.avgDivisor);
       }
 #pragma unroll
       for (int i = 0; i < kReduceBatch; ++i) {
         if (!valid[i]) continue;
         const size_t t = t0 + static_cast<size_t>(i) * nthr;
-        const uint4 res = r[i].result(a.buf.avgDivisor);
-        storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res);
+        storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res[i]);
         for (int p = 0; p < n; ++p) {
-          if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res;
+          if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res[i];
         }
       }
     }
