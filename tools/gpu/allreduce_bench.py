@@ -6,7 +6,7 @@ auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot).
 Every column is timed the same way: 20 ops captured in one CUDA graph, the graph replayed 15
 times after 3 warm-up replays (each replay queued behind a short GPU sleep, so the host's
 launch latency is not timed), the median replay over 20 (microseconds per op, rank 0's
-reading), the better of two passes over all columns (the second in reverse order). busbw =
+reading), the best of three passes over all columns (the second in reverse order). busbw =
 bytes / time * 2 (n - 1) / n. The table ends with the ratio of our best column to the best peer
 (below 1: faster), then each performance target as a ratio from this run. --sweep also times a
 few launch shapes (set_gpu_tuning) per size and reports them in the JSON and a second table.
@@ -143,9 +143,10 @@ def bench_rank(info, sizes, dtype_name, sweep):
             columns.append(("symm_one_shot", one_shot))
             two_shot = partial(torch.ops.symm_mem.two_shot_all_reduce_, sb, "sum", group_name)
             columns.append(("symm_two_shot", two_shot))
-        # Two passes over every column (the second in reverse order), each column keeping its
-        # better median: no column owes its time to its place in the order.
-        for order in (columns, columns[::-1]):
+        # Three passes over every column (the second in reverse order), each column keeping its
+        # best median: no column owes its time to its place in the order, and two columns of
+        # one kernel (auto and the algorithm it picks) differ by less than a replay's spread.
+        for order in (columns, columns[::-1], columns):
             for name, fn in order:
                 t = _try(torch, fn, barrier)
                 prev = _num(row.get(name))
