@@ -255,8 +255,9 @@ struct UnitReducer<T, O, V, true> {
 /// A UnitReducer's first(a), add(b), result(divisor) in one step, with the same bits. The
 /// 16-bit floats' SUM (divisor 1) adds in packed 16-bit instructions on NVIDIA GPUs, two elements
 /// per instruction, instead of converting each element to float and back: the sum of two 16-bit
-/// floats is either exact in float, or the smaller one is under 2^-16 of the larger, far below
-/// half its 16-bit rounding step, and both ways round to the larger. Two-rank kernels use it.
+/// floats is exact in float, except when their exponents lie so far apart that the smaller one
+/// (and float's rounding) stays under half the larger one's 16-bit rounding step, and then both
+/// ways round to the larger. Two-rank kernels use it.
 template <typename T, Op O, typename V = uint4>
 __device__ __forceinline__ V reducePair(V a, V b, int divisor) {
 #if !RCCLX_GPU_HIP
