@@ -26,6 +26,14 @@
 //                payload into its destination: the one-shot exchange with nothing reduced.
 //   lines_rx_nostore  polls as lines_rx but copies nothing out (timed, not verified).
 //   lines_rx_split    lines_rx with half the warps pushing and the other half receiving.
+//   chunks_rx    the one-shot exchange in chunks, a flag after each: pusher warps store a chunk
+//                into the peer's staging, fence, and store its flag; receiver warps (the rest
+//                of each block) wait for each chunk's flag and copy it out.
+//   chunks_sum   the same, writing the sum of the chunk and my own source (32-bit integers).
+//   chunks_rx_rel  chunks_rx with a release store as the flag instead of a fence and a store.
+//   chunks_flags / chunks_push / chunks_push_rel / chunks_push_nof  taken apart (timed only):
+//                receivers that wait for the flags but read nothing; pushers alone (fence,
+//                release store, or no ordering at all).
 //   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
 //                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
 //                two stages so one chunk's load overlaps the previous chunk's store.
@@ -264,6 +272,104 @@ __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const 
   }
 }
 
+// One-shot exchange in chunks with a flag after each (chunks_rx, chunks_sum): within every
+// block the first `pushWarps` warps push, the others receive. Pusher warp p stores chunks p,
+// p + P, ... of its source into the peer's staging half (epoch % 2), then fences at system
+// scope and stores the chunk's flag (the launch's epoch + 1) in the peer; receiver warp r waits
+// for the flags of chunks r, r + R, ... in its own GPU and writes them out: the staged chunk
+// (chunks_rx) or its sum with my own source, as 32-bit integers (chunks_sum). Nothing a GPU
+// pushes waits on the peer, and a chunk is taken as soon as its flag is in.
+// kCopy / kSum as above; kFlagsOnly: receivers wait for every flag but read no data; kNoRx:
+// nobody receives (the pushers' cost alone). The last two are timed, not verified.
+enum ChunkRx { kCopy, kSum, kFlagsOnly, kNoRx };
+// How a pusher orders its chunk before the flag: kFenceSc: every lane __threadfence_system()
+// (fence.sc.sys), __syncwarp, lane 0 a relaxed flag store; kRelease: __syncwarp, then lane 0
+// st.release.sys; kNoFence: __syncwarp and a relaxed flag (unordered: timing only).
+enum ChunkFence { kFenceSc, kRelease, kNoFence };
+template <ChunkRx kMode, ChunkFence kFence = kFenceSc>
+__global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const uint4* myStage,
+                                     uint4* out, size_t units, size_t chunkUnits, size_t halfUnits,
+                                     uint64_t* peerFlags, const uint64_t* myFlags, int pushWarps,
+                                     uint32_t* epoch, uint32_t* done) {
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+  const uint64_t flag = e + 1;
+  const size_t half = (e & 1) * halfUnits;
+  const int lane = threadIdx.x % 32, warpInBlock = threadIdx.x / 32;
+  const int warps = blockDim.x / 32;
+  const size_t chunks = (units + chunkUnits - 1) / chunkUnits;
+  if (warpInBlock < pushWarps) {
+    const size_t P = size_t(gridDim.x) * pushWarps;
+    for (size_t c = blockIdx.x * size_t(pushWarps) + warpInBlock; c < chunks; c += P) {
+      const size_t u0 = c * chunkUnits;
+      const size_t un = units - u0 < chunkUnits ? units - u0 : chunkUnits;
+      for (size_t t0 = lane; t0 < un; t0 += 4 * 32) {
+        uint4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (t0 + k * 32 < un) v[k] = src[u0 + t0 + k * 32];
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (t0 + k * 32 < un) peerStage[half + u0 + t0 + k * 32] = v[k];
+      }
+      if (kFence == kFenceSc) __threadfence_system();
+      __syncwarp();
+      if (lane == 0 && kFence == kRelease)
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peerFlags + c), "l"(flag)
+                     : "memory");
+      if (lane == 0 && kFence != kRelease)
+        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(peerFlags + c), "l"(flag)
+                     : "memory");
+    }
+  } else if (kMode != kNoRx) {
+    const int rxWarps = warps - pushWarps;
+    const size_t R = size_t(gridDim.x) * rxWarps;
+    for (size_t c = blockIdx.x * size_t(rxWarps) + (warpInBlock - pushWarps); c < chunks; c += R) {
+      uint64_t seen = 0, t0 = 0, t = 0;
+      for (;;) {
+        asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+                     : "=l"(seen)
+                     : "l"(myFlags + c)
+                     : "memory");
+        if (seen >= flag) break;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t0 == 0) t0 = t;
+        if (t - t0 > 2000000000ull) __trap();  // a peer that never signals: fail, not hang
+      }
+      if (kMode == kFlagsOnly) continue;
+      const size_t u0 = c * chunkUnits;
+      const size_t un = units - u0 < chunkUnits ? units - u0 : chunkUnits;
+      for (size_t t1 = lane; t1 < un; t1 += 4 * 32) {
+        uint4 v[4], w[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (t1 + k * 32 >= un) continue;
+          v[k] = __ldcg(myStage + half + u0 + t1 + k * 32);
+          if constexpr (kMode == kSum) w[k] = src[u0 + t1 + k * 32];
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (t1 + k * 32 >= un) continue;
+          if constexpr (kMode == kSum) {
+            v[k].x += w[k].x;
+            v[k].y += w[k].y;
+            v[k].z += w[k].z;
+            v[k].w += w[k].w;
+          }
+          out[u0 + t1 + k * 32] = v[k];
+        }
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+      *done = 0;
+      *epoch = e + 1;
+    }
+  }
+}
+
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -335,10 +441,13 @@ __global__ void tmaBulkKernel(const uint8_t* src, uint8_t* dst, size_t bytes, ui
 
 struct Gpu {
   cudaStream_t stream;
-  cudaStream_t side;       // sm_ce: the copy engine's share runs here
-  cudaEvent_t fork, join;  // sm_ce: side joins and rejoins stream
-  char* lines;             // lines / lines_rx: two halves of line staging, zeroed
-  uint32_t* counters;      // lines_rx: {epoch, blocks done}
+  cudaStream_t side;        // sm_ce: the copy engine's share runs here
+  cudaEvent_t fork, join;   // sm_ce: side joins and rejoins stream
+  char* lines;              // lines / lines_rx: two halves of line staging, zeroed
+  uint32_t* counters;       // lines_rx: {epoch, blocks done}
+  uint4* stage;             // chunks_*: two halves of staging
+  uint64_t* flags;          // chunks_*: one flag per chunk, zeroed
+  uint32_t* chunkCounters;  // chunks_*: {epoch, blocks done}
   uint8_t *src, *dst;
   cudaEvent_t start, stop;
   volatile int* gate;  // this device's view of the host flag
@@ -355,8 +464,10 @@ struct Config {
   Launch launch;
   bool linesOut = false;    // writes the peer's line staging, not its destination (lines)
   bool unverified = false;  // moves nothing checkable (timed only; said in the output)
+  bool sumOut = false;      // the destination holds the sum of both sources (32-bit words)
 };
 size_t linesHalfBytes = 0;
+size_t chunkHalfUnits = 0;
 struct Row {
   const Config* config;
   size_t bytes;
@@ -485,7 +596,9 @@ bool verify(const Config& c, size_t bytes) {
     CUDA_CHECK(cudaSetDevice(1 - d));
     CUDA_CHECK(cudaMemcpy(got.data(), g[1 - d].dst, bytes + kGuard, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < got.size(); ++i) {
-      const uint32_t want = i < bytes / 4 ? pattern(d, i) : 0xFFFFFFFFu;
+      const uint32_t want = i >= bytes / 4 ? 0xFFFFFFFFu
+                            : c.sumOut     ? pattern(d, i) + pattern(1 - d, i)
+                                           : pattern(d, i);
       if (got[i] == want) continue;
       std::printf(
           "FAIL %s: verify failed (%s, %s, GPU %d -> %d: word %zu is 0x%08x, not 0x%08x%s)\n",
@@ -573,6 +686,41 @@ std::vector<Config> makeConfigs(bool quick) {
     rx("lines_rx_nostore", linesExchangeKernel<kRxNoStore>, true);
     rx("lines_rx_split", linesExchangeKernel<kRxSplit>, false);
   }
+  // One-shot exchange in chunks with per-chunk flags, pushers and receivers apart.
+  struct ChunkVariant {
+    const char* name;
+    ChunkRx mode;
+    ChunkFence fence;
+    decltype(&chunksExchangeKernel<kCopy>) kernel;
+  };
+  for (ChunkVariant v : {
+           ChunkVariant{"chunks_rx", kCopy, kFenceSc, chunksExchangeKernel<kCopy>},
+           ChunkVariant{"chunks_sum", kSum, kFenceSc, chunksExchangeKernel<kSum>},
+           ChunkVariant{"chunks_flags", kFlagsOnly, kFenceSc, chunksExchangeKernel<kFlagsOnly>},
+           ChunkVariant{"chunks_push", kNoRx, kFenceSc, chunksExchangeKernel<kNoRx>},
+           ChunkVariant{"chunks_rx_rel", kCopy, kRelease, chunksExchangeKernel<kCopy, kRelease>},
+           ChunkVariant{"chunks_push_rel", kNoRx, kRelease, chunksExchangeKernel<kNoRx, kRelease>},
+           ChunkVariant{"chunks_push_nof", kNoRx, kNoFence, chunksExchangeKernel<kNoRx, kNoFence>},
+       })
+    for (int b : V{132, 264})
+      for (int pw : V{4, 8})
+        for (int cu : V{256, 512}) {
+          const int threads = 512;
+          Config c{v.name,
+                   std::to_string(b) + "x" + std::to_string(threads) + " p" + std::to_string(pw) +
+                       " c" + std::to_string(cu * 16 / 1024) + "K",
+                   [=](int d, size_t bytes) {
+                     v.kernel<<<b, threads, 0, g[d].stream>>>(
+                         reinterpret_cast<const uint4*>(g[d].src), g[1 - d].stage, g[d].stage,
+                         reinterpret_cast<uint4*>(g[d].dst), bytes / 16, cu, chunkHalfUnits,
+                         g[1 - d].flags, g[d].flags, pw, g[d].chunkCounters,
+                         g[d].chunkCounters + 1);
+                     return cudaGetLastError();
+                   }};
+          c.sumOut = v.mode == kSum;
+          c.unverified = v.mode == kFlagsOnly || v.mode == kNoRx;
+          out.push_back(c);
+        }
   out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
                    return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
                  }});
@@ -660,6 +808,12 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemset(g[d].lines, 0, 2 * linesHalfBytes));
     CUDA_CHECK(cudaMalloc(&g[d].counters, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaMemset(g[d].counters, 0, 2 * sizeof(uint32_t)));
+    chunkHalfUnits = capacity / 16;
+    CUDA_CHECK(cudaMalloc(&g[d].stage, 2 * capacity));
+    CUDA_CHECK(cudaMalloc(&g[d].flags, (capacity / 4096 + 1) * sizeof(uint64_t)));
+    CUDA_CHECK(cudaMemset(g[d].flags, 0, (capacity / 4096 + 1) * sizeof(uint64_t)));
+    CUDA_CHECK(cudaMalloc(&g[d].chunkCounters, 2 * sizeof(uint32_t)));
+    CUDA_CHECK(cudaMemset(g[d].chunkCounters, 0, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g[d].side, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&g[d].fork, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&g[d].join, cudaEventDisableTiming));
