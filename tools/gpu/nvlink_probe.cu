@@ -34,6 +34,10 @@
 //   chunks_flags / chunks_push / chunks_push_rel / chunks_push_nof  taken apart (timed only):
 //                receivers that wait for the flags but read nothing; pushers alone (fence,
 //                release store, or no ordering at all).
+//   host_rx      chunks_rx through pinned host memory (staging and flags on the host, data
+//                loads past any cached copy): what PCIe carries each way with both GPUs at it.
+//   host_split   one kernel, two paths at once: a few blocks move 1/den of the bytes through
+//                host memory as host_rx does, the others the rest over NVLink as chunks_rx.
 //   tma_bulk     Hopper bulk copies: one thread per block moves chunks local global -> shared
 //                (cp.async.bulk, completion on an mbarrier) -> peer global (bulk_group store),
 //                two stages so one chunk's load overlaps the previous chunk's store.
@@ -53,6 +57,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -109,6 +114,8 @@ struct Gpu {
   uint4* stage;             // chunks_*: two halves of staging
   uint64_t* flags;          // chunks_*: one flag per chunk, zeroed
   uint32_t* chunkCounters;  // chunks_*: {epoch, blocks done}
+  uint4* hostStage;         // host_*: pinned host memory this GPU writes and its peer reads
+  uint64_t* hostFlags;      // host_*: one flag per chunk in pinned host memory, zeroed
   uint8_t *src, *dst;
   cudaEvent_t start, stop;
   volatile int* gate;  // this device's view of the host flag
@@ -382,6 +389,33 @@ std::vector<Config> makeConfigs(bool quick) {
           c.unverified = v.mode == kFlagsOnly || v.mode == kNoRx;
           out.push_back(c);
         }
+  // PCIe as a second path: chunks through pinned host memory (host_rx: all of the bytes;
+  // host_split: 1/den of them, the rest over NVLink at once, in one kernel).
+  auto hostPath = [](int d) {
+    return ChunkPath{g[d].hostStage, g[1 - d].hostStage, g[d].hostFlags, g[1 - d].hostFlags};
+  };
+  auto split = [&](const char* name, int den, int hostBlocks, int blocks, int pw, int cu) {
+    out.push_back({name,
+                   "1/" + std::to_string(den) + " h" + std::to_string(hostBlocks) + " " +
+                       std::to_string(blocks) + " p" + std::to_string(pw),
+                   [=](int d, size_t bytes) {
+                     const size_t units = bytes / 16;
+                     const size_t hostUnits = den == 1 ? units : units / den / cu * cu;
+                     const ChunkPath nvl{g[1 - d].stage, g[d].stage, g[1 - d].flags, g[d].flags};
+                     splitExchangeKernel<<<blocks, 512, 0, g[d].stream>>>(
+                         reinterpret_cast<const uint4*>(g[d].src),
+                         reinterpret_cast<uint4*>(g[d].dst), units, hostUnits, hostBlocks, nvl,
+                         hostPath(d), cu, 256, chunkHalfUnits, pw, g[d].chunkCounters,
+                         g[d].chunkCounters + 1);
+                     return cudaGetLastError();
+                   }});
+  };
+  for (int b : V{4, 8, 16, 32}) split("host_rx", 1, b, b, 8, 256);
+  for (int den : V{8, 12, 16, 24})
+    for (int hb : V{4, 8, 16}) {
+      split("host_split", den, hb, 132 + hb, 8, 512);
+      split("host_split", den, hb, 264, 8, 256);
+    }
   out.push_back({"copy_engine", "MemcpyPeer", [](int d, size_t bytes) {
                    return cudaMemcpyPeerAsync(g[1 - d].dst, 1 - d, g[d].src, d, bytes, g[d].stream);
                  }});
@@ -473,6 +507,11 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&g[d].stage, 2 * capacity));
     CUDA_CHECK(cudaMalloc(&g[d].flags, (capacity / 4096 + 1) * sizeof(uint64_t)));
     CUDA_CHECK(cudaMemset(g[d].flags, 0, (capacity / 4096 + 1) * sizeof(uint64_t)));
+    CUDA_CHECK(cudaHostAlloc(&g[d].hostStage, 2 * capacity,
+                             cudaHostAllocMapped | cudaHostAllocPortable));
+    CUDA_CHECK(cudaHostAlloc(&g[d].hostFlags, (capacity / 4096 + 1) * sizeof(uint64_t),
+                             cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(g[d].hostFlags, 0, (capacity / 4096 + 1) * sizeof(uint64_t));
     CUDA_CHECK(cudaMalloc(&g[d].chunkCounters, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaMemset(g[d].chunkCounters, 0, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g[d].side, cudaStreamNonBlocking));

@@ -202,20 +202,21 @@ enum ChunkRx { kCopy, kSum, kFlagsOnly, kNoRx };
 // (fence.sc.sys), __syncwarp, lane 0 a relaxed flag store; kRelease: __syncwarp, then lane 0
 // st.release.sys; kNoFence: __syncwarp and a relaxed flag (unordered: timing only).
 enum ChunkFence { kFenceSc, kRelease, kNoFence };
-template <ChunkRx kMode, ChunkFence kFence = kFenceSc>
-__global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const uint4* myStage,
-                                     uint4* out, size_t units, size_t chunkUnits, size_t halfUnits,
-                                     uint64_t* peerFlags, const uint64_t* myFlags, int pushWarps,
-                                     uint32_t* epoch, uint32_t* done) {
-  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+// The exchange of one launch (epoch e) run by `blocks` blocks, this one being `block`; kSysLoads:
+// the staging is host memory, read past any cached copy (ld.global.cv).
+template <ChunkRx kMode, ChunkFence kFence, bool kSysLoads = false>
+__device__ void chunksExchange(const uint4* src, uint4* peerStage, const uint4* myStage,
+                               uint4* out, size_t units, size_t chunkUnits, size_t halfUnits,
+                               uint64_t* peerFlags, const uint64_t* myFlags, int pushWarps,
+                               uint32_t e, size_t block, size_t blocks) {
   const uint64_t flag = e + 1;
   const size_t half = (e & 1) * halfUnits;
   const int lane = threadIdx.x % 32, warpInBlock = threadIdx.x / 32;
   const int warps = blockDim.x / 32;
   const size_t chunks = (units + chunkUnits - 1) / chunkUnits;
   if (warpInBlock < pushWarps) {
-    const size_t P = size_t(gridDim.x) * pushWarps;
-    for (size_t c = blockIdx.x * size_t(pushWarps) + warpInBlock; c < chunks; c += P) {
+    const size_t P = blocks * pushWarps;
+    for (size_t c = block * size_t(pushWarps) + warpInBlock; c < chunks; c += P) {
       const size_t u0 = c * chunkUnits;
       const size_t un = units - u0 < chunkUnits ? units - u0 : chunkUnits;
       for (size_t t0 = lane; t0 < un; t0 += 4 * 32) {
@@ -238,8 +239,8 @@ __global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const u
     }
   } else if (kMode != kNoRx) {
     const int rxWarps = warps - pushWarps;
-    const size_t R = size_t(gridDim.x) * rxWarps;
-    for (size_t c = blockIdx.x * size_t(rxWarps) + (warpInBlock - pushWarps); c < chunks; c += R) {
+    const size_t R = blocks * rxWarps;
+    for (size_t c = block * size_t(rxWarps) + (warpInBlock - pushWarps); c < chunks; c += R) {
       uint64_t seen = 0, t0 = 0, t = 0;
       for (;;) {
         asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
@@ -259,7 +260,8 @@ __global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const u
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           if (t1 + k * 32 >= un) continue;
-          v[k] = __ldcg(myStage + half + u0 + t1 + k * 32);
+          v[k] = kSysLoads ? __ldcv(myStage + half + u0 + t1 + k * 32)
+                           : __ldcg(myStage + half + u0 + t1 + k * 32);
           if constexpr (kMode == kSum) w[k] = src[u0 + t1 + k * 32];
         }
 #pragma unroll
@@ -276,6 +278,10 @@ __global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const u
       }
     }
   }
+}
+
+// Ends a launch: the last block to finish advances the epoch.
+__device__ __forceinline__ void finishEpoch(uint32_t e, uint32_t* epoch, uint32_t* done) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -284,6 +290,44 @@ __global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const u
       *epoch = e + 1;
     }
   }
+}
+
+template <ChunkRx kMode, ChunkFence kFence = kFenceSc>
+__global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const uint4* myStage,
+                                     uint4* out, size_t units, size_t chunkUnits, size_t halfUnits,
+                                     uint64_t* peerFlags, const uint64_t* myFlags, int pushWarps,
+                                     uint32_t* epoch, uint32_t* done) {
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+  chunksExchange<kMode, kFence>(src, peerStage, myStage, out, units, chunkUnits, halfUnits,
+                                peerFlags, myFlags, pushWarps, e, blockIdx.x, gridDim.x);
+  finishEpoch(e, epoch, done);
+}
+
+// Two paths at once (host_split): the first `hostBlocks` blocks exchange the last `hostUnits`
+// units through pinned host memory over PCIe (staging and flags in host memory), the other
+// blocks the first units - hostUnits over NVLink as chunks_rx does. Is PCIe a second link?
+struct ChunkPath {
+  uint4 *peerStage;
+  const uint4* myStage;
+  uint64_t* peerFlags;
+  const uint64_t* myFlags;
+};
+__global__ void splitExchangeKernel(const uint4* src, uint4* out, size_t units, size_t hostUnits,
+                                    int hostBlocks, ChunkPath nvl, ChunkPath host,
+                                    size_t chunkUnits, size_t hostChunkUnits, size_t halfUnits,
+                                    int pushWarps, uint32_t* epoch, uint32_t* done) {
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+  const size_t nvlUnits = units - hostUnits;
+  if (int(blockIdx.x) < hostBlocks)
+    chunksExchange<kCopy, kFenceSc, true>(src + nvlUnits, host.peerStage, host.myStage,
+                                          out + nvlUnits, hostUnits, hostChunkUnits, halfUnits,
+                                          host.peerFlags, host.myFlags, pushWarps, e, blockIdx.x,
+                                          hostBlocks);
+  else
+    chunksExchange<kCopy, kFenceSc>(src, nvl.peerStage, nvl.myStage, out, nvlUnits, chunkUnits,
+                                    halfUnits, nvl.peerFlags, nvl.myFlags, pushWarps, e,
+                                    blockIdx.x - hostBlocks, gridDim.x - hostBlocks);
+  finishEpoch(e, epoch, done);
 }
 
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
