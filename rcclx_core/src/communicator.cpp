@@ -120,6 +120,25 @@ void Communicator::setGpuTuning(const std::string& spec) {
   gpu_->setTuning(spec);
 }
 
+void* Communicator::allocSymmetric(size_t bytes) {
+  checkUsable("alloc_symmetric");
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
+              "alloc_symmetric: symmetric buffers are GPU memory, but the communicator was "
+              "created without a device (pass device= when creating it)");
+  finalize();  // the bootstrap is the executor's while host work runs
+  return gpu_->allocSymmetric(bytes);
+}
+
+void Communicator::freeSymmetric(void* ptr) {
+  checkUsable("free_symmetric");
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
+              "free_symmetric: the communicator was created without a device");
+  finalize();
+  gpu_->freeSymmetric(ptr);
+}
+
+uint64_t Communicator::symmetricCalls() const { return gpu_ ? gpu_->zeroCopyCalls() : 0; }
+
 void Communicator::checkUsable(const char* what) const {
   CTRAN_CHECK(!destroyed_, ctran::InvalidUsage, what,
               ": the communicator was already destroyed or aborted");

@@ -1,9 +1,10 @@
 """all_reduce on GPU buffers (2 GPUs, one process each): every GPU algorithm over dtypes, ops
 (PREMUL_SUM with a scalar per rank, BAND / BOR / BXOR) and odd counts against a float64
 reference with bitwise-identical results on every rank; a one-rank communicator (PREMUL_SUM
-still scales); graph capture then 100 replays on changing inputs; device memory returned after
-destroy; a peer that never joins becomes an error within the timeout (LL lines, 128-byte lines,
-two-shot). The checks live in
+still scales); outputs in symmetric buffers (alloc_symmetric: the all-gather stores into the
+peers' outputs), their errors and their memory returned; graph capture then 100 replays on
+changing inputs; device memory returned after destroy; a peer that never joins becomes an
+error within the timeout (LL lines, 128-byte lines, two-shot). The checks live in
 tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
 """
 
@@ -38,6 +39,10 @@ def test_all_reduce_every_algorithm():
 
 def test_one_rank_premul_sum_scales_and_bitwise_copies():
     _assert_all(run_ranks(C.one_rank, 1, timeout=120))
+
+
+def test_outputs_in_symmetric_buffers_go_zero_copy():
+    _assert_all(run_ranks(C.symmetric_rank, 2, timeout=280))
 
 
 def test_graph_capture_100_replays():

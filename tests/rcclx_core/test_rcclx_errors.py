@@ -94,11 +94,16 @@ def _argument_errors(comm):
         "select_all_reduce bad op": lambda: comm.select_all_reduce(
             64, int(rc.DataType.FLOAT32), int(rc.RedOp.BAND)
         ),
+        "alloc_symmetric without a device": lambda: comm.alloc_symmetric(4096),
     }
 
 
 # (exception type name, fragments the message must contain); {n} is the world size.
 ERRORS = {
+    "alloc_symmetric without a device": (
+        "InvalidUsageError",
+        ["alloc_symmetric", "symmetric buffers are GPU memory", "without a device"],
+    ),
     "None sendbuf": ("InvalidArgumentError", ["all_reduce", "sendbuf is None"]),
     "None recvbuf": ("InvalidArgumentError", ["all_gather", "recvbuf is None"]),
     "None send buffer": ("InvalidArgumentError", ["send", "buf is None"]),

@@ -1,5 +1,6 @@
 """GPU allreduce benchmark, side by side in one run: rcclx (dda_flat, dda_tree, dda_large,
-auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot).
+auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot); from 4 MiB also
+ours in place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run.
 
     python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
 
@@ -26,6 +27,14 @@ from gpu_common import run_ranks, write_rank_rows  # noqa: E402
 
 OURS = ("dda_flat", "dda_tree", "dda_large", "auto")
 PEERS = ("nccl", "symm_one_shot", "symm_two_shot")
+# In place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run:
+# (column, algorithm, tuning, smallest size). The all-gather stores into the peers' outputs.
+SYM = (
+    ("dda_tree[sym]", "dda_tree", "", 4 << 20),
+    ("dda_tree[sym two-shot]", "dda_tree", "tree_symmetric_min_bytes=1", 4 << 20),
+    ("auto[sym]", "auto", "", 4 << 20),
+)
+SYM_MAX = 256 << 20
 SIZES = sorted([1 << k for k in range(10, 29, 2)] + [8 << 20])  # 1 KiB .. 256 MiB, x4, and 8 MiB
 SYMM_MAX = 64 << 20
 OPS_PER_GRAPH = 20
@@ -110,6 +119,7 @@ def bench_rank(info, sizes, dtype_name, sweep):
     esize = torch.tensor([], dtype=dtype).element_size()
     symm_buf = symm_mem.empty(SYMM_MAX // esize, dtype=dtype, device=dev)
     symm_mem.rendezvous(symm_buf, group_name)
+    our_sym = comm.alloc_symmetric(SYM_MAX)
     x = torch.ones(1, device=dev)
     dist.all_reduce(x)  # NCCL's communicator exists before any capture
     torch.cuda.synchronize()
@@ -120,6 +130,13 @@ def bench_rank(info, sizes, dtype_name, sweep):
     def ours(inp, out, algo):
         # The stream is read at call time: the capture stream while a graph is captured.
         comm.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+
+    def ours_tuned(buf, algo, tuning):
+        comm.set_gpu_tuning(tuning)  # read when the call is captured
+        try:
+            ours(buf, buf, algo)
+        finally:
+            comm.set_gpu_tuning("")
 
     # Warm-up, discarded: the first timings of an idle GPU run at higher clocks than the rest.
     warm = torch.ones(1 << 20, device=dev, dtype=dtype)
@@ -143,6 +160,12 @@ def bench_rank(info, sizes, dtype_name, sweep):
             columns.append(("symm_one_shot", one_shot))
             two_shot = partial(torch.ops.symm_mem.two_shot_all_reduce_, sb, "sum", group_name)
             columns.append(("symm_two_shot", two_shot))
+        if nbytes <= SYM_MAX:
+            ob = our_sym.as_tensor(dtype)[:count]
+            ob.copy_(inp)
+            for name, algo, tuning, smallest in SYM:
+                if nbytes >= smallest:
+                    columns.append((name, partial(ours_tuned, ob, algo, tuning)))
         # Three passes over every column (the second in reverse order), each column keeping its
         # best median: no column owes its time to its place in the order, and two columns of
         # one kernel (auto and the algorithm it picks) differ by less than a replay's spread.
@@ -167,6 +190,8 @@ def bench_rank(info, sizes, dtype_name, sweep):
         rows.append(row)
         if info.rank == 0:
             print(f"  {_fmt_bytes(nbytes)} done", flush=True)
+    torch.cuda.synchronize()
+    our_sym.free()
     comm.destroy()
     dist.destroy_process_group()
     return rows
@@ -236,6 +261,29 @@ def sweep_table(rows):
     return "\n".join(lines)
 
 
+def symmetric_table(rows):
+    """The symmetric-buffer columns against dda_tree / dda_large on ordinary outputs and the
+    best peer (ratios below 1: faster)."""
+    lines = []
+    for r in rows:
+        cols = {name: _num(r.get(name)) for name, *_ in SYM}
+        if not any(v is not None for v in cols.values()):
+            continue
+        peers = [_num(r.get(c)) for c in PEERS]
+        best_peer = min([v for v in peers if v is not None], default=None)
+        plain = [_num(r.get(c)) for c in ("dda_tree", "dda_large")]
+        best_plain = min([v for v in plain if v is not None], default=None)
+        cells = []
+        for name, v in cols.items():
+            if v is None:
+                continue
+            vs_peer = f"{v / best_peer:.2f}" if best_peer else "-"
+            vs_plain = f"{v / best_plain:.2f}" if best_plain else "-"
+            cells.append(f"{name} {v:.1f} us ({vs_peer} of best peer, {vs_plain} of staged)")
+        lines.append(f"  {_fmt_bytes(r['bytes']):>8}: " + "; ".join(cells))
+    return "\n".join(lines)
+
+
 def targets(rows):
     """The performance targets, each as a ratio from this run: dda_flat and dda_tree against
     the best peer, auto against our best algorithm, large-message bus bandwidth against NCCL."""
@@ -301,6 +349,10 @@ def main() -> int:
         f"median of {REPLAYS} replays), {time.monotonic() - t0:.0f} s:"
     )
     print(table(rows, args.nranks))
+    sym = symmetric_table(rows)
+    if sym:
+        print("\noutputs in a symmetric buffer (in place, zero-copy all-gather), us per op:")
+        print(sym)
     checks = targets(rows)
     print("\ntargets (ratio from this run, bound):")
     for label, ratio, bound, ok in checks:

@@ -1,9 +1,9 @@
 """GPU allreduce correctness on N GPUs (one process each): every algorithm, several dtypes and
 operators (PREMUL_SUM with a different scalar per rank, the bitwise operators on integers of
 every width), odd counts, in place and out of place, misaligned buffers, multi-round messages,
-one rank alone, graph capture with replays on changing inputs, bitwise identity across ranks, no
-device memory left after destroy, clear errors for what GPU buffers do not support, and a peer
-that never joins turning into an error, not a hang.
+one rank alone, outputs in symmetric buffers (zero-copy), graph capture with replays on changing
+inputs, bitwise identity across ranks, no device memory left after destroy, clear errors for
+what GPU buffers do not support, and a peer that never joins turning into an error, not a hang.
 
     python3 tools/gpu/allreduce_check.py [--nranks 2] [--out check.json]
 
@@ -267,6 +267,124 @@ def correctness_rank(info, counts):
     return cases
 
 
+# Symmetric outputs (comm.alloc_symmetric): (algorithm, tuning, dtype, op, count, mode). The
+# tuning tree_symmetric_min_bytes=1 puts small counts through dda_tree's zero-copy two-shot.
+SYMMETRIC_CASES = [
+    (algo, tuning, name, op, count, mode)
+    for algo, tuning in (("dda_tree", "tree_symmetric_min_bytes=1"), ("dda_large", ""))
+    for name, op in (
+        ("bfloat16", "SUM"),
+        ("bfloat16", "PREMUL_SUM"),
+        ("float16", "MIN"),
+        ("float32", "AVG"),
+        ("float64", "SUM"),
+        ("int32", "SUM"),
+        ("int64", "BXOR"),
+        ("uint8", "BAND"),
+    )
+    for count, mode in ((1, "out"), (1001, "misaligned"), (65537, "inplace"), (300_001, "out"))
+] + [
+    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace"),  # 8 MiB: zero-copy by default
+    ("dda_tree", "", "bfloat16", "SUM", 1_048_576, "out"),  # 2 MiB: lines, not zero-copy
+    ("auto", "", "bfloat16", "SUM", 8_388_608, "out"),
+    ("dda_large", "", "float32", "SUM", 9_000_001, "out"),  # several rounds
+    ("dda_large", "", "bfloat16", "MAX", 20_000_003, "inplace"),
+]
+
+
+def symmetric_rank(info):
+    """all_reduce into outputs in a symmetric buffer (the all-gather stores into the peers'
+    outputs, nothing copied out of staging): in place, out of place and 16-byte-misaligned, at
+    the same nonzero offset on every rank, checked as the correctness sweep checks; the calls
+    that went zero-copy counted; errors for a foreign pointer and mismatched sizes; the memory
+    returned by free_symmetric."""
+    import torch
+
+    import rcclx_core as rc
+
+    torch.cuda.set_device(info.device)
+    dev = torch.device("cuda", info.device)
+    comm = info.communicator()
+    n = info.nranks
+    stream = torch.cuda.current_stream().cuda_stream
+    cases = []
+    offset = 4096  # bytes into the buffer, the same on every rank
+    buf = comm.alloc_symmetric(offset + 82 * (1 << 20))
+
+    def record(label, problem, out=None):
+        digest = _digest(out) if problem is None and out is not None else None
+        cases.append({"case": label, "error": problem, "digest": digest})
+
+    for i, (algo, tuning, name, op, count, mode) in enumerate(SYMMETRIC_CASES):
+        comm.set_gpu_tuning(tuning)
+        dtype = getattr(torch, name)
+        extra = 1 if mode == "misaligned" else 0
+        seed = 90_000 + i
+        x = _gen(torch, dtype, count + extra, op, seed, info.rank, dev)
+        ref = _reference(torch, dtype, count + extra, op, seed, n, dev)
+        whole = buf.as_tensor(dtype)[offset // dtype.itemsize :][: count + extra]
+        if mode == "misaligned":
+            x, ref, out = x[1:], ref[1:], whole[1:]
+        else:
+            out = whole
+        _poison(torch, out)
+        kw = {"scalar": premul_scalar(info.rank)} if op == "PREMUL_SUM" else {}
+        before = comm.symmetric_calls
+        try:
+            if mode == "inplace":
+                out.copy_(x)
+                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
+            else:
+                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
+            torch.cuda.synchronize()
+            problem = _compare(torch, name, dtype, out, ref, n)
+            zero_copy = comm.symmetric_calls - before
+            want = 0 if (algo, count) == ("dda_tree", 1_048_576) else 1
+            if problem is None and zero_copy != want:
+                problem = f"{zero_copy} zero-copy calls counted, expected {want}"
+        except Exception as e:  # noqa: BLE001 - reported per case
+            problem = f"{type(e).__name__}: {e}"
+        record(f"symmetric {algo} {name} {op} n={count} {mode}", problem, out)
+    comm.set_gpu_tuning("")
+
+    def expect(label, fn, *needles):
+        try:
+            fn()
+            problem = "no error raised"
+        except rc.InvalidArgumentError as e:
+            missing = [s for s in needles if s not in str(e)]
+            problem = f"message lacks {missing}: {e}" if missing else None
+        except Exception as e:  # noqa: BLE001 - reported per case
+            problem = f"{type(e).__name__}: {e}"
+        record(label, problem)
+
+    foreign = torch.empty(16, device=dev)
+    expect(
+        "symmetric: free_symmetric of a foreign pointer",
+        lambda: comm._free_symmetric(foreign.data_ptr()),
+        "is not a symmetric buffer of this communicator",
+    )
+    expect(
+        "symmetric: alloc_symmetric with sizes that differ by rank",
+        lambda: comm.alloc_symmetric(4096 * (info.rank + 1)),
+        "every rank must pass the same size",
+    )
+    # Allocated and freed again: the memory comes back (one round first, as in leak_rank).
+    torch.cuda.synchronize()
+    buf.free()
+    before = torch.cuda.mem_get_info()[0]
+    for _ in range(3):
+        extra_buf = comm.alloc_symmetric(64 << 20)
+        extra_buf.free()
+    lost = before - torch.cuda.mem_get_info()[0]
+    record(
+        "symmetric: device memory back after 3 alloc / free rounds",
+        None if abs(lost) < (4 << 20) or n > gpu_count() else f"{lost} bytes not returned",
+    )
+    comm.destroy()
+    return cases
+
+
 def unsupported_cases(torch, rc, comm, dev):
     """What GPU reductions still refuse fails on the caller's thread with a message naming it."""
     stream = torch.cuda.current_stream().cuda_stream
@@ -352,9 +470,17 @@ def graph_rank(info, replays):
         ("auto", "float32", 4097),
         ("dda_flat", "float32", 300_000),  # 128-byte lines
         ("dda_tree", "bfloat16", 2_000_001),
+        ("dda_tree", "bfloat16", 4_194_305),  # zero-copy into a symmetric output
+        ("dda_large", "float32", 3_000_001),  # zero-copy into a symmetric output
     ]
+    symmetric = 2  # the last entries' outputs lie in a symmetric buffer
     ins = [torch.empty(c, dtype=getattr(torch, t), device=dev) for _, t, c in plan]
-    outs = [torch.empty_like(x) for x in ins]
+    outs = [torch.empty_like(x) for x in ins[:-symmetric]]
+    sym = comm.alloc_symmetric(sum(x.nbytes + 256 for x in ins[-symmetric:]))
+    at = 0
+    for x in ins[-symmetric:]:
+        outs.append(sym.as_tensor(torch.uint8)[at : at + x.nbytes].view(x.dtype))
+        at += (x.nbytes + 255) // 256 * 256
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # eager warm-up, off the capture
@@ -385,6 +511,8 @@ def graph_rank(info, replays):
                 }
             )
     del g
+    torch.cuda.synchronize()
+    sym.free()
     comm.destroy()
     return results
 
@@ -471,6 +599,7 @@ def main() -> int:
 
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
     fold("one rank", run_ranks(one_rank, 1, timeout=120))
+    fold("symmetric", run_ranks(symmetric_rank, args.nranks, timeout=300))
     fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
     if args.nranks <= gpu_count():
         leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)

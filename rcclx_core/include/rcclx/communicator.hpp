@@ -132,6 +132,17 @@ class Communicator {
   /// The selector's choice for an allreduce of `bytes` here (for tests and tools).
   Selection selectAllReduce(size_t bytes, DataType type, RedOp op, const std::string& hint,
                             bool gpu = false) const;
+  /// Collective: `bytes` of device memory on this rank's GPU that every rank of this
+  /// communicator maps (a symmetric buffer; every rank passes the same size). An allreduce whose
+  /// output lies in one, at the same offset on every rank, stores its all-gather straight into
+  /// the peers' outputs instead of going through the staging. Lives until freeSymmetric() or
+  /// destroy(). Throws InvalidUsage without a device, InvalidArgument for mismatched sizes.
+  void* allocSymmetric(size_t bytes);
+  /// Collective: frees a buffer allocSymmetric() returned (after this GPU's work is done).
+  void freeSymmetric(void* ptr);
+  /// GPU allreduce calls so far that stored their all-gather straight into symmetric outputs.
+  uint64_t symmetricCalls() const;
+
   /// Replaces the GPU kernels' launch shapes ("name=value,..."; see RCCLX_GPU_TUNING).
   void setGpuTuning(const std::string& spec);
 

@@ -33,6 +33,7 @@ from rcclx_core._C import (
     refresh_logging,
     select_all_reduce,
 )
+from rcclx_core.symmetric import SymmetricBuffer, alloc_symmetric
 
 
 class GroupHandle:
@@ -56,6 +57,7 @@ def _group(self: Communicator, async_op: bool = False):
 
 
 Communicator.group = _group
+Communicator.alloc_symmetric = alloc_symmetric
 
 __all__ = [
     "Communicator",
@@ -66,6 +68,7 @@ __all__ = [
     "InvalidUsageError",
     "RedOp",
     "RemoteError",
+    "SymmetricBuffer",
     "SystemCallError",
     "TimeoutError",
     "Work",

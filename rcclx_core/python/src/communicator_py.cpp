@@ -290,6 +290,24 @@ void registerCommunicator(py::module_& m) {
           },
           "The GPU index collectives on device buffers run on, or None.")
       .def(
+          "_alloc_symmetric",
+          [](PC& c, size_t nbytes) {
+            py::gil_scoped_release nogil;
+            return reinterpret_cast<uintptr_t>(c.comm().allocSymmetric(nbytes));
+          },
+          py::arg("nbytes"), "Collective; the device pointer (see alloc_symmetric).")
+      .def_property_readonly(
+          "symmetric_calls", [](PC& c) { return c.comm().symmetricCalls(); },
+          "GPU all_reduce calls so far that stored their all-gather straight into outputs in "
+          "symmetric buffers (alloc_symmetric).")
+      .def(
+          "_free_symmetric",
+          [](PC& c, uintptr_t ptr) {
+            py::gil_scoped_release nogil;
+            c.comm().freeSymmetric(reinterpret_cast<void*>(ptr));
+          },
+          py::arg("ptr"), "Collective (see SymmetricBuffer.free).")
+      .def(
           "set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
           py::arg("spec"),
           "Replaces the GPU kernels' launch shapes ('name=value,...', as "

@@ -4,14 +4,17 @@
 // for latency: the grid grows with the message (at least treeMinBlockUnits units per block and
 // segment, at most treeMaxBlocks blocks) and one round covers the whole message when the staging
 // holds it, so a call costs two one-way trips and two release fences; larger messages take
-// several rounds.
+// several rounds. With the output in a symmetric buffer (Communicator::allocSymmetric) the
+// two-shot kernel stores its all-gather into the peers' outputs and copies nothing out.
 #include "ctran/checks.hpp"
 #include "gpu/launch.hpp"
 
 namespace rcclx::gpu {
 
 void launchDdaTree(const LaunchArgs& args) {
-  if (treeLinesFit(args)) {
+  // An output in a symmetric buffer lets the two-shot store its all-gather straight into the
+  // peers' outputs (no copy out of staging): from treeSymmetricMinBytes that beats the lines.
+  if (!treeZeroCopy(args) && treeLinesFit(args)) {
     launchTreeLines(args);
     return;
   }

@@ -74,7 +74,8 @@ void Tuning::apply(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
-    const bool zeroOk = name == "tree_lines_max_bytes" || name == "pdl";
+    const bool zeroOk =
+        name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" || name == "pdl";
     CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
                 ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",
                 zeroOk ? "non-negative" : "positive", " integer");
@@ -109,6 +110,8 @@ void Tuning::apply(const std::string& spec) {
       flatLinesMinBytes = static_cast<size_t>(v);
     else if (name == "tree_lines_max_bytes")
       treeLinesMaxBytes = static_cast<size_t>(v);
+    else if (name == "tree_symmetric_min_bytes")
+      treeSymmetricMinBytes = static_cast<size_t>(v);
     else if (name == "large_threads")
       threads(largeThreads);
     else if (name == "large_blocks")
@@ -124,7 +127,8 @@ void Tuning::apply(const std::string& spec) {
                         "' (flat_threads, flat_max_blocks, flat_lines_min_bytes, tree_threads, "
                         "tree_max_blocks, tree_min_block_units, lines_threads, "
                         "lines_max_blocks, lines_min_warp_lines, "
-                        "tree_lines_max_bytes, large_threads, large_blocks, "
+                        "tree_lines_max_bytes, tree_symmetric_min_bytes, large_threads, "
+                        "large_blocks, "
                         "large_chunk_units, pdl)"));
   }
 }
@@ -151,7 +155,7 @@ bool gpuSupports(DataType type, RedOp op, std::string* why) {
 
 GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
                            size_t linesBytes, const std::string& tuning)
-    : device_(device), nranks_(group.nranks()) {
+    : group_(&group), device_(device), nranks_(group.nranks()) {
   tuning_.apply(tuning);
   layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes, linesBytes);
   const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
@@ -174,8 +178,57 @@ void GpuAllReduce::setTuning(const std::string& spec) {
 }
 
 void GpuAllReduce::destroy(bool collective) {
+  for (auto& w : symmetric_) {
+    if (!w->destroyed()) w->destroy(collective);
+  }
+  symmetric_.clear();
   if (window_ && !window_->destroyed()) window_->destroy(collective);
   window_.reset();
+}
+
+void* GpuAllReduce::allocSymmetric(size_t bytes) {
+  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
+              "alloc_symmetric: the GPU state was already released");
+  CTRAN_CHECK(bytes > 0, ctran::InvalidArgument, "alloc_symmetric: nbytes ", bytes,
+              " must be positive");
+  // Every rank's buffer has the same size, so an offset valid here is valid on every peer.
+  const std::string mine = std::to_string(bytes);
+  const auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
+  for (int r = 0; r < nranks_; ++r) {
+    const std::string theirs(all[r].begin(), all[r].end());
+    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, "alloc_symmetric: rank ", r,
+                " passed nbytes ", theirs, " but rank ", group_->rank(), " passed ", mine,
+                " (every rank must pass the same size)");
+  }
+  symmetric_.push_back(std::make_unique<ctran::DeviceWindow>(*group_, device_, bytes, 0));
+  const ctran::DeviceWindowHandle& h = symmetric_.back()->handle();
+  return h.data[h.rank];
+}
+
+void GpuAllReduce::freeSymmetric(void* ptr) {
+  for (auto it = symmetric_.begin(); it != symmetric_.end(); ++it) {
+    const ctran::DeviceWindowHandle& h = (*it)->handle();
+    if (h.data[h.rank] != ptr) continue;
+    (*it)->destroy(true);
+    symmetric_.erase(it);
+    return;
+  }
+  throw ctran::InvalidArgument(ctran::strCat("free_symmetric: ", ptr,
+                                             " is not a symmetric buffer of this communicator (",
+                                             symmetric_.size(), " allocated and not yet freed)"));
+}
+
+void GpuAllReduce::findSymmetricOutput(const void* recv, size_t bytes, LaunchArgs& args) const {
+  const char* out = static_cast<const char*>(recv);
+  for (const auto& w : symmetric_) {
+    const ctran::DeviceWindowHandle& h = w->handle();
+    const char* mine = h.data[h.rank];
+    if (out < mine || out >= mine + h.dataBytes) continue;
+    const size_t offset = static_cast<size_t>(out - mine);
+    if (bytes > h.dataBytes - offset) return;  // runs past the buffer: staged as usual
+    for (int r = 0; r < h.nranks; ++r) args.peerRecv[r] = h.data[r] + offset;
+    return;
+  }
 }
 
 void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t count,
@@ -214,6 +267,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.stream = stream;
   a.timeoutNs = timeoutNs_;
   a.pdl = tuning_.pdl && pdlCapable_;
+  findSymmetricOutput(recv, count * elem, a);
   switch (algo) {
     case AllReduceAlgo::kDdaFlat: {
       if (flatLinesFit(a)) {  // one launch, whatever the size
@@ -233,8 +287,14 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
       }
       break;
     }
-    case AllReduceAlgo::kDdaTree: launchDdaTree(a); break;
-    case AllReduceAlgo::kDdaLarge: launchDdaLarge(a); break;
+    case AllReduceAlgo::kDdaTree:
+      launchDdaTree(a);
+      zeroCopyCalls_ += treeZeroCopy(a) ? 1 : 0;
+      break;
+    case AllReduceAlgo::kDdaLarge:
+      launchDdaLarge(a);
+      zeroCopyCalls_ += a.symmetricOutput() ? 1 : 0;
+      break;
     default:
       throw ctran::InvalidArgument(ctran::strCat("all_reduce on GPU buffers: algorithm ",
                                                  algoName(algo),

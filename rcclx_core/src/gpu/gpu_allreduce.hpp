@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gpu/launch.hpp"
 #include "rcclx/selector.hpp"
@@ -43,18 +44,36 @@ class GpuAllReduce {
   void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type, RedOp op,
            double premulScalar, void* stream);
 
+  /// Collective: `bytes` of device memory on this GPU that every rank maps (a symmetric
+  /// buffer, see Communicator::allocSymmetric). Returns this rank's pointer (256-byte aligned,
+  /// zeroed). Throws CudaError when allocation or mapping fails on any rank.
+  void* allocSymmetric(size_t bytes);
+  /// Collective: frees a buffer allocSymmetric returned (InvalidArgument for any other pointer).
+  void freeSymmetric(void* ptr);
+  /// Buffers allocSymmetric returned and not yet freed.
+  size_t symmetricCount() const { return symmetric_.size(); }
+  /// Calls so far whose kernel stored its all-gather straight into symmetric outputs.
+  uint64_t zeroCopyCalls() const { return zeroCopyCalls_; }
+
   /// Replaces the launch shapes (applied to the defaults); for tuning tools.
   void setTuning(const std::string& spec);
-  /// Releases the staging (collective unless `collective` is false, as for abort).
+  /// Releases the staging and the symmetric buffers (collective unless `collective` is false,
+  /// as for abort).
   void destroy(bool collective);
 
  private:
+  /// Fills args.peerRecv when [recv, recv + bytes) lies in one symmetric buffer.
+  void findSymmetricOutput(const void* recv, size_t bytes, LaunchArgs& args) const;
+
+  ctran::PeerGroup* group_;
   int device_;
   int nranks_;
   std::unique_ptr<ctran::DeviceWindow> window_;
+  std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;  ///< allocSymmetric's buffers
   StagingLayout layout_;
   Tuning tuning_;
   uint64_t timeoutNs_ = 0;
+  uint64_t zeroCopyCalls_ = 0;
   bool pdlCapable_ = false;  ///< the GPU has programmatic dependent launch (sm_90 and later)
 };
 

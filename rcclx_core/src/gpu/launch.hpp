@@ -92,6 +92,9 @@ struct Tuning {
   size_t linesMinWarpLines = 4;  ///< line kernels: at least this many lines per warp and pass
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
   size_t treeLinesMaxBytes = SIZE_MAX;
+  /// tree: with the output in a symmetric buffer, the smallest message run as the zero-copy
+  /// two-shot rather than in lines.
+  size_t treeSymmetricMinBytes = 8 << 20;
   int largeThreads = 512;
   int largeBlocks = 128;
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
@@ -118,6 +121,11 @@ struct LaunchArgs {
   void* stream = nullptr;  ///< cudaStream_t / hipStream_t
   uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
   bool pdl = false;        ///< launch with programmatic dependent launch (see launchKernel)
+  /// When recv lies in a symmetric buffer: every rank's output at the same offset, as mapped
+  /// here (the two-shot kernel then stores its all-gather straight into the peers' outputs);
+  /// all null otherwise.
+  char* peerRecv[ctran::kMaxDeviceRanks] = {};
+  bool symmetricOutput() const { return peerRecv[window.rank] != nullptr; }
 };
 
 /// The two-shot kernel's launch shape (see two_shot.cu).
@@ -170,6 +178,11 @@ void launchDdaTree(const LaunchArgs& args);
 /// and the build has them (NVIDIA only: they rely on a 128-byte warp store arriving whole over
 /// NVLink).
 bool treeLinesFit(const LaunchArgs& args);
+/// Whether a dda_tree call runs the zero-copy two-shot: its output is in a symmetric buffer and
+/// the message is at least treeSymmetricMinBytes (smaller ones keep the lines where they fit).
+inline bool treeZeroCopy(const LaunchArgs& a) {
+  return a.symmetricOutput() && a.count * dataTypeSize(a.type) >= a.tuning.treeSymmetricMinBytes;
+}
 /// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
 void launchTreeLines(const LaunchArgs& args);
 /// Grid of a line kernel that moves `lines` lines per pass: one warp per linesMinWarpLines

@@ -9,6 +9,11 @@
 //      peers' staged units), write the result to my output and into every peer's AG area [me],
 //      then release-signal their AG flags;
 //   3. wait for the AG flags of all peers and copy their results into my output.
+// Zero-copy (the outputs in a symmetric buffer, at the same offset on every rank): step 2 stores
+// the result straight into every peer's output and step 3 only waits. A peer writes my output
+// only after my reduce-scatter data of the same call reached it, so never before I entered the
+// call; in place (send == recv) it overwrites input units I sent in step 1, whose loads had
+// completed once they arrived.
 // Each element is reduced by exactly one rank, so every rank ends with the same bits. PREMUL_SUM
 // scales the input wherever it is loaded (steps 1 and 2), so peers receive it scaled.
 //
@@ -30,6 +35,8 @@ struct TwoShotArgs {
   size_t chunkUnits;  ///< C: units per block, segment and round
   int slots;          ///< S: 1 (single round) or 2
   uint64_t timeoutNs;
+  bool zeroCopy;                           ///< the all-gather stores into peerRecv
+  char* peerRecv[ctran::kMaxDeviceRanks];  ///< every rank's output (zero-copy only)
 };
 
 /// Units a thread moves per batch: loads issued together before their stores.
@@ -152,7 +159,12 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
         const size_t t = t0 + static_cast<size_t>(i) * nthr;
         storeUnit<T>(a.buf.recv, base + t, a.buf.count, a.buf.aligned, res[i]);
         for (int p = 0; p < n; ++p) {
-          if (p != me) area(p)[static_cast<size_t>(n + me) * C + t] = res[i];
+          if (p == me) continue;
+          if (a.zeroCopy) {
+            storeUnit<T>(a.peerRecv[p], base + t, a.buf.count, a.buf.aligned, res[i]);
+          } else {
+            area(p)[static_cast<size_t>(n + me) * C + t] = res[i];
+          }
         }
       }
     }
@@ -164,8 +176,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     }
     __syncthreads();
 
-    // 3. All-gather: the peers' results into my output.
-    for (int q = 0; q < n; ++q) {
+    // 3. All-gather: the peers' results into my output (zero-copy: already there).
+    for (int q = 0; q < n && !a.zeroCopy; ++q) {
       if (q == me) continue;
       const uint4* src = mine + static_cast<size_t>(n + q) * C;
       const size_t qbase = static_cast<size_t>(q) * a.segUnits + j0;
@@ -210,6 +222,8 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
   a.timeoutNs = args.timeoutNs;
+  a.zeroCopy = args.symmetricOutput();
+  for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
     launchKernel(twoShotKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
