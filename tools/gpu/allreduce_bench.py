@@ -70,7 +70,14 @@ SWEEP = [
         ),
     ),
 ]
-SWEEP_ALGO = {"flat": "dda_flat", "tree": "dda_tree", "large": "dda_large"}
+SWEEP.append(
+    (
+        "tree_sym",  # dda_tree in place on a symmetric buffer (zero-copy from 8 MiB)
+        (8 << 20, 16 << 20),
+        ("tree_max_blocks=64", "tree_max_blocks=96", "tree_threads=256", "pdl=0"),
+    )
+)
+SWEEP_ALGO = {"flat": "dda_flat", "tree": "dda_tree", "large": "dda_large", "tree_sym": "dda_tree"}
 
 
 def _time_graph(torch, fn, barrier):
@@ -183,8 +190,11 @@ def bench_rank(info, sizes, dtype_name, sweep):
                 if nbytes not in sweep_sizes:
                     continue
                 for spec in specs:
-                    comm.set_gpu_tuning(spec)
-                    fn = partial(ours, inp, out, SWEEP_ALGO[column])
+                    if column == "tree_sym":
+                        fn = partial(ours_tuned, ob, SWEEP_ALGO[column], spec)
+                    else:
+                        comm.set_gpu_tuning(spec)
+                        fn = partial(ours, inp, out, SWEEP_ALGO[column])
                     row[f"{column}[{spec}]"] = _try(torch, fn, barrier)
                 comm.set_gpu_tuning("")
         rows.append(row)
@@ -250,7 +260,7 @@ def sweep_table(rows):
         extra = {k: v for k, v in r.items() if "[" in k}
         if not extra:
             continue
-        base = {c: r.get(SWEEP_ALGO[c]) for c in SWEEP_ALGO}
+        base = {c: r.get(c == "tree_sym" and "dda_tree[sym]" or SWEEP_ALGO[c]) for c in SWEEP_ALGO}
         parts = [f"{k}={v:.1f}" if _num(v) is not None else f"{k}=err" for k, v in extra.items()]
         lines.append(
             f"{_fmt_bytes(r['bytes'])}: default "

@@ -376,6 +376,9 @@ def symmetric_rank(info):
     for _ in range(3):
         extra_buf = comm.alloc_symmetric(64 << 20)
         extra_buf.free()
+    # A peer closes its mapping of my buffer in its own free; my free returns before that, and
+    # the GPU holds the memory until every mapping is closed: wait for every rank first.
+    comm.barrier()
     lost = before - torch.cuda.mem_get_info()[0]
     record(
         "symmetric: device memory back after 3 alloc / free rounds",
