@@ -1,5 +1,6 @@
 """Plots an allreduce_bench.py JSON: microseconds per op against message size, one line per
-column (ours solid, peers dashed), and the ratio of our best to the best peer.
+column (ours solid, peers dashed, ours on a symmetric buffer dotted), and the ratio of our best
+(on ordinary buffers) to the best peer.
 
     python3 tools/gpu/plot_bench.py tools/gpu/results/allreduce_2xh200_bf16.json out.png
 """
@@ -11,6 +12,7 @@ import sys
 
 OURS = ("dda_flat", "dda_tree", "dda_large", "auto")
 PEERS = ("nccl", "symm_one_shot", "symm_two_shot")
+SYM = ("dda_tree[sym]",)  # in place on a symmetric buffer (dotted; not in the ratio)
 
 
 def main(src: str, dst: str) -> None:
@@ -25,10 +27,11 @@ def main(src: str, dst: str) -> None:
     fig, (ax, ax2) = plt.subplots(
         2, 1, figsize=(8, 8), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
-    for col in OURS + PEERS:
+    for col in OURS + PEERS + SYM:
         pts = [(r["bytes"], r[col]) for r in rows if isinstance(r.get(col), (int, float))]
+        style = "-o" if col in OURS else ("--s" if col in PEERS else ":^")
         if pts:
-            ax.plot(*zip(*pts), "-o" if col in OURS else "--s", label=col, markersize=4)
+            ax.plot(*zip(*pts), style, label=col, markersize=4)
     ratio = []
     for r in rows:
         ours = [r[c] for c in OURS if isinstance(r.get(c), (int, float))]
