@@ -507,8 +507,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMalloc(&g[d].stage, 2 * capacity));
     CUDA_CHECK(cudaMalloc(&g[d].flags, (capacity / 4096 + 1) * sizeof(uint64_t)));
     CUDA_CHECK(cudaMemset(g[d].flags, 0, (capacity / 4096 + 1) * sizeof(uint64_t)));
-    CUDA_CHECK(cudaHostAlloc(&g[d].hostStage, 2 * capacity,
-                             cudaHostAllocMapped | cudaHostAllocPortable));
+    CUDA_CHECK(
+        cudaHostAlloc(&g[d].hostStage, 2 * capacity, cudaHostAllocMapped | cudaHostAllocPortable));
     CUDA_CHECK(cudaHostAlloc(&g[d].hostFlags, (capacity / 4096 + 1) * sizeof(uint64_t),
                              cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(g[d].hostFlags, 0, (capacity / 4096 + 1) * sizeof(uint64_t));

@@ -205,8 +205,8 @@ enum ChunkFence { kFenceSc, kRelease, kNoFence };
 // The exchange of one launch (epoch e) run by `blocks` blocks, this one being `block`; kSysLoads:
 // the staging is host memory, read past any cached copy (ld.global.cv).
 template <ChunkRx kMode, ChunkFence kFence, bool kSysLoads = false>
-__device__ void chunksExchange(const uint4* src, uint4* peerStage, const uint4* myStage,
-                               uint4* out, size_t units, size_t chunkUnits, size_t halfUnits,
+__device__ void chunksExchange(const uint4* src, uint4* peerStage, const uint4* myStage, uint4* out,
+                               size_t units, size_t chunkUnits, size_t halfUnits,
                                uint64_t* peerFlags, const uint64_t* myFlags, int pushWarps,
                                uint32_t e, size_t block, size_t blocks) {
   const uint64_t flag = e + 1;
@@ -307,7 +307,7 @@ __global__ void chunksExchangeKernel(const uint4* src, uint4* peerStage, const u
 // units through pinned host memory over PCIe (staging and flags in host memory), the other
 // blocks the first units - hostUnits over NVLink as chunks_rx does. Is PCIe a second link?
 struct ChunkPath {
-  uint4 *peerStage;
+  uint4* peerStage;
   const uint4* myStage;
   uint64_t* peerFlags;
   const uint64_t* myFlags;
@@ -319,10 +319,9 @@ __global__ void splitExchangeKernel(const uint4* src, uint4* out, size_t units, 
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
   const size_t nvlUnits = units - hostUnits;
   if (int(blockIdx.x) < hostBlocks)
-    chunksExchange<kCopy, kFenceSc, true>(src + nvlUnits, host.peerStage, host.myStage,
-                                          out + nvlUnits, hostUnits, hostChunkUnits, halfUnits,
-                                          host.peerFlags, host.myFlags, pushWarps, e, blockIdx.x,
-                                          hostBlocks);
+    chunksExchange<kCopy, kFenceSc, true>(
+        src + nvlUnits, host.peerStage, host.myStage, out + nvlUnits, hostUnits, hostChunkUnits,
+        halfUnits, host.peerFlags, host.myFlags, pushWarps, e, blockIdx.x, hostBlocks);
   else
     chunksExchange<kCopy, kFenceSc>(src, nvl.peerStage, nvl.myStage, out, nvlUnits, chunkUnits,
                                     halfUnits, nvl.peerFlags, nvl.myFlags, pushWarps, e,
