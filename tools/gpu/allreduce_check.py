@@ -144,6 +144,24 @@ def _poison(torch, t):
     t.fill_(float("nan") if t.dtype.is_floating_point else 77)
 
 
+def _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, rank):
+    """Poisons `out`, all-reduces `x` into it (mode "inplace": `out` holds `x` first) on the
+    current stream and compares with `ref`: None when right, else what went wrong."""
+    _poison(torch, out)
+    stream = torch.cuda.current_stream().cuda_stream
+    kw = {"scalar": premul_scalar(rank)} if op == "PREMUL_SUM" else {}
+    try:
+        if mode == "inplace":
+            out.copy_(x)
+            comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
+        else:
+            comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
+        torch.cuda.synchronize()
+        return _compare(torch, name, getattr(torch, name), out, ref, comm.size)
+    except Exception as e:  # noqa: BLE001 - reported per case
+        return f"{type(e).__name__}: {e}"
+
+
 def correctness_rank(info, counts):
     import torch
 
@@ -167,19 +185,7 @@ def correctness_rank(info, counts):
             out = torch.empty(count + 1, dtype=dtype, device=dev)[1:]
         else:
             out = torch.empty_like(x)
-        _poison(torch, out)
-        stream = torch.cuda.current_stream().cuda_stream
-        kw = {"scalar": premul_scalar(info.rank)} if op == "PREMUL_SUM" else {}
-        try:
-            if mode == "inplace":
-                out.copy_(x)
-                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-            else:
-                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-            torch.cuda.synchronize()
-            problem = _compare(torch, name, dtype, out, ref, n)
-        except Exception as e:  # noqa: BLE001 - reported per case
-            problem = f"{type(e).__name__}: {e}"
+        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
         cases.append(
             {"case": label, "error": problem, "digest": _digest(out) if problem is None else None}
         )
@@ -306,7 +312,6 @@ def symmetric_rank(info):
     dev = torch.device("cuda", info.device)
     comm = info.communicator()
     n = info.nranks
-    stream = torch.cuda.current_stream().cuda_stream
     cases = []
     offset = 4096  # bytes into the buffer, the same on every rank
     buf = comm.alloc_symmetric(offset + 82 * (1 << 20))
@@ -327,23 +332,12 @@ def symmetric_rank(info):
             x, ref, out = x[1:], ref[1:], whole[1:]
         else:
             out = whole
-        _poison(torch, out)
-        kw = {"scalar": premul_scalar(info.rank)} if op == "PREMUL_SUM" else {}
         before = comm.symmetric_calls
-        try:
-            if mode == "inplace":
-                out.copy_(x)
-                comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-            else:
-                comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-            torch.cuda.synchronize()
-            problem = _compare(torch, name, dtype, out, ref, n)
-            zero_copy = comm.symmetric_calls - before
-            want = 0 if (algo, count) == ("dda_tree", 1_048_576) else 1
-            if problem is None and zero_copy != want:
-                problem = f"{zero_copy} zero-copy calls counted, expected {want}"
-        except Exception as e:  # noqa: BLE001 - reported per case
-            problem = f"{type(e).__name__}: {e}"
+        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
+        zero_copy = comm.symmetric_calls - before
+        want = 0 if (algo, count) == ("dda_tree", 1_048_576) else 1
+        if problem is None and zero_copy != want:
+            problem = f"{zero_copy} zero-copy calls counted, expected {want}"
         record(f"symmetric {algo} {name} {op} n={count} {mode}", problem, out)
     comm.set_gpu_tuning("")
 

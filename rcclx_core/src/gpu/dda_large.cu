@@ -1,7 +1,8 @@
 // dda_large on GPU buffers: the two-shot push kernel (two_shot.cu) shaped for bandwidth. A fixed
 // grid of largeBlocks blocks, each moving largeChunkUnits units per segment and round through
 // two staging slots, so while one block waits for a flag others keep NVLink busy; messages of
-// any size stream through the fixed staging.
+// any size stream through the fixed staging. An output in a symmetric buffer takes the
+// all-gather straight into the peers' outputs (two_shot.cu).
 #include "ctran/checks.hpp"
 #include "gpu/launch.hpp"
 

@@ -11,9 +11,15 @@
 
 namespace rcclx::gpu {
 
-void launchDdaTree(const LaunchArgs& args) {
+bool treeZeroCopy(const LaunchArgs& args) {
   // An output in a symmetric buffer lets the two-shot store its all-gather straight into the
   // peers' outputs (no copy out of staging): from treeSymmetricMinBytes that beats the lines.
+  const size_t bytes = args.count * dataTypeSize(args.type);
+  return args.symmetricOutput() &&
+         (bytes >= args.tuning.treeSymmetricMinBytes || !treeLinesFit(args));
+}
+
+void launchDdaTree(const LaunchArgs& args) {
   if (!treeZeroCopy(args) && treeLinesFit(args)) {
     launchTreeLines(args);
     return;

@@ -50,8 +50,6 @@ class GpuAllReduce {
   void* allocSymmetric(size_t bytes);
   /// Collective: frees a buffer allocSymmetric returned (InvalidArgument for any other pointer).
   void freeSymmetric(void* ptr);
-  /// Buffers allocSymmetric returned and not yet freed.
-  size_t symmetricCount() const { return symmetric_.size(); }
   /// Calls so far whose kernel stored its all-gather straight into symmetric outputs.
   uint64_t zeroCopyCalls() const { return zeroCopyCalls_; }
 

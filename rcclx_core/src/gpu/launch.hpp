@@ -179,10 +179,9 @@ void launchDdaTree(const LaunchArgs& args);
 /// NVLink).
 bool treeLinesFit(const LaunchArgs& args);
 /// Whether a dda_tree call runs the zero-copy two-shot: its output is in a symmetric buffer and
-/// the message is at least treeSymmetricMinBytes (smaller ones keep the lines where they fit).
-inline bool treeZeroCopy(const LaunchArgs& a) {
-  return a.symmetricOutput() && a.count * dataTypeSize(a.type) >= a.tuning.treeSymmetricMinBytes;
-}
+/// the message is at least treeSymmetricMinBytes or does not fit the lines (smaller ones keep
+/// the lines where they fit).
+bool treeZeroCopy(const LaunchArgs& args);
 /// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
 void launchTreeLines(const LaunchArgs& args);
 /// Grid of a line kernel that moves `lines` lines per pass: one warp per linesMinWarpLines
