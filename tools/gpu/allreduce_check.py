@@ -363,15 +363,16 @@ def symmetric_rank(info):
         lambda: comm.alloc_symmetric(4096 * (info.rank + 1)),
         "every rank must pass the same size",
     )
-    # Allocated and freed again: the memory comes back (one round first, as in leak_rank).
+    # Allocated and freed again: the memory comes back. A peer closes its mapping of my buffer
+    # in its own free; mine returns before that, and the GPU holds the memory until every
+    # mapping is closed: every reading comes after a barrier.
     torch.cuda.synchronize()
     buf.free()
+    comm.barrier()
     before = torch.cuda.mem_get_info()[0]
     for _ in range(3):
         extra_buf = comm.alloc_symmetric(64 << 20)
         extra_buf.free()
-    # A peer closes its mapping of my buffer in its own free; my free returns before that, and
-    # the GPU holds the memory until every mapping is closed: wait for every rank first.
     comm.barrier()
     lost = before - torch.cuda.mem_get_info()[0]
     record(
