@@ -342,15 +342,7 @@ def symmetric_rank(info):
     comm.set_gpu_tuning("")
 
     def expect(label, fn, *needles):
-        try:
-            fn()
-            problem = "no error raised"
-        except rc.InvalidArgumentError as e:
-            missing = [s for s in needles if s not in str(e)]
-            problem = f"message lacks {missing}: {e}" if missing else None
-        except Exception as e:  # noqa: BLE001 - reported per case
-            problem = f"{type(e).__name__}: {e}"
-        record(label, problem)
+        record(label, _invalid_argument_problem(torch, rc, fn, needles))
 
     foreign = torch.empty(16, device=dev)
     expect(
@@ -383,21 +375,27 @@ def symmetric_rank(info):
     return cases
 
 
+def _invalid_argument_problem(torch, rc, fn, needles):
+    """None when fn() raises InvalidArgumentError with every needle in its message, else what
+    happened instead."""
+    try:
+        fn()
+        torch.cuda.synchronize()
+        return "no error raised"
+    except rc.InvalidArgumentError as e:
+        missing = [s for s in needles if s not in str(e)]
+        return f"message lacks {missing}: {e}" if missing else None
+    except Exception as e:  # noqa: BLE001 - reported per case
+        return f"{type(e).__name__}: {e}"
+
+
 def unsupported_cases(torch, rc, comm, dev):
     """What GPU reductions still refuse fails on the caller's thread with a message naming it."""
     stream = torch.cuda.current_stream().cuda_stream
     cases = []
 
     def expect(label, fn, *needles):
-        try:
-            fn()
-            torch.cuda.synchronize()
-            problem = "no error raised"
-        except rc.InvalidArgumentError as e:
-            missing = [s for s in needles if s not in str(e)]
-            problem = f"message lacks {missing}: {e}" if missing else None
-        except Exception as e:  # noqa: BLE001 - reported per case
-            problem = f"{type(e).__name__}: {e}"
+        problem = _invalid_argument_problem(torch, rc, fn, needles)
         cases.append({"case": label, "error": problem, "digest": None})
 
     fp8 = torch.zeros(64, dtype=torch.uint8, device=dev)
