@@ -9,6 +9,8 @@ communicator's staging, which saves a copy of the output at large sizes. Views c
 
 from __future__ import annotations
 
+import math
+
 from ctran import InvalidUsageError
 
 
@@ -42,18 +44,15 @@ class SymmetricBuffer:
 
         t = torch.as_tensor(self, device=torch.device("cuda", self.device))
         if dtype is not None:
-            usable = self.nbytes - self.nbytes % torch.tensor([], dtype=dtype).element_size()
-            t = t[:usable].view(dtype)
+            t = t[: self.nbytes - self.nbytes % dtype.itemsize].view(dtype)
         if shape is not None:
-            numel = 1
-            for d in shape:
-                numel *= d
+            numel = math.prod(shape)
             if numel > t.numel():
                 raise ValueError(
                     f"SymmetricBuffer.as_tensor: shape {tuple(shape)} needs {numel} elements, "
                     f"the buffer holds {t.numel()} of {t.dtype}"
                 )
-            t = t[:numel].view(*shape)
+            t = t[:numel].view(tuple(shape))
         return t
 
     def free(self) -> None:
