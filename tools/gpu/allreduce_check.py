@@ -273,11 +273,13 @@ def correctness_rank(info, counts):
     return cases
 
 
-# Symmetric outputs (comm.alloc_symmetric): (algorithm, tuning, dtype, op, count, mode). The
-# tuning tree_symmetric_min_bytes=1 puts small counts through dda_tree's zero-copy two-shot.
+# Symmetric outputs (comm.alloc_symmetric): (algorithm, tuning, dtype, op, count, mode,
+# zero-copy expected). The tuning tree_symmetric_min_bytes=1 puts small counts through
+# dda_tree's zero-copy two-shot.
+ZERO_COPY_TREE = "tree_symmetric_min_bytes=1"
 SYMMETRIC_CASES = [
-    (algo, tuning, name, op, count, mode)
-    for algo, tuning in (("dda_tree", "tree_symmetric_min_bytes=1"), ("dda_large", ""))
+    (algo, tuning, name, op, count, mode, True)
+    for algo, tuning in (("dda_tree", ZERO_COPY_TREE), ("dda_large", ""))
     for name, op in (
         ("bfloat16", "SUM"),
         ("bfloat16", "PREMUL_SUM"),
@@ -290,11 +292,12 @@ SYMMETRIC_CASES = [
     )
     for count, mode in ((1, "out"), (1001, "misaligned"), (65537, "inplace"), (300_001, "out"))
 ] + [
-    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace"),  # 8 MiB: zero-copy by default
-    ("dda_tree", "", "bfloat16", "SUM", 1_048_576, "out"),  # 2 MiB: lines, not zero-copy
-    ("auto", "", "bfloat16", "SUM", 8_388_608, "out"),
-    ("dda_large", "", "float32", "SUM", 9_000_001, "out"),  # several rounds
-    ("dda_large", "", "bfloat16", "MAX", 20_000_003, "inplace"),
+    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace", True),  # 8 MiB: zero-copy
+    ("dda_tree", "", "bfloat16", "SUM", 1_048_576, "out", False),  # 2 MiB: staged lines
+    ("dda_tree", "", "float16", "MAX", 8_388_607, "misaligned", True),  # 16 MiB
+    ("auto", "", "bfloat16", "SUM", 8_388_608, "out", True),
+    ("dda_large", "", "float32", "SUM", 9_000_001, "out", True),  # several rounds
+    ("dda_large", "", "bfloat16", "MAX", 20_000_003, "inplace", True),
 ]
 
 
@@ -320,7 +323,7 @@ def symmetric_rank(info):
         digest = _digest(out) if problem is None and out is not None else None
         cases.append({"case": label, "error": problem, "digest": digest})
 
-    for i, (algo, tuning, name, op, count, mode) in enumerate(SYMMETRIC_CASES):
+    for i, (algo, tuning, name, op, count, mode, zero_copy) in enumerate(SYMMETRIC_CASES):
         comm.set_gpu_tuning(tuning)
         dtype = getattr(torch, name)
         extra = 1 if mode == "misaligned" else 0
@@ -334,10 +337,9 @@ def symmetric_rank(info):
             out = whole
         before = comm.symmetric_calls
         problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
-        zero_copy = comm.symmetric_calls - before
-        want = 0 if (algo, count) == ("dda_tree", 1_048_576) else 1
-        if problem is None and zero_copy != want:
-            problem = f"{zero_copy} zero-copy calls counted, expected {want}"
+        counted = comm.symmetric_calls - before
+        if problem is None and counted != int(zero_copy):
+            problem = f"{counted} zero-copy calls counted, expected {int(zero_copy)}"
         record(f"symmetric {algo} {name} {op} n={count} {mode}", problem, out)
     comm.set_gpu_tuning("")
 
@@ -541,18 +543,20 @@ def leak_rank(info, rounds):
     return before - after
 
 
-def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning=""):
-    """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms."""
+def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning="", symmetric=False):
+    """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms.
+    symmetric: in place on a symmetric buffer (both ranks allocate it first)."""
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
 
     torch.cuda.set_device(info.device)
     comm = info.communicator()
     comm.set_gpu_tuning(tuning)
+    buf = comm.alloc_symmetric(4096 * 4) if symmetric else None
     if info.rank != 0:
         time.sleep(timeout_ms / 1000 + 6)
         return None
-    x = torch.ones(4096, device="cuda")
+    x = buf.as_tensor(torch.float32) if symmetric else torch.ones(4096, device="cuda")
     t0 = time.monotonic()
     try:
         comm.all_reduce(x, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
@@ -610,13 +614,16 @@ def main() -> int:
     else:  # the free-memory reading is per GPU, not per process
         print("leak: not checked (ranks share GPUs; the check needs one GPU per rank)")
     stalls = (
-        ("dda_flat", "dda_flat", ""),
-        ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1"),
-        ("dda_tree", "dda_tree", ""),
+        ("dda_flat", "dda_flat", "", False),
+        ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1", False),
+        ("dda_tree", "dda_tree", "", False),
+        ("dda_tree zero-copy", "dda_tree", ZERO_COPY_TREE, True),
     )
-    for label, algo, tuning in () if args.skip_stall else stalls:
+    for label, algo, tuning, symmetric in () if args.skip_stall else stalls:
         try:
-            st = run_ranks(stalled_peer_rank, args.nranks, 2000, algo, tuning, timeout=60)[0]
+            st = run_ranks(
+                stalled_peer_rank, args.nranks, 2000, algo, tuning, symmetric, timeout=60
+            )[0]
         except Exception as e:  # noqa: BLE001
             st = {"error": None, "seconds": -1, "launcher": str(e)[-500:]}
         stall_ok = st["error"] is not None and 0 < st["seconds"] < 15
