@@ -1,6 +1,7 @@
 // Implementation of device_window.hpp: allocation, the collective handle exchange, release.
 #include "ctran/device_window.hpp"
 
+#include <exception>
 #include <optional>
 
 #include "ctran/checks.hpp"
@@ -19,29 +20,42 @@ namespace {
 size_t roundUp256(size_t x) { return (x + 255) & ~size_t{255}; }
 
 #ifdef RCCLX_HAVE_GPU
-// Every rank contributes either its payload ('K' + payload) or its error ('E' + message);
-// when any rank failed, every rank throws CudaError naming the first failing rank, so no rank
-// is left waiting on a peer that gave up.
-std::vector<Bytes> agree(Bootstrap& boot, const Bytes& payload, const std::string& error,
+// Every rank contributes either its payload ('K' + payload) or its failure, a ctran::Error
+// ('A' for InvalidArgument, 'E' for any other, + message); when any rank failed, every rank
+// throws (InvalidArgument or CudaError) naming the first failing rank, so no rank is left
+// waiting on a peer that gave up.
+std::vector<Bytes> agree(Bootstrap& boot, const Bytes& payload, const std::exception_ptr& failure,
                          const char* stage) {
   Bytes mine;
-  if (error.empty()) {
+  if (!failure) {
     mine.push_back('K');
     mine.insert(mine.end(), payload.begin(), payload.end());
   } else {
-    mine.push_back('E');
-    mine.insert(mine.end(), error.begin(), error.end());
+    std::string message;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const InvalidArgument& e) {
+      mine.push_back('A');
+      message = e.what();
+    } catch (const Error& e) {
+      mine.push_back('E');
+      message = e.what();
+    }
+    mine.insert(mine.end(), message.begin(), message.end());
   }
   auto all = boot.allGather(mine);
   for (size_t r = 0; r < all.size(); ++r) {
-    if (!all[r].empty() && all[r][0] == 'E') {
-      std::string msg(all[r].begin() + 1, all[r].end());
-      throw CudaError(strCat("DeviceWindow: ", stage, " failed on rank ", r, ": ", msg));
+    if (!all[r].empty() && (all[r][0] == 'E' || all[r][0] == 'A')) {
+      std::string msg = strCat("DeviceWindow: ", stage, " failed on rank ", r, ": ",
+                               std::string(all[r].begin() + 1, all[r].end()));
+      if (all[r][0] == 'A') throw InvalidArgument(msg);
+      throw CudaError(msg);
     }
     if (!all[r].empty()) all[r].erase(all[r].begin());
   }
   return all;
 }
+
 #endif
 
 }  // namespace
@@ -55,9 +69,8 @@ DeviceWindowLayout DeviceWindowLayout::of(size_t dataBytes, int numSignals) {
   return l;
 }
 
-DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int numSignals)
-    : group_(&group), device_(device) {
-  const Topology& topo = group.topology();
+void DeviceWindow::checkGroup(size_t dataBytes, int numSignals) const {
+  const Topology& topo = group_->topology();
   CTRAN_CHECK(topo.nranks <= kMaxDeviceRanks, InvalidArgument, "DeviceWindow: ", topo.nranks,
               " ranks, but device windows support at most ", kMaxDeviceRanks);
   CTRAN_CHECK(topo.nHosts == 1, InvalidArgument, "DeviceWindow: the group spans ", topo.nHosts,
@@ -66,14 +79,17 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
               dataBytes, " and numSignals ", numSignals, " must be positive");
 #ifndef RCCLX_HAVE_GPU
   throw CudaError("DeviceWindow: this build has no GPU code (built without a CUDA compiler)");
-#else
-  const int rank = topo.rank;
-  const int nranks = topo.nranks;
+#endif
+}
+
+DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int numSignals)
+    : group_(&group), device_(device) {
+  checkGroup(dataBytes, numSignals);
+#ifdef RCCLX_HAVE_GPU
   const DeviceWindowLayout layout = DeviceWindowLayout::of(dataBytes, numSignals);
   allocBytes_ = layout.totalBytes;
-  CudaIpcTransport ipc(device);
   Bytes record;
-  std::string error;
+  std::exception_ptr failure;
   // Everything below runs on `device`; the caller's current device is back on return (a
   // process may drive several GPUs, each rank's thread with its own current device).
   std::optional<GpuDeviceGuard> guard;
@@ -90,50 +106,88 @@ DeviceWindow::DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int n
     CTRAN_GPU_CHECK(gpuMemset(base_, 0, layout.totalBytes), "zeroing ", layout.totalBytes,
                     " bytes");
     CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "zeroing the window on GPU ", device);
-    record = ipc.exportMemory(base_, layout.totalBytes);
-  } catch (const Error& e) {
-    error = e.what();
+    record = CudaIpcTransport(device).exportMemory(base_, layout.totalBytes);
+  } catch (const Error&) {
+    failure = std::current_exception();
   }
-  std::vector<Bytes> records;
-  try {
-    records = agree(group.bootstrap(), record, error, "allocation");
-  } catch (...) {
-    release();
-    throw;
-  }
-  imported_.assign(nranks, nullptr);
-  handle_.rank = rank;
-  handle_.nranks = nranks;
+  const std::vector<char*> bases =
+      mapPeers(static_cast<char*>(base_), record, failure, layout.totalBytes);
   handle_.dataBytes = dataBytes;
   handle_.numSignals = numSignals;
   handle_.epochs = reinterpret_cast<uint32_t*>(static_cast<char*>(base_) + layout.epochsOffset);
-  int inProcess = 0;
-  for (int p = 0; p < nranks && error.empty(); ++p) {
-    char* base = static_cast<char*>(base_);
-    if (p != rank) {
-      try {
-        // A peer of this process is reached by its pointer (nothing opened, nothing to close).
-        auto im = ipc.importMemory(p, records[p], layout.totalBytes);
-        if (im.opened) imported_[p] = im.ptr;
-        inProcess += im.opened ? 0 : 1;
-        base = static_cast<char*>(im.ptr);
-      } catch (const Error& e) {
-        error = e.what();
-        break;
-      }
-    }
-    handle_.data[p] = base + layout.dataOffset;
-    handle_.signals[p] = reinterpret_cast<uint64_t*>(base + layout.signalsOffset);
+  for (size_t p = 0; p < bases.size(); ++p) {
+    handle_.data[p] = bases[p] + layout.dataOffset;
+    handle_.signals[p] = reinterpret_cast<uint64_t*>(bases[p] + layout.signalsOffset);
   }
+#endif
+}
+
+DeviceWindow::DeviceWindow(PeerGroup& group, int device, UserMemory memory)
+    : group_(&group), device_(device) {
+  checkGroup(memory.bytes, 0);
+#ifdef RCCLX_HAVE_GPU
+  Bytes record;
+  std::exception_ptr failure;
   try {
-    agree(group.bootstrap(), {}, error, "mapping peers");
+    CTRAN_CHECK(memory.ptr != nullptr, InvalidArgument, "DeviceWindow: null user memory");
+    record = CudaIpcTransport(device).exportRange(memory.ptr, memory.bytes);
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
+  const std::vector<char*> ranges =
+      mapPeers(static_cast<char*>(memory.ptr), record, failure, memory.bytes);
+  handle_.dataBytes = memory.bytes;
+  for (size_t p = 0; p < ranges.size(); ++p) handle_.data[p] = ranges[p];
+#endif
+}
+
+std::vector<char*> DeviceWindow::mapPeers(char* mine, const Bytes& record,
+                                          std::exception_ptr failure, size_t expectBytes) {
+#ifndef RCCLX_HAVE_GPU
+  (void)mine, (void)record, (void)failure, (void)expectBytes;
+  return {};
+#else
+  const int rank = group_->rank();
+  const int nranks = group_->nranks();
+  std::vector<Bytes> records;
+  try {
+    records = agree(group_->bootstrap(), record, failure, "export");
   } catch (...) {
     release();
     throw;
   }
-  CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device, ", ", layout.totalBytes,
-             " bytes, ", nranks - 1 - inProcess, " peer(s) mapped by ", gpuRuntimeName(), " IPC, ",
-             inProcess, " in this process by peer access");
+  CudaIpcTransport ipc(device_);
+  imported_.assign(nranks, nullptr);
+  std::vector<char*> mapped(nranks, nullptr);
+  int inProcess = 0;
+  for (int p = 0; p < nranks && !failure; ++p) {
+    if (p == rank) {
+      mapped[p] = mine;
+      continue;
+    }
+    try {
+      // A peer of this process is reached by its pointer (nothing opened, nothing to close).
+      auto im = ipc.importMemory(p, records[p], expectBytes);
+      if (im.opened) imported_[p] = im.mapping;
+      inProcess += im.opened ? 0 : 1;
+      mapped[p] = static_cast<char*>(im.ptr);
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
+  }
+  try {
+    agree(group_->bootstrap(), {}, failure, "mapping peers");
+  } catch (...) {
+    release();
+    throw;
+  }
+  handle_.rank = rank;
+  handle_.nranks = nranks;
+  CTRAN_INFO("device window: rank ", rank, "/", nranks, " on GPU ", device_, ", ", expectBytes,
+             base_ ? " bytes allocated, " : " bytes of user memory, ", nranks - 1 - inProcess,
+             " peer(s) mapped by ", gpuRuntimeName(), " IPC, ", inProcess,
+             " in this process by peer access");
+  return mapped;
 #endif
 }
 
@@ -178,7 +232,7 @@ void DeviceWindow::release() {
   // Only mappings this rank opened are closed (imported_ holds no same-process peer).
   CudaIpcTransport ipc(device_);
   for (void* p : imported_) {
-    if (p) ipc.release({p, true, 0, device_});
+    if (p) ipc.release({p, p, true, 0, device_});
   }
   imported_.clear();
   if (base_) {

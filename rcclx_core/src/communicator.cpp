@@ -129,6 +129,15 @@ void* Communicator::allocSymmetric(size_t bytes) {
   return gpu_->allocSymmetric(bytes);
 }
 
+void Communicator::registerSymmetric(void* ptr, size_t bytes) {
+  checkUsable("register_symmetric");
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
+              "register_symmetric: symmetric buffers are GPU memory, but the communicator was "
+              "created without a device (pass device= when creating it)");
+  finalize();
+  gpu_->registerSymmetric(ptr, bytes);
+}
+
 void Communicator::freeSymmetric(void* ptr) {
   checkUsable("free_symmetric");
   CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,

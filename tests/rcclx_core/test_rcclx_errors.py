@@ -95,6 +95,19 @@ def _argument_errors(comm):
             64, int(rc.DataType.FLOAT32), int(rc.RedOp.BAND)
         ),
         "alloc_symmetric without a device": lambda: comm.alloc_symmetric(4096),
+        "register_symmetric without a device": lambda: comm.register_symmetric(_DeviceArray()),
+        "register_symmetric of a list": lambda: comm.register_symmetric([1, 2]),
+    }
+
+
+class _DeviceArray:
+    """Looks like a device array (nothing is ever read through its pointer here)."""
+
+    __cuda_array_interface__ = {
+        "shape": (16,),
+        "typestr": "<f4",
+        "data": (4096, False),
+        "version": 2,
     }
 
 
@@ -103,6 +116,14 @@ ERRORS = {
     "alloc_symmetric without a device": (
         "InvalidUsageError",
         ["alloc_symmetric", "symmetric buffers are GPU memory", "without a device"],
+    ),
+    "register_symmetric without a device": (
+        "InvalidUsageError",
+        ["register_symmetric", "symmetric buffers are GPU memory", "without a device"],
+    ),
+    "register_symmetric of a list": (
+        "InvalidArgumentError",
+        ["register_symmetric", "__cuda_array_interface__", "builtins.list"],
     ),
     "None sendbuf": ("InvalidArgumentError", ["all_reduce", "sendbuf is None"]),
     "None recvbuf": ("InvalidArgumentError", ["all_gather", "recvbuf is None"]),

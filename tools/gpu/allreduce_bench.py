@@ -1,6 +1,7 @@
 """GPU allreduce benchmark, side by side in one run: rcclx (dda_flat, dda_tree, dda_large,
 auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot); from 4 MiB also
-ours in place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run.
+ours in place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run,
+and in place on an ordinary tensor registered as one (comm.register_symmetric).
 
     python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
 
@@ -35,6 +36,9 @@ SYM = (
     ("auto[sym]", "auto", "", 4 << 20),
 )
 SYM_MAX = 256 << 20
+# In place on an ordinary torch tensor registered with comm.register_symmetric: (column,
+# algorithm, smallest size).
+REG = (("dda_tree[reg]", "dda_tree", 4 << 20),)
 SIZES = sorted([1 << k for k in range(10, 29, 2)] + [8 << 20])  # 1 KiB .. 256 MiB, x4, and 8 MiB
 SYMM_MAX = 64 << 20
 OPS_PER_GRAPH = 20
@@ -173,6 +177,13 @@ def bench_rank(info, sizes, dtype_name, sweep):
             for name, algo, tuning, smallest in SYM:
                 if nbytes >= smallest:
                     columns.append((name, partial(ours_tuned, ob, algo, tuning)))
+        registered = None
+        if any(nbytes >= smallest for *_, smallest in REG):
+            reg_buf = inp.clone()
+            registered = comm.register_symmetric(reg_buf)
+            for name, algo, smallest in REG:
+                if nbytes >= smallest:
+                    columns.append((name, partial(ours, reg_buf, reg_buf, algo)))
         # Three passes over every column (the second in reverse order), each column keeping its
         # best median: no column owes its time to its place in the order, and two columns of
         # one kernel (auto and the algorithm it picks) differ by less than a replay's spread.
@@ -182,6 +193,9 @@ def bench_rank(info, sizes, dtype_name, sweep):
                 prev = _num(row.get(name))
                 if prev is None or (_num(t) is not None and t < prev):
                     row[name] = t
+        if registered is not None:
+            torch.cuda.synchronize()
+            registered.deregister()
         row["auto_choice"] = comm.select_all_reduce(
             nbytes, dtype=9 if dtype_name == "bfloat16" else 7, gpu=True
         )[0]
@@ -276,7 +290,7 @@ def symmetric_table(rows):
     best peer (ratios below 1: faster)."""
     lines = []
     for r in rows:
-        cols = {name: _num(r.get(name)) for name, *_ in SYM}
+        cols = {name: _num(r.get(name)) for name, *_ in SYM + REG}
         if not any(v is not None for v in cols.values()):
             continue
         peers = [_num(r.get(c)) for c in PEERS]
@@ -297,7 +311,8 @@ def symmetric_table(rows):
 def targets(rows):
     """The performance targets, each as a ratio from this run: dda_flat and dda_tree against
     the best peer (dda_tree also in place on a symmetric buffer, as the symmetric-memory peers
-    run), auto against our best algorithm, large-message bus bandwidth against NCCL."""
+    run, and on a registered ordinary tensor), auto against our best algorithm, large-message
+    bus bandwidth against NCCL."""
     out = []
     for r in rows:
         b = r["bytes"]
@@ -309,6 +324,7 @@ def targets(rows):
             ("dda_flat", 1 << 10, 64 << 10, 0.7),
             ("dda_tree", 256 << 10, 16 << 20, 0.9),
             ("dda_tree[sym]", 4 << 20, 16 << 20, 0.9),
+            ("dda_tree[reg]", 4 << 20, 16 << 20, 0.9),
         ):
             t = _num(r.get(algo))
             if lo <= b <= hi and t and best_peer:
@@ -363,7 +379,10 @@ def main() -> int:
     print(table(rows, args.nranks))
     sym = symmetric_table(rows)
     if sym:
-        print("\noutputs in a symmetric buffer (in place, zero-copy all-gather), us per op:")
+        print(
+            "\noutputs in a symmetric buffer, allocated [sym] or a registered tensor [reg] (in "
+            "place, zero-copy all-gather), us per op:"
+        )
         print(sym)
     checks = targets(rows)
     print("\ntargets (ratio from this run, bound):")

@@ -301,6 +301,19 @@ SYMMETRIC_CASES = [
 ]
 
 
+# Registered outputs (comm.register_symmetric over ordinary torch tensors from the caching
+# allocator: interior pointers of its segments): (algorithm, tuning, dtype, op, count, mode).
+# Every one goes zero-copy.
+REGISTERED_CASES = [
+    ("dda_tree", ZERO_COPY_TREE, "bfloat16", "SUM", 1, "out"),
+    ("dda_tree", ZERO_COPY_TREE, "float32", "AVG", 1001, "misaligned"),
+    ("dda_tree", ZERO_COPY_TREE, "int32", "MAX", 65537, "inplace"),
+    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace"),  # 8 MiB
+    ("dda_tree", "", "float16", "SUM", 8_388_608, "out"),  # 16 MiB
+    ("dda_large", "", "float32", "SUM", 9_000_001, "inplace"),  # several rounds
+]
+
+
 def symmetric_rank(info):
     """all_reduce into outputs in a symmetric buffer (the all-gather stores into the peers'
     outputs, nothing copied out of staging): in place, out of place and 16-byte-misaligned, at
@@ -341,10 +354,54 @@ def symmetric_rank(info):
         if problem is None and counted != int(zero_copy):
             problem = f"{counted} zero-copy calls counted, expected {int(zero_copy)}"
         record(f"symmetric {algo} {name} {op} n={count} {mode}", problem, out)
+    for i, (algo, tuning, name, op, count, mode) in enumerate(REGISTERED_CASES):
+        comm.set_gpu_tuning(tuning)
+        dtype = getattr(torch, name)
+        extra = 1 if mode == "misaligned" else 0
+        seed = 95_000 + i
+        x = _gen(torch, dtype, count + extra, op, seed, info.rank, dev)
+        ref = _reference(torch, dtype, count + extra, op, seed, n, dev)
+        # An ordinary tensor, registered whole; the output is all of it or a misaligned view.
+        whole = torch.empty(count + extra, dtype=dtype, device=dev)
+        reg = comm.register_symmetric(whole)
+        out = whole[1:] if mode == "misaligned" else whole
+        if mode == "misaligned":
+            x, ref = x[1:], ref[1:]
+        before = comm.symmetric_calls
+        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
+        counted = comm.symmetric_calls - before
+        if problem is None and counted != 1:
+            problem = f"{counted} zero-copy calls counted, expected 1"
+        record(f"registered {algo} {name} {op} n={count} {mode}", problem, out)
+        torch.cuda.synchronize()
+        reg.deregister()
     comm.set_gpu_tuning("")
 
     def expect(label, fn, *needles):
         record(label, _invalid_argument_problem(torch, rc, fn, needles))
+
+    plain = torch.zeros(4096, device=dev)
+    held = comm.register_symmetric(plain)
+    expect(
+        "registered: the same memory twice",
+        lambda: comm.register_symmetric(plain[1024:]),
+        "overlap the symmetric buffer",
+    )
+    held.deregister()
+    expect(
+        "registered: sizes that differ by rank",
+        lambda: comm.register_symmetric(plain[: 1024 * (info.rank + 1)]),
+        "every rank must pass the same size",
+    )
+    expect(
+        "registered: host memory",
+        lambda: comm.register_symmetric(torch.zeros(4096).pin_memory()),
+        "is not device memory",
+    )
+    record(
+        "registered: deregister of an allocated buffer is refused",
+        None if _raises(lambda: buf.deregister(), rc.InvalidUsageError) else "no error",
+    )
 
     foreign = torch.empty(16, device=dev)
     expect(
@@ -375,6 +432,14 @@ def symmetric_rank(info):
     )
     comm.destroy()
     return cases
+
+
+def _raises(fn, kind):
+    try:
+        fn()
+    except kind:
+        return True
+    return False
 
 
 def _invalid_argument_problem(torch, rc, fn, needles):

@@ -10,6 +10,10 @@
 //   data    - dataBytes of staging memory that peers store into and load from.
 // Everything starts zeroed. Peers' areas are reached through handle().data[r] / signals[r].
 //
+// A window may instead be made over memory the caller already has (DeviceWindow::UserMemory, a
+// range inside one cudaMalloc allocation, e.g. a torch tensor's): no epochs, no signals, the
+// data area is that range, and destroy() frees nothing.
+//
 // Lifetime: the constructor is collective (every rank passes the same sizes); it allocates,
 // exchanges IPC handles through the group's bootstrap and opens the peers' handles (ranks of
 // the same process, told apart by pid and process token, are reached by plain pointers with
@@ -22,7 +26,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <vector>
+
+#include "ctran/store.hpp"
 
 namespace ctran {
 
@@ -51,6 +58,16 @@ class DeviceWindow {
   /// runtime's message and the sizes) when allocation, export or mapping fails, and
   /// InvalidArgument for bad sizes, more than kMaxDeviceRanks ranks, or ranks on other hosts.
   DeviceWindow(PeerGroup& group, int device, size_t dataBytes, int numSignals);
+  /// A range of this rank's device memory, inside one allocation, that the caller owns.
+  struct UserMemory {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  /// Collective: maps `memory` (on GPU `device`) on every peer, as the data area of a window
+  /// with no epochs or signals; every rank passes the same size. Throws InvalidArgument for a
+  /// range that is not device memory of `device` inside one allocation, CudaError when it
+  /// cannot be exported or mapped; any rank's failure fails every rank.
+  DeviceWindow(PeerGroup& group, int device, UserMemory memory);
   ~DeviceWindow();
   DeviceWindow(const DeviceWindow&) = delete;
   DeviceWindow& operator=(const DeviceWindow&) = delete;
@@ -58,8 +75,10 @@ class DeviceWindow {
   /// Pointers for kernels (valid until destroy()).
   const DeviceWindowHandle& handle() const { return handle_; }
   int device() const { return device_; }
-  /// Bytes of device memory this rank allocated (all three areas).
+  /// Bytes of device memory this rank allocated (all three areas; 0 over user memory).
   size_t allocatedBytes() const { return allocBytes_; }
+  /// Whether the data area is the caller's memory (the UserMemory constructor).
+  bool userMemory() const { return base_ == nullptr; }
 
   /// Releases the mappings and the memory. `collective`: first synchronises this device and
   /// meets every rank at a barrier, so no peer still uses this rank's memory. A second call
@@ -68,6 +87,13 @@ class DeviceWindow {
   bool destroyed() const { return destroyed_; }
 
  private:
+  /// Checks the group and the sizes every constructor shares.
+  void checkGroup(size_t dataBytes, int numSignals) const;
+  /// The collective part of construction: every rank contributes its export `record` (or its
+  /// `failure`, a ctran::Error), then maps every peer's. Returns each rank's memory as mapped here
+  /// (own: `mine`). Throws, after releasing, when any rank failed.
+  std::vector<char*> mapPeers(char* mine, const Bytes& record, std::exception_ptr failure,
+                              size_t expectBytes);
   void release();
 
   PeerGroup* group_;

@@ -35,6 +35,7 @@
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
 using gpuIpcMemHandle_t = hipIpcMemHandle_t;
+using gpuPointerAttributes = hipPointerAttribute_t;
 #define gpuSuccess hipSuccess
 #define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
 #define gpuIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
@@ -58,6 +59,7 @@ using gpuIpcMemHandle_t = hipIpcMemHandle_t;
 #define gpuIpcGetMemHandle hipIpcGetMemHandle
 #define gpuIpcOpenMemHandle hipIpcOpenMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
+#define gpuPointerGetAttributes hipPointerGetAttributes
 #define RCCLX_WARP_SIZE 64
 // Peer-visible memory (flags polled with system-scope atomics) must be fine-grained on AMD:
 // plain hipMalloc memory is coarse-grained, coherent only at kernel boundaries.
@@ -76,6 +78,7 @@ static_assert(__AMDGCN_WAVEFRONT_SIZE == RCCLX_WARP_SIZE,
 using gpuError_t = cudaError_t;
 using gpuStream_t = cudaStream_t;
 using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
+using gpuPointerAttributes = cudaPointerAttributes;
 #define gpuSuccess cudaSuccess
 #define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define gpuIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
@@ -99,6 +102,7 @@ using gpuIpcMemHandle_t = cudaIpcMemHandle_t;
 #define gpuIpcGetMemHandle cudaIpcGetMemHandle
 #define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
+#define gpuPointerGetAttributes cudaPointerGetAttributes
 #define RCCLX_WARP_SIZE 32
 
 #endif
@@ -115,6 +119,47 @@ inline gpuError_t gpuMallocPeerVisible(void** ptr, size_t bytes) {
   return hipExtMallocWithFlags(ptr, bytes, RCCLX_HIP_PEER_VISIBLE_FLAGS);
 #else
   return cudaMalloc(ptr, bytes);
+#endif
+}
+
+/// Whether gpuPointerGetAttributes found device memory (not host, managed or unregistered).
+/// HIP: the attribute's field name changed across ROCm releases, so only the query's success
+/// (and gpuAllocationRange after it) tells.
+inline bool gpuPointerIsDevice(const gpuPointerAttributes& attr) {
+#if RCCLX_GPU_HIP
+  (void)attr;
+  return true;
+#else
+  return attr.type == cudaMemoryTypeDevice;
+#endif
+}
+
+/// The allocation (cudaMalloc / hipMalloc) that holds device pointer `ptr`: its base and size.
+/// CUDA's runtime has no such query: the driver's cuMemGetAddressRange is reached through the
+/// runtime's entry-point lookup, so nothing links the driver library directly.
+inline gpuError_t gpuAllocationRange(const void* ptr, void** base, size_t* bytes) {
+#if RCCLX_GPU_HIP
+  hipDeviceptr_t b = nullptr;
+  const hipError_t err = hipMemGetAddressRange(&b, bytes, const_cast<void*>(ptr));
+  *base = b;
+  return err;
+#else
+  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);  // CUresult (...)
+  static const GetRange getRange = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
+                                                             cudaEnableDefault, &found);
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<GetRange>(fn)
+               : nullptr;
+  }();
+  if (getRange == nullptr) return cudaErrorNotSupported;
+  unsigned long long b = 0;
+  if (getRange(&b, bytes, reinterpret_cast<unsigned long long>(ptr)) != 0)
+    return cudaErrorInvalidValue;  // not in a device allocation of this context
+  *base = reinterpret_cast<void*>(b);
+  return cudaSuccess;
 #endif
 }
 

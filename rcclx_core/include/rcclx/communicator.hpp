@@ -138,7 +138,15 @@ class Communicator {
   /// the peers' outputs instead of going through the staging. Lives until freeSymmetric() or
   /// destroy(). Throws InvalidUsage without a device, InvalidArgument for mismatched sizes.
   void* allocSymmetric(size_t bytes);
-  /// Collective: frees a buffer allocSymmetric() returned (after this GPU's work is done).
+  /// Collective: makes `bytes` of this rank's own device memory at `ptr` (inside one
+  /// cudaMalloc allocation on this GPU, e.g. a torch tensor's) a symmetric buffer, mapped by
+  /// every rank; the memory stays the caller's and must outlive the registration. Released by
+  /// freeSymmetric(ptr) or destroy(). Throws InvalidUsage without a device, InvalidArgument
+  /// (on every rank) for mismatched or zero sizes, memory that is not this GPU's device memory
+  /// or that overlaps another symmetric buffer, CudaError when it has no IPC handle.
+  void registerSymmetric(void* ptr, size_t bytes);
+  /// Collective: frees a buffer allocSymmetric() returned, or deregisters one
+  /// registerSymmetric() made (after this GPU's work is done).
   void freeSymmetric(void* ptr);
   /// GPU allreduce calls so far that stored their all-gather straight into symmetric outputs.
   uint64_t symmetricCalls() const;

@@ -33,7 +33,7 @@ from rcclx_core._C import (
     refresh_logging,
     select_all_reduce,
 )
-from rcclx_core.symmetric import SymmetricBuffer, alloc_symmetric
+from rcclx_core.symmetric import SymmetricBuffer, alloc_symmetric, register_symmetric
 
 
 class GroupHandle:
@@ -58,6 +58,7 @@ def _group(self: Communicator, async_op: bool = False):
 
 Communicator.group = _group
 Communicator.alloc_symmetric = alloc_symmetric
+Communicator.register_symmetric = register_symmetric
 
 __all__ = [
     "Communicator",

@@ -1,36 +1,52 @@
 """Symmetric buffers: device memory that every rank of a GPU communicator maps.
 
-``comm.alloc_symmetric(nbytes)`` is collective (every rank passes the same size) and returns a
-:class:`SymmetricBuffer`. An allreduce whose output lies in one, at the same offset on every
-rank, stores its all-gather straight into the peers' outputs instead of going through the
-communicator's staging, which saves a copy of the output at large sizes. Views come through
-``__cuda_array_interface__`` (``buf.as_tensor(torch.bfloat16, (n,))``, ``cupy.asarray(buf)``).
+``comm.alloc_symmetric(nbytes)`` allocates one; ``comm.register_symmetric(tensor)`` makes the
+memory of an existing CUDA tensor one (the memory stays the tensor's). Both are collective
+(every rank passes the same size) and return a :class:`SymmetricBuffer`. An allreduce whose
+output lies in one, at the same offset on every rank, stores its all-gather straight into the
+peers' outputs instead of going through the communicator's staging, which saves a copy of the
+output at large sizes. Views come through ``__cuda_array_interface__``
+(``buf.as_tensor(torch.bfloat16, (n,))``, ``cupy.asarray(buf)``).
 """
 
 from __future__ import annotations
 
 import math
 
-from ctran import InvalidUsageError
+from ctran import InvalidArgumentError, InvalidUsageError
 
 
 class SymmetricBuffer:
-    """``nbytes`` of device memory on ``device``, mapped by every rank of ``comm``.
+    """``nbytes`` of device memory on ``device``, mapped by every rank of ``comm``: allocated
+    (``source`` None) or ``source``'s own memory (registered).
 
-    The memory lives until :meth:`free` (collective) or the communicator's destroy(); views
-    taken from it must not be used after that. Every rank must pass outputs at the same offset
-    of its buffer to a collective, as with NCCL's symmetric windows."""
+    Allocated memory lives until :meth:`free` (collective) or the communicator's destroy();
+    views taken from it must not be used after that. Registered memory stays ``source``'s (the
+    buffer keeps a reference to it) and is mapped until :meth:`deregister` or destroy(). Every
+    rank must pass outputs at the same offset of its buffer to a collective, as with NCCL's
+    symmetric windows."""
 
-    def __init__(self, comm, nbytes: int):
+    def __init__(self, comm, nbytes: int, source=None):
         self._comm = comm
         self.nbytes = int(nbytes)
         self.device = comm.device
-        self._ptr: int | None = comm._alloc_symmetric(self.nbytes)
+        self._source = source
+        if source is None:
+            self._ptr: int | None = comm._alloc_symmetric(self.nbytes)
+        else:
+            ptr = _device_span(source)[0]
+            comm._register_symmetric(ptr, self.nbytes)
+            self._ptr = ptr
+
+    @property
+    def registered(self) -> bool:
+        """Whether the memory is a registered tensor's (else the buffer allocated it)."""
+        return self._source is not None
 
     @property
     def ptr(self) -> int:
         if self._ptr is None:
-            raise InvalidUsageError("SymmetricBuffer: the buffer was already freed")
+            raise InvalidUsageError("SymmetricBuffer: the buffer was already released")
         return self._ptr
 
     @property
@@ -56,15 +72,66 @@ class SymmetricBuffer:
         return t
 
     def free(self) -> None:
-        """Collective: frees the buffer on every rank (after this GPU's queued work)."""
+        """Collective: frees an allocated buffer on every rank (after this GPU's queued work)."""
+        if self.registered:
+            raise InvalidUsageError(
+                "SymmetricBuffer.free: the memory is a registered tensor's; deregister() it"
+            )
+        self._release()
+
+    def deregister(self) -> None:
+        """Collective: unmaps a registered buffer on every rank (after this GPU's queued work);
+        the memory stays the tensor's."""
+        if not self.registered:
+            raise InvalidUsageError(
+                "SymmetricBuffer.deregister: the buffer was allocated, not registered; free() it"
+            )
+        self._release()
+        self._source = None
+
+    def _release(self) -> None:
         self._comm._free_symmetric(self.ptr)
         self._ptr = None
 
     def __repr__(self) -> str:
-        state = "freed" if self._ptr is None else f"0x{self._ptr:x}"
-        return f"SymmetricBuffer({self.nbytes} bytes on cuda:{self.device}, {state})"
+        kind = "registered" if self.registered else "allocated"
+        state = "released" if self._ptr is None else f"0x{self._ptr:x}"
+        return f"SymmetricBuffer({self.nbytes} bytes on cuda:{self.device}, {kind}, {state})"
+
+
+def _device_span(obj) -> tuple[int, int]:
+    """(pointer, bytes) of the memory a CUDA tensor or ``__cuda_array_interface__`` object
+    spans: from its first element to its last, whatever its strides."""
+    if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # a torch tensor
+        shape, strides, itemsize, ptr = obj.shape, obj.stride(), obj.element_size(), obj.data_ptr()
+    else:
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is None:
+            raise InvalidArgumentError(
+                f"register_symmetric: tensor must be a CUDA tensor or have "
+                f"__cuda_array_interface__, not {type(obj).__module__}.{type(obj).__name__}"
+            )
+        shape, ptr = tuple(cai["shape"]), cai["data"][0]
+        itemsize = int(cai["typestr"][2:])
+        strides = cai.get("strides")
+        if strides is None:  # C-contiguous, in bytes
+            strides = [itemsize * math.prod(shape[i + 1 :]) for i in range(len(shape))]
+        strides = [s // itemsize for s in strides]
+    if any(n == 0 for n in shape):
+        return ptr, 0
+    last = sum((n - 1) * s for n, s in zip(shape, strides))
+    return ptr, (last + 1) * itemsize
 
 
 def alloc_symmetric(self, nbytes: int) -> SymmetricBuffer:
     """Collective: a :class:`SymmetricBuffer` of ``nbytes`` on this communicator's GPU."""
     return SymmetricBuffer(self, nbytes)
+
+
+def register_symmetric(self, tensor) -> SymmetricBuffer:
+    """Collective: makes the memory ``tensor`` spans (a CUDA tensor on this communicator's GPU,
+    or any object with ``__cuda_array_interface__``) a :class:`SymmetricBuffer` that every
+    rank maps; every rank passes the same number of bytes. The buffer keeps ``tensor`` alive
+    until :meth:`SymmetricBuffer.deregister`. The memory must come from one ``cudaMalloc``
+    allocation (torch's caching allocator; not its expandable segments)."""
+    return SymmetricBuffer(self, _device_span(tensor)[1], source=tensor)

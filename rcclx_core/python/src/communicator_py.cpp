@@ -299,14 +299,21 @@ void registerCommunicator(py::module_& m) {
       .def_property_readonly(
           "symmetric_calls", [](PC& c) { return c.comm().symmetricCalls(); },
           "GPU all_reduce calls so far that stored their all-gather straight into outputs in "
-          "symmetric buffers (alloc_symmetric).")
+          "symmetric buffers (alloc_symmetric, register_symmetric).")
       .def(
           "_free_symmetric",
           [](PC& c, uintptr_t ptr) {
             py::gil_scoped_release nogil;
             c.comm().freeSymmetric(reinterpret_cast<void*>(ptr));
           },
-          py::arg("ptr"), "Collective (see SymmetricBuffer.free).")
+          py::arg("ptr"), "Collective (see SymmetricBuffer.free and .deregister).")
+      .def(
+          "_register_symmetric",
+          [](PC& c, uintptr_t ptr, size_t nbytes) {
+            py::gil_scoped_release nogil;
+            c.comm().registerSymmetric(reinterpret_cast<void*>(ptr), nbytes);
+          },
+          py::arg("ptr"), py::arg("nbytes"), "Collective (see register_symmetric).")
       .def(
           "set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
           py::arg("spec"),

@@ -186,23 +186,48 @@ void GpuAllReduce::destroy(bool collective) {
   window_.reset();
 }
 
-void* GpuAllReduce::allocSymmetric(size_t bytes) {
-  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
-              "alloc_symmetric: the GPU state was already released");
-  CTRAN_CHECK(bytes > 0, ctran::InvalidArgument, "alloc_symmetric: nbytes ", bytes,
-              " must be positive");
-  // Every rank's buffer has the same size, so an offset valid here is valid on every peer.
-  const std::string mine = std::to_string(bytes);
+void GpuAllReduce::agreeOnSymmetric(const char* what, size_t bytes,
+                                    const std::string& problem) const {
+  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage, what,
+              ": the GPU state was already released");
+  // Every rank's buffer has the same size, so an offset valid here is valid on every peer; a
+  // rank's own problem travels with its size, so every rank fails together.
+  const std::string mine = problem.empty() ? std::to_string(bytes) : "!" + problem;
   const auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
   for (int r = 0; r < nranks_; ++r) {
     const std::string theirs(all[r].begin(), all[r].end());
-    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, "alloc_symmetric: rank ", r,
-                " passed nbytes ", theirs, " but rank ", group_->rank(), " passed ", mine,
+    CTRAN_CHECK(theirs.empty() || theirs[0] != '!', ctran::InvalidArgument, what, ": rank ", r,
+                ": ", theirs.substr(1));
+    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, what, ": rank ", r, " passed nbytes ",
+                theirs, " but rank ", group_->rank(), " passed ", mine,
                 " (every rank must pass the same size)");
   }
+}
+
+void* GpuAllReduce::allocSymmetric(size_t bytes) {
+  agreeOnSymmetric("alloc_symmetric", bytes,
+                   bytes > 0 ? "" : ctran::strCat("nbytes ", bytes, " must be positive"));
   symmetric_.push_back(std::make_unique<ctran::DeviceWindow>(*group_, device_, bytes, 0));
   const ctran::DeviceWindowHandle& h = symmetric_.back()->handle();
   return h.data[h.rank];
+}
+
+void GpuAllReduce::registerSymmetric(void* ptr, size_t bytes) {
+  std::string problem;
+  if (bytes == 0) problem = "nbytes 0 must be positive";
+  const char* begin = static_cast<const char*>(ptr);
+  for (const auto& w : symmetric_) {
+    const ctran::DeviceWindowHandle& h = w->handle();
+    const char* theirs = h.data[h.rank];
+    if (problem.empty() && begin < theirs + h.dataBytes && theirs < begin + bytes) {
+      problem = ctran::strCat(bytes, " bytes at ", ptr, " overlap the symmetric buffer of ",
+                              h.dataBytes, " bytes at ", static_cast<const void*>(theirs),
+                              " (deregister or free it first)");
+    }
+  }
+  agreeOnSymmetric("register_symmetric", bytes, problem);
+  symmetric_.push_back(std::make_unique<ctran::DeviceWindow>(
+      *group_, device_, ctran::DeviceWindow::UserMemory{ptr, bytes}));
 }
 
 void GpuAllReduce::freeSymmetric(void* ptr) {
@@ -213,9 +238,9 @@ void GpuAllReduce::freeSymmetric(void* ptr) {
     symmetric_.erase(it);
     return;
   }
-  throw ctran::InvalidArgument(ctran::strCat("free_symmetric: ", ptr,
-                                             " is not a symmetric buffer of this communicator (",
-                                             symmetric_.size(), " allocated and not yet freed)"));
+  throw ctran::InvalidArgument(
+      ctran::strCat("free_symmetric: ", ptr, " is not a symmetric buffer of this communicator (",
+                    symmetric_.size(), " allocated or registered and not yet released)"));
 }
 
 void GpuAllReduce::findSymmetricOutput(const void* recv, size_t bytes, LaunchArgs& args) const {

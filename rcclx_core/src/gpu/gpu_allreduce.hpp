@@ -48,7 +48,14 @@ class GpuAllReduce {
   /// buffer, see Communicator::allocSymmetric). Returns this rank's pointer (256-byte aligned,
   /// zeroed). Throws CudaError when allocation or mapping fails on any rank.
   void* allocSymmetric(size_t bytes);
-  /// Collective: frees a buffer allocSymmetric returned (InvalidArgument for any other pointer).
+  /// Collective: makes `bytes` of this rank's device memory at `ptr` (inside one allocation on
+  /// this GPU, e.g. a torch tensor's) a symmetric buffer: every peer maps it; the memory stays
+  /// the caller's. Throws InvalidArgument on every rank when any rank passes a different size,
+  /// zero bytes, memory that is not device memory of this GPU, or a range overlapping one of
+  /// its buffers; CudaError when the memory cannot be exported (no IPC handle) or mapped.
+  void registerSymmetric(void* ptr, size_t bytes);
+  /// Collective: frees a buffer allocSymmetric returned, or deregisters one registerSymmetric
+  /// made (its memory stays the caller's); InvalidArgument for any other pointer.
   void freeSymmetric(void* ptr);
   /// Calls so far whose kernel stored its all-gather straight into symmetric outputs.
   uint64_t zeroCopyCalls() const { return zeroCopyCalls_; }
@@ -60,6 +67,9 @@ class GpuAllReduce {
   void destroy(bool collective);
 
  private:
+  /// Collective: the sizes every rank passed to alloc / register (`what`) agree, and no rank
+  /// reported a `problem` ("" for none); else InvalidArgument on every rank.
+  void agreeOnSymmetric(const char* what, size_t bytes, const std::string& problem) const;
   /// Fills args.peerRecv when [recv, recv + bytes) lies in one symmetric buffer.
   void findSymmetricOutput(const void* recv, size_t bytes, LaunchArgs& args) const;
 
@@ -67,7 +77,8 @@ class GpuAllReduce {
   int device_;
   int nranks_;
   std::unique_ptr<ctran::DeviceWindow> window_;
-  std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;  ///< allocSymmetric's buffers
+  /// allocSymmetric's and registerSymmetric's buffers
+  std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;
   StagingLayout layout_;
   Tuning tuning_;
   uint64_t timeoutNs_ = 0;

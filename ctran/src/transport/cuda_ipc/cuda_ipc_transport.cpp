@@ -21,26 +21,52 @@ struct Record {
   int32_t device;
   int64_t pid;
   uint64_t processToken;  // with pid: whether the importer is the exporter's process
-  uint64_t ptr;
-  uint64_t bytes;
+  uint64_t ptr;           // the exported range, in the exporter's address space
+  uint64_t bytes;         // of the range
+  uint64_t offset;        // of the range in the allocation the handle maps
   gpuIpcMemHandle_t handle;
 };
 
-}  // namespace
-
-Bytes CudaIpcTransport::exportMemory(void* ptr, size_t bytes) const {
+Bytes recordOf(int device, void* ptr, size_t bytes, void* allocation, size_t offset) {
   Record rec{};
   rec.magic = kMagic;
-  rec.device = device_;
+  rec.device = device;
   rec.pid = static_cast<int64_t>(::getpid());
   rec.processToken = processToken();
   rec.ptr = reinterpret_cast<uint64_t>(ptr);
   rec.bytes = bytes;
-  CTRAN_GPU_CHECK(gpuIpcGetMemHandle(&rec.handle, ptr), "cuda_ipc: exporting ", bytes, " bytes at ",
-                  ptr, " on GPU ", device_);
+  rec.offset = offset;
+  CTRAN_GPU_CHECK(gpuIpcGetMemHandle(&rec.handle, allocation), "cuda_ipc: exporting ", bytes,
+                  " bytes at ", ptr, " on GPU ", device);
   Bytes out(sizeof(Record));
   std::memcpy(out.data(), &rec, sizeof(Record));
   return out;
+}
+
+}  // namespace
+
+Bytes CudaIpcTransport::exportMemory(void* ptr, size_t bytes) const {
+  return recordOf(device_, ptr, bytes, ptr, 0);
+}
+
+Bytes CudaIpcTransport::exportRange(void* ptr, size_t bytes) const {
+  GpuDeviceGuard guard(device_, strCat("cuda_ipc: exporting ", bytes, " bytes at ", ptr));
+  gpuPointerAttributes attr{};
+  const gpuError_t err = gpuPointerGetAttributes(&attr, ptr);
+  if (err != gpuSuccess) (void)gpuGetLastError();
+  CTRAN_CHECK(err == gpuSuccess && gpuPointerIsDevice(attr), InvalidArgument, "cuda_ipc: ", ptr,
+              " is not device memory (registered memory must come from a device allocation)");
+  CTRAN_CHECK(attr.device == device_, InvalidArgument, "cuda_ipc: ", ptr, " is memory of GPU ",
+              attr.device, ", not of GPU ", device_, " (this rank's)");
+  void* base = nullptr;
+  size_t allocBytes = 0;
+  CTRAN_GPU_CHECK(gpuAllocationRange(ptr, &base, &allocBytes), "cuda_ipc: finding the allocation ",
+                  "that holds ", ptr, " on GPU ", device_);
+  const size_t offset = static_cast<size_t>(static_cast<char*>(ptr) - static_cast<char*>(base));
+  CTRAN_CHECK(bytes <= allocBytes - offset, InvalidArgument, "cuda_ipc: ", bytes, " bytes at ", ptr,
+              " run past the end of its allocation (", allocBytes - offset,
+              " bytes left in it): a registered range must lie in one allocation");
+  return recordOf(device_, ptr, bytes, base, offset);
 }
 
 CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes& record,
@@ -80,28 +106,30 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
     out.ptr = reinterpret_cast<void*>(rec.ptr);
     return out;
   }
-  void* mapped = nullptr;
-  CTRAN_GPU_CHECK(gpuIpcOpenMemHandle(&mapped, rec.handle, gpuIpcMemLazyEnablePeerAccess),
+  char* mapped = nullptr;
+  CTRAN_GPU_CHECK(gpuIpcOpenMemHandle(reinterpret_cast<void**>(&mapped), rec.handle,
+                                      gpuIpcMemLazyEnablePeerAccess),
                   "cuda_ipc: mapping ", rec.bytes, " bytes of rank ", peer, " (pid ", rec.pid,
                   ", GPU ", rec.device, ") into GPU ", device_,
                   " (the GPUs need a peer-to-peer path, and the processes the same host)");
-  out.ptr = mapped;
+  out.ptr = mapped + rec.offset;
+  out.mapping = mapped;
   out.opened = true;
   return out;
 }
 
 bool CudaIpcTransport::release(const Imported& imported) const {
-  if (!imported.opened || imported.ptr == nullptr) return true;
+  if (!imported.opened || imported.mapping == nullptr) return true;
   std::optional<GpuDeviceGuard> guard;
   try {
     guard.emplace(device_, "cuda_ipc: closing a peer's mapping");
   } catch (const Error& e) {
     CTRAN_WARN(e.what());
   }
-  gpuError_t err = gpuIpcCloseMemHandle(imported.ptr);
+  gpuError_t err = gpuIpcCloseMemHandle(imported.mapping);
   if (err != gpuSuccess) {
     (void)gpuGetLastError();
-    CTRAN_WARN("cuda_ipc: closing the mapping of a peer's memory at ", imported.ptr,
+    CTRAN_WARN("cuda_ipc: closing the mapping of a peer's memory at ", imported.mapping,
                " failed: ", gpuGetErrorString(err));
     return false;
   }
