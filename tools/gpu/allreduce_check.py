@@ -336,14 +336,16 @@ def symmetric_rank(info):
         digest = _digest(out) if problem is None and out is not None else None
         cases.append({"case": label, "error": problem, "digest": digest})
 
-    for i, (algo, tuning, name, op, count, mode, zero_copy) in enumerate(SYMMETRIC_CASES):
+    def check(label, case, seed, whole_of, want):
+        """One all_reduce into an output taken from whole_of(dtype, elements), checked as the
+        correctness sweep checks, with `want` (0 or 1) zero-copy calls counted."""
+        algo, tuning, name, op, count, mode = case
         comm.set_gpu_tuning(tuning)
         dtype = getattr(torch, name)
         extra = 1 if mode == "misaligned" else 0
-        seed = 90_000 + i
         x = _gen(torch, dtype, count + extra, op, seed, info.rank, dev)
         ref = _reference(torch, dtype, count + extra, op, seed, n, dev)
-        whole = buf.as_tensor(dtype)[offset // dtype.itemsize :][: count + extra]
+        whole = whole_of(dtype, count + extra)
         if mode == "misaligned":
             x, ref, out = x[1:], ref[1:], whole[1:]
         else:
@@ -351,30 +353,27 @@ def symmetric_rank(info):
         before = comm.symmetric_calls
         problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
         counted = comm.symmetric_calls - before
-        if problem is None and counted != int(zero_copy):
-            problem = f"{counted} zero-copy calls counted, expected {int(zero_copy)}"
-        record(f"symmetric {algo} {name} {op} n={count} {mode}", problem, out)
-    for i, (algo, tuning, name, op, count, mode) in enumerate(REGISTERED_CASES):
-        comm.set_gpu_tuning(tuning)
-        dtype = getattr(torch, name)
-        extra = 1 if mode == "misaligned" else 0
-        seed = 95_000 + i
-        x = _gen(torch, dtype, count + extra, op, seed, info.rank, dev)
-        ref = _reference(torch, dtype, count + extra, op, seed, n, dev)
-        # An ordinary tensor, registered whole; the output is all of it or a misaligned view.
-        whole = torch.empty(count + extra, dtype=dtype, device=dev)
-        reg = comm.register_symmetric(whole)
-        out = whole[1:] if mode == "misaligned" else whole
-        if mode == "misaligned":
-            x, ref = x[1:], ref[1:]
-        before = comm.symmetric_calls
-        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
-        counted = comm.symmetric_calls - before
-        if problem is None and counted != 1:
-            problem = f"{counted} zero-copy calls counted, expected 1"
-        record(f"registered {algo} {name} {op} n={count} {mode}", problem, out)
+        if problem is None and counted != want:
+            problem = f"{counted} zero-copy calls counted, expected {want}"
+        record(f"{label} {algo} {name} {op} n={count} {mode}", problem, out)
+
+    def in_buffer(dtype, elements):
+        return buf.as_tensor(dtype)[offset // dtype.itemsize :][:elements]
+
+    for i, (*case, zero_copy) in enumerate(SYMMETRIC_CASES):
+        check("symmetric", case, 90_000 + i, in_buffer, int(zero_copy))
+    for i, case in enumerate(REGISTERED_CASES):
+        registered = []
+
+        def registered_tensor(dtype, elements, registered=registered):
+            # An ordinary tensor from the caching allocator, registered whole.
+            t = torch.empty(elements, dtype=dtype, device=dev)
+            registered.append(comm.register_symmetric(t))
+            return t
+
+        check("registered", case, 95_000 + i, registered_tensor, 1)
         torch.cuda.synchronize()
-        reg.deregister()
+        registered[0].deregister()
     comm.set_gpu_tuning("")
 
     def expect(label, fn, *needles):
