@@ -55,7 +55,6 @@ std::vector<Bytes> agree(Bootstrap& boot, const Bytes& payload, const std::excep
   }
   return all;
 }
-
 #endif
 
 }  // namespace

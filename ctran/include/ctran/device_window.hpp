@@ -77,8 +77,6 @@ class DeviceWindow {
   int device() const { return device_; }
   /// Bytes of device memory this rank allocated (all three areas; 0 over user memory).
   size_t allocatedBytes() const { return allocBytes_; }
-  /// Whether the data area is the caller's memory (the UserMemory constructor).
-  bool userMemory() const { return base_ == nullptr; }
 
   /// Releases the mappings and the memory. `collective`: first synchronises this device and
   /// meets every rank at a barrier, so no peer still uses this rank's memory. A second call
