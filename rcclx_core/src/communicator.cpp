@@ -120,30 +120,25 @@ void Communicator::setGpuTuning(const std::string& spec) {
   gpu_->setTuning(spec);
 }
 
-void* Communicator::allocSymmetric(size_t bytes) {
-  checkUsable("alloc_symmetric");
-  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
-              "alloc_symmetric: symmetric buffers are GPU memory, but the communicator was "
-              "created without a device (pass device= when creating it)");
+gpu::GpuAllReduce& Communicator::symmetricBuffers(const char* what) {
+  checkUsable(what);
+  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage, what,
+              ": symmetric buffers are GPU memory, but the communicator was created without a "
+              "device (pass device= when creating it)");
   finalize();  // the bootstrap is the executor's while host work runs
-  return gpu_->allocSymmetric(bytes);
+  return *gpu_;
+}
+
+void* Communicator::allocSymmetric(size_t bytes) {
+  return symmetricBuffers("alloc_symmetric").allocSymmetric(bytes);
 }
 
 void Communicator::registerSymmetric(void* ptr, size_t bytes) {
-  checkUsable("register_symmetric");
-  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
-              "register_symmetric: symmetric buffers are GPU memory, but the communicator was "
-              "created without a device (pass device= when creating it)");
-  finalize();
-  gpu_->registerSymmetric(ptr, bytes);
+  symmetricBuffers("register_symmetric").registerSymmetric(ptr, bytes);
 }
 
 void Communicator::freeSymmetric(void* ptr) {
-  checkUsable("free_symmetric");
-  CTRAN_CHECK(gpu_ != nullptr, ctran::InvalidUsage,
-              "free_symmetric: the communicator was created without a device");
-  finalize();
-  gpu_->freeSymmetric(ptr);
+  symmetricBuffers("free_symmetric").freeSymmetric(ptr);
 }
 
 uint64_t Communicator::symmetricCalls() const { return gpu_ ? gpu_->zeroCopyCalls() : 0; }

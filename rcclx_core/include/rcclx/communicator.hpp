@@ -167,6 +167,9 @@ class Communicator {
   uint64_t nextTag(int kind);
   void checkUsable(const char* what) const;
   void checkRoot(int root, const char* what) const;
+  /// For the symmetric-buffer calls (`what`): the GPU state, after checking the communicator is
+  /// usable and has a device, with host work drained (they use the bootstrap).
+  gpu::GpuAllReduce& symmetricBuffers(const char* what);
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts, uint64_t tag);
   void initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLinesBytes, size_t channelBytes,

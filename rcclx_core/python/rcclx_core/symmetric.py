@@ -26,15 +26,15 @@ class SymmetricBuffer:
     rank must pass outputs at the same offset of its buffer to a collective, as with NCCL's
     symmetric windows."""
 
-    def __init__(self, comm, nbytes: int, source=None):
+    def __init__(self, comm, nbytes: int = 0, source=None):
         self._comm = comm
-        self.nbytes = int(nbytes)
         self.device = comm.device
         self._source = source
         if source is None:
+            self.nbytes = int(nbytes)
             self._ptr: int | None = comm._alloc_symmetric(self.nbytes)
         else:
-            ptr = _device_span(source)[0]
+            ptr, self.nbytes = _device_span(source)
             comm._register_symmetric(ptr, self.nbytes)
             self._ptr = ptr
 
@@ -134,4 +134,4 @@ def register_symmetric(self, tensor) -> SymmetricBuffer:
     rank maps; every rank passes the same number of bytes. The buffer keeps ``tensor`` alive
     until :meth:`SymmetricBuffer.deregister`. The memory must come from one ``cudaMalloc``
     allocation (torch's caching allocator; not its expandable segments)."""
-    return SymmetricBuffer(self, _device_span(tensor)[1], source=tensor)
+    return SymmetricBuffer(self, source=tensor)
