@@ -26,6 +26,10 @@
 //                payload into its destination: the one-shot exchange with nothing reduced.
 //   lines_rx_nostore  polls as lines_rx but copies nothing out (timed, not verified).
 //   lines_rx_split    lines_rx with half the warps pushing and the other half receiving.
+//   sentinel_rx  lines_rx with 16 payload words per line and no flag: an empty slot holds a
+//                known pattern, a line has arrived once it differs, and the receiver writes
+//                the pattern back after the copy out (1/16 fewer bytes on the link).
+//   sentinel_push / sentinel_rx_split  its push alone (timed only); pushers and receivers apart.
 //   chunks_rx    the one-shot exchange in chunks, a flag after each: pusher warps store a chunk
 //                into the peer's staging, fence, and store its flag; receiver warps (the rest
 //                of each block) wait for each chunk's flag and copy it out.
@@ -110,6 +114,8 @@ struct Gpu {
   cudaStream_t side;        // sm_ce: the copy engine's share runs here
   cudaEvent_t fork, join;   // sm_ce: side joins and rejoins stream
   char* lines;              // lines / lines_rx: two halves of line staging, zeroed
+  char* sentinelLines;      // sentinel_rx: two halves of line staging, holding the pattern
+  uint32_t* sentinelCounters;  // sentinel_rx: {epoch, blocks done}
   uint32_t* counters;       // lines_rx: {epoch, blocks done}
   uint4* stage;             // chunks_*: two halves of staging
   uint64_t* flags;          // chunks_*: one flag per chunk, zeroed
@@ -353,6 +359,25 @@ std::vector<Config> makeConfigs(bool quick) {
     rx("lines_rx", linesExchangeKernel<kRx>, false);
     rx("lines_rx_nostore", linesExchangeKernel<kRxNoStore>, true);
     rx("lines_rx_split", linesExchangeKernel<kRxSplit>, false);
+    Config spush{"sentinel_push", std::to_string(b) + " x 256", [=](int d, size_t bytes) {
+                   sentinelPushKernel<<<b, 256, 0, g[d].stream>>>(
+                       reinterpret_cast<const uint64_t*>(g[d].src),
+                       reinterpret_cast<char*>(g[1 - d].stage), bytes / 8);
+                   return cudaGetLastError();
+                 }};
+    spush.unverified = true;
+    out.push_back(spush);
+    auto srx = [&](const char* name, auto kernel) {
+      out.push_back({name, std::to_string(b) + " x 256", [=](int d, size_t bytes) {
+                       kernel<<<b, 256, 0, g[d].stream>>>(
+                           reinterpret_cast<const uint64_t*>(g[d].src), g[1 - d].sentinelLines,
+                           g[d].sentinelLines, reinterpret_cast<uint64_t*>(g[d].dst), bytes / 8,
+                           linesHalfBytes, g[d].sentinelCounters, g[d].sentinelCounters + 1);
+                       return cudaGetLastError();
+                     }});
+    };
+    srx("sentinel_rx", sentinelExchangeKernel<false>);
+    srx("sentinel_rx_split", sentinelExchangeKernel<true>);
   }
   // One-shot exchange in chunks with per-chunk flags, pushers and receivers apart.
   struct ChunkVariant {
@@ -501,6 +526,12 @@ int main(int argc, char** argv) {
     linesHalfBytes = (lineCount(capacity / 8) + 1) * 128;
     CUDA_CHECK(cudaMalloc(&g[d].lines, 2 * linesHalfBytes));
     CUDA_CHECK(cudaMemset(g[d].lines, 0, 2 * linesHalfBytes));
+    CUDA_CHECK(cudaMalloc(&g[d].sentinelLines, 2 * linesHalfBytes));
+    sentinelFillKernel<<<256, 256>>>(reinterpret_cast<uint64_t*>(g[d].sentinelLines),
+                                     linesHalfBytes / 8);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaMalloc(&g[d].sentinelCounters, 2 * sizeof(uint32_t)));
+    CUDA_CHECK(cudaMemset(g[d].sentinelCounters, 0, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaMalloc(&g[d].counters, 2 * sizeof(uint32_t)));
     CUDA_CHECK(cudaMemset(g[d].counters, 0, 2 * sizeof(uint32_t)));
     chunkHalfUnits = capacity / 16;

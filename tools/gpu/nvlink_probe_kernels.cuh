@@ -188,6 +188,116 @@ __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const 
   }
 }
 
+// Lines with no flag word (sentinel_rx): 16 payload words per 128-byte line. The receiver's
+// staging holds a sentinel pattern (a word per position, sentinelWord) while a slot is empty;
+// a line counts as arrived once any of its words differs from the pattern (the line lands
+// whole, as for the flagged lines), and the receiver writes the pattern back after copying
+// the line out. A line whose data equals the pattern would never count as arrived: the
+// probe's data never does (a library would need an escape for it).
+constexpr int kSentinelPayload = 16;
+
+__host__ __device__ __forceinline__ uint64_t sentinelWord(size_t w) {
+  return (w + 1) * 0x9E3779B97F4A7C15ull ^ 0xA5C3F00DD00DC0DEull;
+}
+
+__global__ void sentinelFillKernel(uint64_t* p, size_t halfWords) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < 2 * halfWords;
+       i += size_t(gridDim.x) * blockDim.x)
+    p[i] = sentinelWord(i % halfWords);
+}
+
+inline __device__ void pushSentinelLines(const LineLane& l, const uint64_t* src, char* dst,
+                                         size_t words) {
+  const size_t lines = (words + kSentinelPayload - 1) / kSentinelPayload;
+  l.forBatches(lines, [&](const size_t* line, const bool* active) {
+    uint64_t lo[kLineBatch], hi[kLineBatch];
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = line[i] * kSentinelPayload + 2 * l.piece;
+      lo[i] = wordAt(src, w, words);
+      hi[i] = wordAt(src, w + 1, words);
+    }
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      char* p = dst + line[i] * 128 + l.piece * 16;
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo[i]), "l"(hi[i])
+                   : "memory");
+    }
+  });
+}
+
+// sentinel_push: the push alone, into the peer's chunk staging (timing only).
+__global__ void sentinelPushKernel(const uint64_t* src, char* peerScratch, size_t words) {
+  pushSentinelLines(LineLane(), src, peerScratch, words);
+}
+
+// sentinel_rx: push my lines into the peer's half (epoch % 2), then wait for the peer's lines
+// in mine, copy them out and put the pattern back. kSplit: even warps push, odd warps receive.
+template <bool kSplit>
+__global__ void sentinelExchangeKernel(const uint64_t* src, char* peerLines, char* myLines,
+                                       uint64_t* out, size_t words, size_t halfBytes,
+                                       uint32_t* epoch, uint32_t* done) {
+  LineLane l;
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
+  const size_t half = (e & 1) * halfBytes;
+  const bool pusher = !kSplit || l.warp % 2 == 0, receiver = !kSplit || l.warp % 2 == 1;
+  if (kSplit) {
+    l.warp /= 2;
+    l.nWarps /= 2;
+  }
+  if (pusher) pushSentinelLines(l, src, peerLines + half, words);
+  const size_t lines = (words + kSentinelPayload - 1) / kSentinelPayload;
+  const int groupShift = 8 * int(l.lineInGroup);
+  l.forBatches(receiver ? lines : 0, [&](const size_t* line, const bool* active) {
+    uint64_t lo[kLineBatch], hi[kLineBatch], slo[kLineBatch], shi[kLineBatch];
+    for (int i = 0; i < kLineBatch; ++i) {
+      const size_t w = line[i] * kSentinelPayload + 2 * l.piece;
+      slo[i] = sentinelWord(w);
+      shi[i] = sentinelWord(w + 1);
+    }
+    uint64_t t0 = 0;
+    for (bool ready = false; !ready;) {
+      ready = true;
+      for (int i = 0; i < kLineBatch; ++i) {
+        if (active[i]) {
+          const char* p = myLines + half + line[i] * 128 + l.piece * 16;
+          asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                       : "=l"(lo[i]), "=l"(hi[i])
+                       : "l"(p)
+                       : "memory");
+        }
+        const unsigned in =
+            __ballot_sync(0xffffffffu, !active[i] || lo[i] != slo[i] || hi[i] != shi[i]);
+        ready &= ((in >> groupShift) & 0xFFu) != 0;
+      }
+      ready = __all_sync(0xffffffffu, ready);
+      if (!ready) {
+        uint64_t t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t0 == 0) t0 = t;
+        if (t - t0 > 2000000000ull) __trap();  // a peer that never sends: fail, not hang
+      }
+    }
+    for (int i = 0; i < kLineBatch; ++i) {
+      if (!active[i]) continue;
+      const size_t w = line[i] * kSentinelPayload + 2 * l.piece;
+      if (w < words) out[w] = lo[i];
+      if (w + 1 < words) out[w + 1] = hi[i];
+      char* p = myLines + half + line[i] * 128 + l.piece * 16;
+      asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(slo[i]), "l"(shi[i])
+                   : "memory");
+    }
+  });
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+      *done = 0;
+      *epoch = e + 1;
+    }
+  }
+}
+
 // One-shot exchange in chunks with a flag after each (chunks_rx, chunks_sum): within every
 // block the first `pushWarps` warps push, the others receive. Pusher warp p stores chunks p,
 // p + P, ... of its source into the peer's staging half (epoch % 2), then fences at system
