@@ -318,7 +318,8 @@ def symmetric_rank(info):
     """all_reduce into outputs in a symmetric buffer (the all-gather stores into the peers'
     outputs, nothing copied out of staging): in place, out of place and 16-byte-misaligned, at
     the same nonzero offset on every rank, checked as the correctness sweep checks; the calls
-    that went zero-copy counted; errors for a foreign pointer and mismatched sizes; the memory
+    that went zero-copy counted; registered torch tensors the same way; errors for a foreign
+    pointer, mismatched sizes and each kind of memory registration refuses; the memory
     returned by free_symmetric."""
     import torch
 
@@ -397,6 +398,23 @@ def symmetric_rank(info):
         lambda: comm.register_symmetric(torch.zeros(4096).pin_memory()),
         "is not device memory",
     )
+    expect(
+        "registered: zero bytes",
+        lambda: comm.register_symmetric(plain[:0]),
+        "nbytes 0 must be positive",
+    )
+    if gpu_count() > 1:
+        other = torch.device("cuda", (info.device + 1) % gpu_count())
+        expect(
+            "registered: memory of another GPU",
+            lambda: comm.register_symmetric(torch.zeros(4096, device=other)),
+            "is memory of GPU",
+            "not of GPU",
+        )
+    record(
+        "registered: expandable-segment memory (no IPC handle)",
+        _expandable_problem(torch, rc, comm, dev),
+    )
     record(
         "registered: deregister of an allocated buffer is refused",
         None if _raises(lambda: buf.deregister(), rc.InvalidUsageError) else "no error",
@@ -431,6 +449,30 @@ def symmetric_rank(info):
     )
     comm.destroy()
     return cases
+
+
+def _expandable_problem(torch, rc, comm, dev):
+    """None when registering memory of one of torch's expandable segments (cuMemCreate memory,
+    which has no legacy IPC handle) raises InvalidArgumentError saying so, else what happened."""
+    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
+    settings = settings or torch.cuda.memory._set_allocator_settings
+    settings("expandable_segments:True")
+    try:
+        # Larger than any cached block, so the allocator maps a new (expandable) segment.
+        t = torch.empty(3 * (1 << 27) + 4096, dtype=torch.uint8, device=dev)
+    finally:
+        settings("expandable_segments:False")
+    ptr = t.data_ptr()
+    segments = [
+        s
+        for s in torch.cuda.memory_snapshot()
+        if s["device"] == dev.index and s["address"] <= ptr < s["address"] + s["total_size"]
+    ]
+    if not segments or not segments[0].get("is_expandable", False):
+        return "torch did not put the tensor in an expandable segment: the case did not run"
+    return _invalid_argument_problem(
+        torch, rc, lambda: comm.register_symmetric(t), ("no IPC handle", "expandable segments")
+    )
 
 
 def _raises(fn, kind):

@@ -65,8 +65,8 @@ class DeviceWindow {
   };
   /// Collective: maps `memory` (on GPU `device`) on every peer, as the data area of a window
   /// with no epochs or signals; every rank passes the same size. Throws InvalidArgument for a
-  /// range that is not device memory of `device` inside one allocation, CudaError when it
-  /// cannot be exported or mapped; any rank's failure fails every rank.
+  /// range that is not device memory of `device` inside one allocation with an IPC handle,
+  /// CudaError when the runtime fails to export or map it; any rank's failure fails every rank.
   DeviceWindow(PeerGroup& group, int device, UserMemory memory);
   ~DeviceWindow();
   DeviceWindow(const DeviceWindow&) = delete;

@@ -16,6 +16,7 @@
 #include <hip/hip_runtime.h>
 #else
 #define RCCLX_GPU_CUDA 1
+#include <cuda.h>  // the driver's types, for gpuAllocationOf (nothing links the driver library)
 #include <cuda_runtime.h>
 #endif
 
@@ -124,7 +125,7 @@ inline gpuError_t gpuMallocPeerVisible(void** ptr, size_t bytes) {
 
 /// Whether gpuPointerGetAttributes found device memory (not host, managed or unregistered).
 /// HIP: the attribute's field name changed across ROCm releases, so only the query's success
-/// (and gpuAllocationRange after it) tells.
+/// (and gpuAllocationOf after it) tells.
 inline bool gpuPointerIsDevice(const gpuPointerAttributes& attr) {
 #if RCCLX_GPU_HIP
   (void)attr;
@@ -134,31 +135,55 @@ inline bool gpuPointerIsDevice(const gpuPointerAttributes& attr) {
 #endif
 }
 
-/// The allocation (cudaMalloc / hipMalloc) that holds device pointer `ptr`: its base and size.
-/// CUDA's runtime has no such query: the driver's cuMemGetAddressRange is reached through the
-/// runtime's entry-point lookup, so nothing links the driver library directly.
-inline gpuError_t gpuAllocationRange(const void* ptr, void** base, size_t* bytes) {
+/// The allocation that holds a device pointer: where it starts, its size, and whether it has a
+/// legacy IPC handle (cudaMalloc / hipMalloc memory has; memory mapped through the virtual
+/// memory API, cuMemCreate, such as torch's expandable segments, has not).
+struct GpuAllocation {
+  void* base = nullptr;
+  size_t bytes = 0;
+  bool ipcCapable = false;
+};
+
+/// Fills `out` for device pointer `ptr`. CUDA's runtime has no such query: the driver's
+/// cuPointerGetAttributes is reached through the runtime's entry-point lookup, so nothing links
+/// the driver library directly.
+inline gpuError_t gpuAllocationOf(const void* ptr, GpuAllocation* out) {
 #if RCCLX_GPU_HIP
-  hipDeviceptr_t b = nullptr;
-  const hipError_t err = hipMemGetAddressRange(&b, bytes, const_cast<void*>(ptr));
-  *base = b;
-  return err;
+  hipDeviceptr_t base = nullptr;
+  const hipError_t err = hipMemGetAddressRange(&base, &out->bytes, const_cast<void*>(ptr));
+  if (err != hipSuccess) return err;
+  out->base = base;
+  // Where the runtime cannot tell, the export itself (hipIpcGetMemHandle) reports.
+  unsigned long long capable = 0;
+  if (hipPointerGetAttribute(&capable, HIP_POINTER_ATTRIBUTE_IS_LEGACY_HIP_IPC_CAPABLE,
+                             const_cast<void*>(ptr)) != hipSuccess) {
+    (void)hipGetLastError();
+    capable = 1;
+  }
+  out->ipcCapable = capable != 0;
+  return hipSuccess;
 #else
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);  // CUresult (...)
-  static const GetRange getRange = [] {
+  using GetAttributes = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+  static const GetAttributes getAttributes = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 12000,
                                                              cudaEnableDefault, &found);
     return err == cudaSuccess && found == cudaDriverEntryPointSuccess
-               ? reinterpret_cast<GetRange>(fn)
+               ? reinterpret_cast<GetAttributes>(fn)
                : nullptr;
   }();
-  if (getRange == nullptr) return cudaErrorNotSupported;
-  unsigned long long b = 0;
-  if (getRange(&b, bytes, reinterpret_cast<unsigned long long>(ptr)) != 0)
+  if (getAttributes == nullptr) return cudaErrorNotSupported;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                      CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                      CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  unsigned long long capable = 0;  // the driver writes a bool into its first byte
+  void* values[] = {&base, &bytes, &capable};
+  if (getAttributes(3, attributes, values, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS)
     return cudaErrorInvalidValue;  // not in a device allocation of this context
-  *base = reinterpret_cast<void*>(b);
+  *out = GpuAllocation{reinterpret_cast<void*>(base), bytes, capable != 0};
   return cudaSuccess;
 #endif
 }

@@ -142,8 +142,8 @@ class Communicator {
   /// cudaMalloc allocation on this GPU, e.g. a torch tensor's) a symmetric buffer, mapped by
   /// every rank; the memory stays the caller's and must outlive the registration. Released by
   /// freeSymmetric(ptr) or destroy(). Throws InvalidUsage without a device, InvalidArgument
-  /// (on every rank) for mismatched or zero sizes, memory that is not this GPU's device memory
-  /// or that overlaps another symmetric buffer, CudaError when it has no IPC handle.
+  /// (on every rank) for mismatched or zero sizes, memory that is not this GPU's device memory,
+  /// has no IPC handle (cuMemCreate memory) or overlaps another symmetric buffer.
   void registerSymmetric(void* ptr, size_t bytes);
   /// Collective: frees a buffer allocSymmetric() returned, or deregisters one
   /// registerSymmetric() made (after this GPU's work is done).

@@ -101,7 +101,7 @@ class SymmetricBuffer:
 
 def _device_span(obj) -> tuple[int, int]:
     """(pointer, bytes) of the memory a CUDA tensor or ``__cuda_array_interface__`` object
-    spans: from its first element to its last, whatever its strides."""
+    spans: from its lowest element to its highest, whatever its strides."""
     if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):  # a torch tensor
         shape, strides, itemsize, ptr = obj.shape, obj.stride(), obj.element_size(), obj.data_ptr()
     else:
@@ -119,8 +119,10 @@ def _device_span(obj) -> tuple[int, int]:
         strides = [s // itemsize for s in strides]
     if any(n == 0 for n in shape):
         return ptr, 0
-    last = sum((n - 1) * s for n, s in zip(shape, strides))
-    return ptr, (last + 1) * itemsize
+    # Negative strides (allowed by the interface) put elements below the first one.
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return ptr + low * itemsize, (high - low + 1) * itemsize
 
 
 def alloc_symmetric(self, nbytes: int) -> SymmetricBuffer:

@@ -51,8 +51,8 @@ class GpuAllReduce {
   /// Collective: makes `bytes` of this rank's device memory at `ptr` (inside one allocation on
   /// this GPU, e.g. a torch tensor's) a symmetric buffer: every peer maps it; the memory stays
   /// the caller's. Throws InvalidArgument on every rank when any rank passes a different size,
-  /// zero bytes, memory that is not device memory of this GPU, or a range overlapping one of
-  /// its buffers; CudaError when the memory cannot be exported (no IPC handle) or mapped.
+  /// zero bytes, memory that is not device memory of this GPU or has no IPC handle, or a range
+  /// overlapping one of its buffers; CudaError when the runtime fails to export or map it.
   void registerSymmetric(void* ptr, size_t bytes);
   /// Collective: frees a buffer allocSymmetric returned, or deregisters one registerSymmetric
   /// made (its memory stays the caller's); InvalidArgument for any other pointer.

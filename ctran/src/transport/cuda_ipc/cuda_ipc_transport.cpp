@@ -58,15 +58,18 @@ Bytes CudaIpcTransport::exportRange(void* ptr, size_t bytes) const {
               " is not device memory (registered memory must come from a device allocation)");
   CTRAN_CHECK(attr.device == device_, InvalidArgument, "cuda_ipc: ", ptr, " is memory of GPU ",
               attr.device, ", not of GPU ", device_, " (this rank's)");
-  void* base = nullptr;
-  size_t allocBytes = 0;
-  CTRAN_GPU_CHECK(gpuAllocationRange(ptr, &base, &allocBytes), "cuda_ipc: finding the allocation ",
-                  "that holds ", ptr, " on GPU ", device_);
-  const size_t offset = static_cast<size_t>(static_cast<char*>(ptr) - static_cast<char*>(base));
-  CTRAN_CHECK(bytes <= allocBytes - offset, InvalidArgument, "cuda_ipc: ", bytes, " bytes at ", ptr,
-              " run past the end of its allocation (", allocBytes - offset,
+  GpuAllocation alloc;
+  CTRAN_GPU_CHECK(gpuAllocationOf(ptr, &alloc), "cuda_ipc: finding the allocation that holds ", ptr,
+                  " on GPU ", device_);
+  CTRAN_CHECK(alloc.ipcCapable, InvalidArgument, "cuda_ipc: ", ptr,
+              " lies in memory with no IPC handle (mapped through the virtual memory API, "
+              "cuMemCreate, as torch's expandable segments are): register memory from cudaMalloc");
+  const size_t offset =
+      static_cast<size_t>(static_cast<char*>(ptr) - static_cast<char*>(alloc.base));
+  CTRAN_CHECK(bytes <= alloc.bytes - offset, InvalidArgument, "cuda_ipc: ", bytes, " bytes at ",
+              ptr, " run past the end of its allocation (", alloc.bytes - offset,
               " bytes left in it): a registered range must lie in one allocation");
-  return recordOf(device_, ptr, bytes, base, offset);
+  return recordOf(device_, ptr, bytes, alloc.base, offset);
 }
 
 CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes& record,

@@ -26,8 +26,8 @@ class CudaIpcTransport {
   /// The record peers import [ptr, ptr + bytes) from, anywhere inside one cudaMalloc
   /// allocation (memory the caller got elsewhere, e.g. from torch's caching allocator): the
   /// allocation's handle and the range's offset in it. Throws InvalidArgument when the range
-  /// is not inside one device allocation on device_, CudaError when the runtime refuses to
-  /// export it (memory from cuMemCreate, such as torch's expandable segments, has no IPC handle).
+  /// is not inside one device allocation on device_ or lies in memory with no IPC handle (from
+  /// cuMemCreate, such as torch's expandable segments), CudaError when the runtime refuses.
   Bytes exportRange(void* ptr, size_t bytes) const;
 
   /// What importing a peer's record gave.
