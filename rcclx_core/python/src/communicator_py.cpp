@@ -19,6 +19,38 @@ namespace {
 using ctran::InvalidArgument;
 using ctran::strCat;
 
+bool onGpu(const BufferView& v) { return v.deviceType == static_cast<int>(DeviceKind::kCuda); }
+
+// Where a call runs, from its buffers (name, view; null views are skipped): all on the
+// communicator's GPU -> true, with opts set to enqueue on `stream` (default: the legacy default
+// stream, 0); all on the host -> false (stream= is refused there). Mixed buffers are an error
+// naming both.
+bool placeCall(const char* op,
+               std::initializer_list<std::pair<const char*, const BufferView*>> bufs,
+               const std::optional<uintptr_t>& stream, CallOptions& opts) {
+  const char* firstName = nullptr;
+  const BufferView* first = nullptr;
+  for (const auto& [name, v] : bufs) {
+    if (v == nullptr) continue;
+    if (first == nullptr) {
+      first = v;
+      firstName = name;
+      continue;
+    }
+    CTRAN_CHECK(onGpu(*v) == onGpu(*first), InvalidArgument, op, ": ", name, " is on ",
+                v->deviceName(), " but ", firstName, " is on ", first->deviceName(),
+                " (a call's buffers must all be on the communicator's GPU or all on the host)");
+  }
+  if (first == nullptr || !onGpu(*first)) {
+    CTRAN_CHECK(!stream.has_value(), InvalidArgument, op,
+                ": stream= applies to GPU buffers only, but the buffers are on the host");
+    return false;
+  }
+  opts.onDevice = true;
+  opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
+  return true;
+}
+
 // A communicator plus the arrays its unfinished asynchronous calls use.
 class PyCommunicator {
  public:
@@ -69,6 +101,17 @@ class PyCommunicator {
       for (auto& a : arrays) grouped_.push_back(std::move(a));
     }
     return py::none();
+  }
+
+  // Runs `call` where its buffers are (placeCall): enqueued on the GPU stream (runDevice), or
+  // on the host (run). Device calls too run without the GIL: the first low-precision call
+  // allocates its staging collectively, and the other ranks may be threads of this process.
+  py::object dispatch(const char* op,
+                      std::initializer_list<std::pair<const char*, const BufferView*>> bufs,
+                      const std::optional<uintptr_t>& stream, CallOptions& opts,
+                      std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
+    if (placeCall(op, bufs, stream, opts)) return runDevice(std::move(arrays), call);
+    return run(opts.async, std::move(arrays), call);
   }
 
   // Ends a group; when it was the outermost, its calls run, and their arrays are released
@@ -128,38 +171,6 @@ BufferView callBuffer(const py::handle& obj, const char* op, const char* arg,
               v.deviceName(), " but the communicator runs on cuda:", commDevice);
   CTRAN_CHECK(!needWritable || v.writable, InvalidArgument, op, ": ", arg, " is read-only");
   return v;
-}
-
-bool onGpu(const BufferView& v) { return v.deviceType == static_cast<int>(DeviceKind::kCuda); }
-
-// Where a call runs, from its buffers (name, view; null views are skipped): all on the
-// communicator's GPU -> true, with opts set to enqueue on `stream` (default: the legacy default
-// stream, 0); all on the host -> false (stream= is refused there). Mixed buffers are an error
-// naming both.
-bool placeCall(const char* op,
-               std::initializer_list<std::pair<const char*, const BufferView*>> bufs,
-               const std::optional<uintptr_t>& stream, CallOptions& opts) {
-  const char* firstName = nullptr;
-  const BufferView* first = nullptr;
-  for (const auto& [name, v] : bufs) {
-    if (v == nullptr) continue;
-    if (first == nullptr) {
-      first = v;
-      firstName = name;
-      continue;
-    }
-    CTRAN_CHECK(onGpu(*v) == onGpu(*first), InvalidArgument, op, ": ", name, " is on ",
-                v->deviceName(), " but ", firstName, " is on ", first->deviceName(),
-                " (a call's buffers must all be on the communicator's GPU or all on the host)");
-  }
-  if (first == nullptr || !onGpu(*first)) {
-    CTRAN_CHECK(!stream.has_value(), InvalidArgument, op,
-                ": stream= applies to GPU buffers only, but the buffers are on the host");
-    return false;
-  }
-  opts.onDevice = true;
-  opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
-  return true;
 }
 
 void sameType(const BufferView& a, const BufferView& b, const char* op) {
@@ -334,25 +345,11 @@ void registerCommunicator(py::module_& m) {
             RedOp red = opArg(op, s.type, o);
             auto opts = optionsOf(async, algo, scalar);
             opts.lowPrecision = lowPrecisionArg(lowPrecision);
-            const bool sCuda = s.deviceType == static_cast<int>(DeviceKind::kCuda);
-            const bool rCuda = r.deviceType == static_cast<int>(DeviceKind::kCuda);
-            CTRAN_CHECK(sCuda == rCuda, InvalidArgument, o, ": sendbuf is on ", s.deviceName(),
-                        " but recvbuf is on ", r.deviceName());
-            if (sCuda) {
-              // Enqueued on `stream` (the legacy default stream when None); returns at once,
-              // but without the GIL all the same: the first low-precision call allocates its
-              // staging collectively, and the other ranks may be threads of this process.
-              opts.onDevice = true;
-              opts.stream = reinterpret_cast<void*>(static_cast<uintptr_t>(stream.value_or(0)));
-              return c.runDevice({send, recv}, [&] {
-                return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
-              });
-            }
-            CTRAN_CHECK(!stream.has_value(), InvalidArgument, o,
-                        ": stream= applies to GPU buffers only, but the buffers are on the host");
-            return c.run(async, {send, recv}, [&] {
+            auto call = [&] {
               return c.comm().allReduce(s.data, r.data, s.count, s.type, red, opts);
-            });
+            };
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
           py::arg("algo") = py::none(), py::arg("scalar") = py::none(), py::arg("async_op") = false,
@@ -382,9 +379,8 @@ void registerCommunicator(py::module_& m) {
               return c.comm().reduce(s.data, isRoot ? r.data : nullptr, s.count, s.type, red, root,
                                      opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", isRoot ? &r : nullptr}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", isRoot ? &r : nullptr}}, stream,
+                              opts, {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("op") = 0, py::arg("scalar") = py::none(), py::arg("async_op") = false,
@@ -404,9 +400,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().broadcast(s.data, r.data, s.count, s.type, root, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
@@ -425,9 +420,8 @@ void registerCommunicator(py::module_& m) {
             auto opts = optionsOf(async);
             opts.lowPrecision = lowPrecisionArg(lowPrecision);
             auto call = [&] { return c.comm().allGather(s.data, r.data, s.count, s.type, opts); };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
@@ -449,9 +443,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().allGatherV(s.data, s.count, r.data, cnt, s.type, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("recv_counts"),
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
@@ -473,9 +466,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().reduceScatter(s.data, r.data, r.count, s.type, red, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0, py::arg("scalar") = py::none(),
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
@@ -500,9 +492,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().reduceScatterV(s.data, r.data, cnt, s.type, red, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
           py::arg("scalar") = py::none(), py::arg("async_op") = false,
@@ -526,9 +517,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().allToAll(s.data, r.data, s.count / n, s.type, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
@@ -556,9 +546,8 @@ void registerCommunicator(py::module_& m) {
             auto call = [&] {
               return c.comm().allToAllV(s.data, sc, sd, r.data, rc, rd, s.type, opts);
             };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", &r}}, stream, opts, {send, recv},
+                              call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("send_counts"), py::arg("recv_counts"),
           py::arg("send_displs") = py::none(), py::arg("recv_displs") = py::none(),
@@ -581,9 +570,8 @@ void registerCommunicator(py::module_& m) {
             void* rp = r ? r->data : nullptr;
             auto opts = optionsOf(async);
             auto call = [&] { return c.comm().gather(s.data, rp, s.count, s.type, root, opts); };
-            if (placeCall(o, {{"sendbuf", &s}, {"recvbuf", r ? &*r : nullptr}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"sendbuf", &s}, {"recvbuf", r ? &*r : nullptr}}, stream, opts,
+                              {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0,
           py::arg("async_op") = false, py::arg("dtype") = py::none(),
@@ -605,9 +593,8 @@ void registerCommunicator(py::module_& m) {
             const void* sp = s ? s->data : nullptr;
             auto opts = optionsOf(async);
             auto call = [&] { return c.comm().scatter(sp, r.data, r.count, r.type, root, opts); };
-            if (placeCall(o, {{"recvbuf", &r}, {"sendbuf", s ? &*s : nullptr}}, stream, opts))
-              return c.runDevice({send, recv}, call);
-            return c.run(async, {send, recv}, call);
+            return c.dispatch(o, {{"recvbuf", &r}, {"sendbuf", s ? &*s : nullptr}}, stream, opts,
+                              {send, recv}, call);
           },
           py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none())
@@ -618,8 +605,7 @@ void registerCommunicator(py::module_& m) {
             auto b = callBuffer(buf, "send", "buf", dtypeArg(dtype), false, c.comm().device());
             auto opts = optionsOf(async);
             auto call = [&] { return c.comm().send(b.data, b.count, b.type, peer, opts); };
-            if (placeCall("send", {{"buf", &b}}, stream, opts)) return c.runDevice({buf}, call);
-            return c.run(async, {buf}, call);
+            return c.dispatch("send", {{"buf", &b}}, stream, opts, {buf}, call);
           },
           py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
@@ -632,8 +618,7 @@ void registerCommunicator(py::module_& m) {
             auto b = callBuffer(buf, "recv", "buf", dtypeArg(dtype), true, c.comm().device());
             auto opts = optionsOf(async);
             auto call = [&] { return c.comm().recv(b.data, b.count, b.type, peer, opts); };
-            if (placeCall("recv", {{"buf", &b}}, stream, opts)) return c.runDevice({buf}, call);
-            return c.run(async, {buf}, call);
+            return c.dispatch("recv", {{"buf", &b}}, stream, opts, {buf}, call);
           },
           py::arg("buf"), py::arg("peer"), py::arg("async_op") = false,
           py::arg("dtype") = py::none(), py::arg("stream") = py::none())
