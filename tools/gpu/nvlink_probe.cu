@@ -111,17 +111,17 @@ __global__ void gateKernel(volatile int* gate) {
 
 struct Gpu {
   cudaStream_t stream;
-  cudaStream_t side;        // sm_ce: the copy engine's share runs here
-  cudaEvent_t fork, join;   // sm_ce: side joins and rejoins stream
-  char* lines;              // lines / lines_rx: two halves of line staging, zeroed
-  char* sentinelLines;      // sentinel_rx: two halves of line staging, holding the pattern
+  cudaStream_t side;           // sm_ce: the copy engine's share runs here
+  cudaEvent_t fork, join;      // sm_ce: side joins and rejoins stream
+  char* lines;                 // lines / lines_rx: two halves of line staging, zeroed
+  char* sentinelLines;         // sentinel_rx: two halves of line staging, holding the pattern
   uint32_t* sentinelCounters;  // sentinel_rx: {epoch, blocks done}
-  uint32_t* counters;       // lines_rx: {epoch, blocks done}
-  uint4* stage;             // chunks_*: two halves of staging
-  uint64_t* flags;          // chunks_*: one flag per chunk, zeroed
-  uint32_t* chunkCounters;  // chunks_*: {epoch, blocks done}
-  uint4* hostStage;         // host_*: pinned host memory this GPU writes and its peer reads
-  uint64_t* hostFlags;      // host_*: one flag per chunk in pinned host memory, zeroed
+  uint32_t* counters;          // lines_rx: {epoch, blocks done}
+  uint4* stage;                // chunks_*: two halves of staging
+  uint64_t* flags;             // chunks_*: one flag per chunk, zeroed
+  uint32_t* chunkCounters;     // chunks_*: {epoch, blocks done}
+  uint4* hostStage;            // host_*: pinned host memory this GPU writes and its peer reads
+  uint64_t* hostFlags;         // host_*: one flag per chunk in pinned host memory, zeroed
   uint8_t *src, *dst;
   cudaEvent_t start, stop;
   volatile int* gate;  // this device's view of the host flag
