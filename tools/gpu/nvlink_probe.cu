@@ -30,6 +30,8 @@
 //                known pattern, a line has arrived once it differs, and the receiver writes
 //                the pattern back after the copy out (1/16 fewer bytes on the link).
 //   sentinel_push / sentinel_rx_split  its push alone (timed only); pushers and receivers apart.
+//   lines_rx_sms  lines_rx with pushers and receivers on different SMs (one block per SM, the
+//                first half of the blocks pushing, the second half receiving).
 //   chunks_rx    the one-shot exchange in chunks, a flag after each: pusher warps store a chunk
 //                into the peer's staging, fence, and store its flag; receiver warps (the rest
 //                of each block) wait for each chunk's flag and copy it out.
@@ -379,6 +381,19 @@ std::vector<Config> makeConfigs(bool quick) {
     srx("sentinel_rx", sentinelExchangeKernel<false>);
     srx("sentinel_rx_split", sentinelExchangeKernel<true>);
   }
+  // Pushers and receivers on different SMs: one block per SM, the first half pushing.
+  for (int t : V{512, 1024})
+    for (int b : V{128, 132}) {
+      Config c{"lines_rx_sms", std::to_string(b) + " x " + std::to_string(t),
+               [=](int d, size_t bytes) {
+                 linesExchangeKernel<kRxSplitBlocks><<<b, t, 0, g[d].stream>>>(
+                     reinterpret_cast<const uint64_t*>(g[d].src), g[1 - d].lines, g[d].lines,
+                     reinterpret_cast<uint64_t*>(g[d].dst), bytes / 8, linesHalfBytes,
+                     g[d].counters, g[d].counters + 1);
+                 return cudaGetLastError();
+               }};
+      out.push_back(c);
+    }
   // One-shot exchange in chunks with per-chunk flags, pushers and receivers apart.
   struct ChunkVariant {
     const char* name;

@@ -130,7 +130,9 @@ __global__ void linesPushKernel(const uint64_t* src, char* peerLines, size_t wor
 // with volatile loads, the payload is stored out); kRxNoStore polls only (the payload is
 // folded into one word per thread, nothing is copied out: not verified); kRxSplit gives the
 // even warps the pushing and the odd warps the receiving (each role half the warps).
-enum RxMode { kRx, kRxNoStore, kRxSplit };
+// kRxSplitBlocks gives the first half of the blocks the pushing and the second half the
+// receiving: launched with one block per SM, pushers and receivers then share no SM.
+enum RxMode { kRx, kRxNoStore, kRxSplit, kRxSplitBlocks };
 
 // Push my lines into the peer's half (epoch % 2), then poll the peer's lines in mine and copy
 // their payload out. The last block to finish advances the epoch for the next launch.
@@ -142,11 +144,21 @@ __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const 
   const uint32_t e = *reinterpret_cast<volatile uint32_t*>(epoch);
   const uint64_t flag = e + 1;
   const size_t half = (e & 1) * halfBytes;
-  const bool pusher = kMode != kRxSplit || l.warp % 2 == 0;
-  const bool receiver = kMode != kRxSplit || l.warp % 2 == 1;
+  const bool firstHalf = blockIdx.x < gridDim.x / 2;
+  const bool pusher = kMode == kRxSplit         ? l.warp % 2 == 0
+                      : kMode == kRxSplitBlocks ? firstHalf
+                                                : true;
+  const bool receiver = kMode == kRxSplit         ? l.warp % 2 == 1
+                        : kMode == kRxSplitBlocks ? !firstHalf
+                                                  : true;
   if (kMode == kRxSplit) {  // each role covers every line with its half of the warps
     l.warp /= 2;
     l.nWarps /= 2;
+  }
+  if (kMode == kRxSplitBlocks) {  // the same with half the blocks each
+    const size_t half = gridDim.x / 2 * size_t(blockDim.x) / 32;
+    if (!firstHalf) l.warp -= half;
+    l.nWarps = firstHalf ? half : l.nWarps - half;
   }
   if (pusher) pushLines(l, src, peerLines + half, words, flag);
   uint64_t fold = 0;
