@@ -21,14 +21,26 @@ Prints one line per failure and a summary.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_common import combine_pair, gpu_count, run_ranks  # noqa: E402
+from allreduce_symmetric import ZERO_COPY_TREE, symmetric_rank  # noqa: E402
+from gpu_cases import (  # noqa: E402
+    BITWISE,
+    compare,
+    digest,
+    invalid_argument_problem,
+    make_input,
+    poison,
+    premul_input,
+    premul_scalar,
+    reduce_and_compare,
+    reference,
+)
+from gpu_common import gpu_count, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
 # What the correctness sweep runs: (label, algorithm, tuning). dda_flat runs LL lines below
@@ -45,7 +57,6 @@ VARIANTS = (
     ("dda_large", "dda_large", ""),
     ("auto", "auto", ""),
 )
-BITWISE = ("BAND", "BOR", "BXOR")
 # (dtype name, ops); ops by name.
 TYPE_OPS = [
     ("bfloat16", ("SUM", "MAX", "AVG", "PREMUL_SUM")),
@@ -59,107 +70,6 @@ TYPE_OPS = [
 ]
 # (torch has too few operators on uint32 / uint64 tensors to check them this way.)
 COUNTS = (1, 3, 1001, 65537, (1 << 20) + 7)
-# Relative error bounds of ||out - ref|| / ||ref|| (the kernels accumulate 16-bit floats in fp32).
-TOL = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 1e-6, "float64": 1e-13}
-
-
-def premul_scalar(rank: int) -> float:
-    """Rank r's PREMUL_SUM scalar: a different one per rank, of both signs, inexact in binary."""
-    return (rank + 1) / 3.0 * (-1) ** rank
-
-
-def premul_input(torch, x, rank):
-    """Rank r's input scaled as the kernels scale it: in float64, rounded to the accumulator
-    type (float32 for 16-bit floats), then to the element type."""
-    acc_t = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    return (x.double() * premul_scalar(rank)).to(acc_t).to(x.dtype)
-
-
-def _gen(torch, dtype, count, op, seed, rank, device):
-    g = torch.Generator(device=device).manual_seed(seed * 1009 + rank)
-    if op in BITWISE:  # every bit pattern, so each byte of every width is exercised
-        nbytes = count * dtype.itemsize
-        b = torch.randint(0, 256, (nbytes,), generator=g, device=device, dtype=torch.int64)
-        return b.to(torch.uint8).view(dtype)
-    if dtype.is_floating_point:
-        if op == "PROD":
-            x = 1.0 + 0.05 * torch.randn(count, generator=g, device=device, dtype=torch.float64)
-        else:
-            x = torch.randn(count, generator=g, device=device, dtype=torch.float64)
-        return x.to(dtype)
-    lo, hi = (0, 256) if dtype == torch.uint8 else (-100, 101)
-    if dtype in (torch.uint32, torch.uint64):
-        lo, hi = 0, 1000
-    return torch.randint(lo, hi, (count,), generator=g, device=device, dtype=torch.int64).to(dtype)
-
-
-def _reference(torch, dtype, count, op, seed, nranks, device):
-    xs = [_gen(torch, dtype, count, op, seed, r, device) for r in range(nranks)]
-    if op == "PREMUL_SUM":
-        acc = [premul_input(torch, x, r).double() for r, x in enumerate(xs)]
-    elif dtype.is_floating_point:
-        acc = [x.double() for x in xs]
-    else:
-        acc = [x.to(torch.int64) for x in xs]
-    out = acc[0].clone()
-    for x in acc[1:]:
-        out = combine_pair(torch, op, out, x)
-    if op == "AVG":
-        out = (
-            out / nranks
-            if dtype.is_floating_point
-            else torch.div(out, nranks, rounding_mode="trunc")
-        )
-    return out
-
-
-def _compare(torch, name, dtype, out, ref, nranks):
-    """None when right, else what is wrong. Floats from two ranks must be exact: every operator
-    of two floats (16-bit ones combined in float32) rounds the exact result once, or in a way
-    that gives the same value, so the output is the float64 reference rounded to its type."""
-    if dtype.is_floating_point and nranks != 2:
-        o = out.double()
-        if not torch.isfinite(o).all():
-            bad = (~torch.isfinite(o)).nonzero()[:4].flatten().tolist()
-            return f"non-finite output at {bad} (unwritten?)"
-        err = (o - ref).norm().item() / max(ref.norm().item(), 1e-30)
-        return None if err <= TOL[name] else f"relative error {err:.3g} > {TOL[name]:g}"
-    want = ref.to(dtype)
-    if torch.equal(out, want):
-        return None
-    idx = (out != want).nonzero()[:4].flatten().tolist()
-    wrong = (out != want).sum().item()
-    return (
-        f"{wrong} wrong elements, first at {idx}: got {out[idx].tolist()} want {want[idx].tolist()}"
-    )
-
-
-def _digest(out) -> str:
-    return hashlib.sha1(
-        out.cpu().contiguous().view(-1).view(dtype=__import__("torch").uint8).numpy().tobytes()
-    ).hexdigest()
-
-
-def _poison(torch, t):
-    t.fill_(float("nan") if t.dtype.is_floating_point else 77)
-
-
-def _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, rank):
-    """Poisons `out`, all-reduces `x` into it (mode "inplace": `out` holds `x` first) on the
-    current stream and compares with `ref`: None when right, else what went wrong."""
-    _poison(torch, out)
-    stream = torch.cuda.current_stream().cuda_stream
-    kw = {"scalar": premul_scalar(rank)} if op == "PREMUL_SUM" else {}
-    try:
-        if mode == "inplace":
-            out.copy_(x)
-            comm.all_reduce(out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-        else:
-            comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
-        torch.cuda.synchronize()
-        return _compare(torch, name, getattr(torch, name), out, ref, comm.size)
-    except Exception as e:  # noqa: BLE001 - reported per case
-        return f"{type(e).__name__}: {e}"
 
 
 def correctness_rank(info, counts):
@@ -178,16 +88,18 @@ def correctness_rank(info, counts):
         nonlocal seed
         seed += 1
         dtype = getattr(torch, name)
-        x = _gen(torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, info.rank, dev)
-        ref = _reference(torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, n, dev)
+        x = make_input(
+            torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, info.rank, dev
+        )
+        ref = reference(torch, dtype, count + (1 if mode == "misaligned" else 0), op, seed, n, dev)
         if mode == "misaligned":
             x, ref = x[1:], ref[1:]  # a 16-byte-misaligned view: the element-wise path
             out = torch.empty(count + 1, dtype=dtype, device=dev)[1:]
         else:
             out = torch.empty_like(x)
-        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
+        problem = reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
         cases.append(
-            {"case": label, "error": problem, "digest": _digest(out) if problem is None else None}
+            {"case": label, "error": problem, "digest": digest(out) if problem is None else None}
         )
 
     for variant, algo, tuning in VARIANTS:
@@ -273,237 +185,13 @@ def correctness_rank(info, counts):
     return cases
 
 
-# Symmetric outputs (comm.alloc_symmetric): (algorithm, tuning, dtype, op, count, mode,
-# zero-copy expected). The tuning tree_symmetric_min_bytes=1 puts small counts through
-# dda_tree's zero-copy two-shot.
-ZERO_COPY_TREE = "tree_symmetric_min_bytes=1"
-SYMMETRIC_CASES = [
-    (algo, tuning, name, op, count, mode, True)
-    for algo, tuning in (("dda_tree", ZERO_COPY_TREE), ("dda_large", ""))
-    for name, op in (
-        ("bfloat16", "SUM"),
-        ("bfloat16", "PREMUL_SUM"),
-        ("float16", "MIN"),
-        ("float32", "AVG"),
-        ("float64", "SUM"),
-        ("int32", "SUM"),
-        ("int64", "BXOR"),
-        ("uint8", "BAND"),
-    )
-    for count, mode in ((1, "out"), (1001, "misaligned"), (65537, "inplace"), (300_001, "out"))
-] + [
-    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace", True),  # 8 MiB: zero-copy
-    ("dda_tree", "", "bfloat16", "SUM", 1_048_576, "out", False),  # 2 MiB: staged lines
-    ("dda_tree", "", "float16", "MAX", 8_388_607, "misaligned", True),  # 16 MiB
-    ("auto", "", "bfloat16", "SUM", 8_388_608, "out", True),
-    ("dda_large", "", "float32", "SUM", 9_000_001, "out", True),  # several rounds
-    ("dda_large", "", "bfloat16", "MAX", 20_000_003, "inplace", True),
-]
-
-
-# Registered outputs (comm.register_symmetric over ordinary torch tensors from the caching
-# allocator: interior pointers of its segments): (algorithm, tuning, dtype, op, count, mode).
-# Every one goes zero-copy.
-REGISTERED_CASES = [
-    ("dda_tree", ZERO_COPY_TREE, "bfloat16", "SUM", 1, "out"),
-    ("dda_tree", ZERO_COPY_TREE, "float32", "AVG", 1001, "misaligned"),
-    ("dda_tree", ZERO_COPY_TREE, "int32", "MAX", 65537, "inplace"),
-    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "inplace"),  # 8 MiB
-    ("dda_tree", "", "float16", "SUM", 8_388_608, "out"),  # 16 MiB
-    ("dda_large", "", "float32", "SUM", 9_000_001, "inplace"),  # several rounds
-]
-
-
-def symmetric_rank(info):
-    """all_reduce into outputs in a symmetric buffer (the all-gather stores into the peers'
-    outputs, nothing copied out of staging): in place, out of place and 16-byte-misaligned, at
-    the same nonzero offset on every rank, checked as the correctness sweep checks; the calls
-    that went zero-copy counted; registered torch tensors the same way; errors for a foreign
-    pointer, mismatched sizes and each kind of memory registration refuses; the memory
-    returned by free_symmetric."""
-    import torch
-
-    import rcclx_core as rc
-
-    torch.cuda.set_device(info.device)
-    dev = torch.device("cuda", info.device)
-    comm = info.communicator()
-    n = info.nranks
-    cases = []
-    offset = 4096  # bytes into the buffer, the same on every rank
-    buf = comm.alloc_symmetric(offset + 82 * (1 << 20))
-
-    def record(label, problem, out=None):
-        digest = _digest(out) if problem is None and out is not None else None
-        cases.append({"case": label, "error": problem, "digest": digest})
-
-    def check(label, case, seed, whole_of, want):
-        """One all_reduce into an output taken from whole_of(dtype, elements), checked as the
-        correctness sweep checks, with `want` (0 or 1) zero-copy calls counted."""
-        algo, tuning, name, op, count, mode = case
-        comm.set_gpu_tuning(tuning)
-        dtype = getattr(torch, name)
-        extra = 1 if mode == "misaligned" else 0
-        x = _gen(torch, dtype, count + extra, op, seed, info.rank, dev)
-        ref = _reference(torch, dtype, count + extra, op, seed, n, dev)
-        whole = whole_of(dtype, count + extra)
-        if mode == "misaligned":
-            x, ref, out = x[1:], ref[1:], whole[1:]
-        else:
-            out = whole
-        before = comm.symmetric_calls
-        problem = _reduce_and_compare(torch, rc, comm, algo, name, op, x, out, ref, mode, info.rank)
-        counted = comm.symmetric_calls - before
-        if problem is None and counted != want:
-            problem = f"{counted} zero-copy calls counted, expected {want}"
-        record(f"{label} {algo} {name} {op} n={count} {mode}", problem, out)
-
-    def in_buffer(dtype, elements):
-        return buf.as_tensor(dtype)[offset // dtype.itemsize :][:elements]
-
-    for i, (*case, zero_copy) in enumerate(SYMMETRIC_CASES):
-        check("symmetric", case, 90_000 + i, in_buffer, int(zero_copy))
-    for i, case in enumerate(REGISTERED_CASES):
-        registered = []
-
-        def registered_tensor(dtype, elements, registered=registered):
-            # An ordinary tensor from the caching allocator, registered whole.
-            t = torch.empty(elements, dtype=dtype, device=dev)
-            registered.append(comm.register_symmetric(t))
-            return t
-
-        check("registered", case, 95_000 + i, registered_tensor, 1)
-        torch.cuda.synchronize()
-        registered[0].deregister()
-    comm.set_gpu_tuning("")
-
-    def expect(label, fn, *needles):
-        record(label, _invalid_argument_problem(torch, rc, fn, needles))
-
-    plain = torch.zeros(4096, device=dev)
-    held = comm.register_symmetric(plain)
-    expect(
-        "registered: the same memory twice",
-        lambda: comm.register_symmetric(plain[1024:]),
-        "overlap the symmetric buffer",
-    )
-    held.deregister()
-    expect(
-        "registered: sizes that differ by rank",
-        lambda: comm.register_symmetric(plain[: 1024 * (info.rank + 1)]),
-        "every rank must pass the same size",
-    )
-    expect(
-        "registered: host memory",
-        lambda: comm.register_symmetric(torch.zeros(4096).pin_memory()),
-        "is not device memory",
-    )
-    expect(
-        "registered: zero bytes",
-        lambda: comm.register_symmetric(plain[:0]),
-        "nbytes 0 must be positive",
-    )
-    if gpu_count() > 1:
-        other = torch.device("cuda", (info.device + 1) % gpu_count())
-        expect(
-            "registered: memory of another GPU",
-            lambda: comm.register_symmetric(torch.zeros(4096, device=other)),
-            "is memory of GPU",
-            "not of GPU",
-        )
-    record(
-        "registered: expandable-segment memory (no IPC handle)",
-        _expandable_problem(torch, rc, comm, dev),
-    )
-    record(
-        "registered: deregister of an allocated buffer is refused",
-        None if _raises(lambda: buf.deregister(), rc.InvalidUsageError) else "no error",
-    )
-
-    foreign = torch.empty(16, device=dev)
-    expect(
-        "symmetric: free_symmetric of a foreign pointer",
-        lambda: comm._free_symmetric(foreign.data_ptr()),
-        "is not a symmetric buffer of this communicator",
-    )
-    expect(
-        "symmetric: alloc_symmetric with sizes that differ by rank",
-        lambda: comm.alloc_symmetric(4096 * (info.rank + 1)),
-        "every rank must pass the same size",
-    )
-    # Allocated and freed again: the memory comes back. A peer closes its mapping of my buffer
-    # in its own free; mine returns before that, and the GPU holds the memory until every
-    # mapping is closed: every reading comes after a barrier.
-    torch.cuda.synchronize()
-    buf.free()
-    comm.barrier()
-    before = torch.cuda.mem_get_info()[0]
-    for _ in range(3):
-        extra_buf = comm.alloc_symmetric(64 << 20)
-        extra_buf.free()
-    comm.barrier()
-    lost = before - torch.cuda.mem_get_info()[0]
-    record(
-        "symmetric: device memory back after 3 alloc / free rounds",
-        None if abs(lost) < (4 << 20) or n > gpu_count() else f"{lost} bytes not returned",
-    )
-    comm.destroy()
-    return cases
-
-
-def _expandable_problem(torch, rc, comm, dev):
-    """None when registering memory of one of torch's expandable segments (cuMemCreate memory,
-    which has no legacy IPC handle) raises InvalidArgumentError saying so, else what happened."""
-    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    settings = settings or torch.cuda.memory._set_allocator_settings
-    settings("expandable_segments:True")
-    try:
-        # Larger than any cached block, so the allocator maps a new (expandable) segment.
-        t = torch.empty(3 * (1 << 27) + 4096, dtype=torch.uint8, device=dev)
-    finally:
-        settings("expandable_segments:False")
-    ptr = t.data_ptr()
-    segments = [
-        s
-        for s in torch.cuda.memory_snapshot()
-        if s["device"] == dev.index and s["address"] <= ptr < s["address"] + s["total_size"]
-    ]
-    if not segments or not segments[0].get("is_expandable", False):
-        return "torch did not put the tensor in an expandable segment: the case did not run"
-    return _invalid_argument_problem(
-        torch, rc, lambda: comm.register_symmetric(t), ("no IPC handle", "expandable segments")
-    )
-
-
-def _raises(fn, kind):
-    try:
-        fn()
-    except kind:
-        return True
-    return False
-
-
-def _invalid_argument_problem(torch, rc, fn, needles):
-    """None when fn() raises InvalidArgumentError with every needle in its message, else what
-    happened instead."""
-    try:
-        fn()
-        torch.cuda.synchronize()
-        return "no error raised"
-    except rc.InvalidArgumentError as e:
-        missing = [s for s in needles if s not in str(e)]
-        return f"message lacks {missing}: {e}" if missing else None
-    except Exception as e:  # noqa: BLE001 - reported per case
-        return f"{type(e).__name__}: {e}"
-
-
 def unsupported_cases(torch, rc, comm, dev):
     """What GPU reductions still refuse fails on the caller's thread with a message naming it."""
     stream = torch.cuda.current_stream().cuda_stream
     cases = []
 
     def expect(label, fn, *needles):
-        problem = _invalid_argument_problem(torch, rc, fn, needles)
+        problem = invalid_argument_problem(torch, rc, fn, needles)
         cases.append({"case": label, "error": problem, "digest": None})
 
     fp8 = torch.zeros(64, dtype=torch.uint8, device=dev)
@@ -541,9 +229,9 @@ def one_rank(info):
             ("int64", "BXOR", 1001),
         ):
             dtype = getattr(torch, name)
-            x = _gen(torch, dtype, count, op, 7, 0, dev)
+            x = make_input(torch, dtype, count, op, 7, 0, dev)
             out = torch.empty_like(x)
-            _poison(torch, out)
+            poison(torch, out)
             kw = {"scalar": premul_scalar(1)} if op == "PREMUL_SUM" else {}
             try:
                 comm.all_reduce(x, out, op=getattr(rc.RedOp, op), algo=algo, stream=stream, **kw)
@@ -600,18 +288,20 @@ def graph_rank(info, replays):
     results = []
     for rep in range(replays):
         for i, ((_, t, c), x, o) in enumerate(zip(plan, ins, outs)):
-            x.copy_(_gen(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, info.rank, dev))
-            _poison(torch, o)
+            x.copy_(
+                make_input(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, info.rank, dev)
+            )
+            poison(torch, o)
         g.replay()
         torch.cuda.synchronize()
         for i, ((algo, t, c), o) in enumerate(zip(plan, outs)):
-            ref = _reference(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, n, dev)
-            problem = _compare(torch, t, getattr(torch, t), o, ref, n)
+            ref = reference(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, n, dev)
+            problem = compare(torch, t, getattr(torch, t), o, ref, n)
             results.append(
                 {
                     "case": f"graph replay {rep} {algo} {t} n={c}",
                     "error": problem,
-                    "digest": _digest(o) if problem is None else None,
+                    "digest": digest(o) if problem is None else None,
                 }
             )
     del g

@@ -25,11 +25,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from allreduce_check import (  # noqa: E402
+from gpu_cases import (  # noqa: E402
     BITWISE,
-    _digest,
-    _gen,
-    _poison,
+    digest,
+    make_input,
+    poison,
     premul_input,
     premul_scalar,
 )
@@ -101,7 +101,9 @@ class Cases:
         """Every rank's input of this case (this rank's at [me])."""
         self.seed += 1
         dt = getattr(self.torch, dtype_name)
-        return [_gen(self.torch, dt, count, op, self.seed, r, self.dev) for r in range(self.n)]
+        return [
+            make_input(self.torch, dt, count, op, self.seed, r, self.dev) for r in range(self.n)
+        ]
 
     def stream(self):
         return self.torch.cuda.current_stream().cuda_stream
@@ -114,13 +116,13 @@ class Cases:
             problem = None if want is None else _mismatch(self.torch, out, want)
         except Exception as e:  # noqa: BLE001 - reported per case
             problem, out = f"{type(e).__name__}: {str(e)[:300]}", None
-        digest = _digest(out) if (problem is None and same_on_all_ranks) else None
-        self.results.append({"case": label, "error": problem, "digest": digest})
+        hashed = digest(out) if (problem is None and same_on_all_ranks) else None
+        self.results.append({"case": label, "error": problem, "digest": hashed})
 
     def empty(self, dtype, count, misaligned=False):
         t = self.torch.empty(count + (1 if misaligned else 0), dtype=dtype, device=self.dev)
         t = t[1:] if misaligned else t
-        _poison(self.torch, t)
+        poison(self.torch, t)
         return t
 
 
@@ -177,7 +179,7 @@ def copy_cases(c: Cases, counts):
         for base in (1, 4097, 1_500_001):
             counts_v = [base + 3 * r for r in range(n)]
             c.seed += 1
-            xs = [_gen(torch, dt, counts_v[r], "SUM", c.seed, r, c.dev) for r in range(n)]
+            xs = [make_input(torch, dt, counts_v[r], "SUM", c.seed, r, c.dev) for r in range(n)]
 
             def agv(xs=xs, dt=dt, counts_v=counts_v):
                 out = c.empty(dt, sum(counts_v))
@@ -194,7 +196,9 @@ def copy_cases(c: Cases, counts):
                 sc_ = [cnt(me, d) for d in range(n)]
                 rc_ = [cnt(s, me) for s in range(n)]
                 sends = [
-                    _gen(torch, dt, sum(cnt(s, d) for d in range(n)), "SUM", c.seed + 7, s, c.dev)
+                    make_input(
+                        torch, dt, sum(cnt(s, d) for d in range(n)), "SUM", c.seed + 7, s, c.dev
+                    )
                     for s in range(n)
                 ]
                 out = c.empty(dt, sum(rc_))
@@ -515,10 +519,10 @@ def graph_rank(info, replays):
     results = []
     for rep in range(replays):
         seed = 9000 + rep
-        xs = [_gen(torch, torch.float32, n * count, "SUM", seed, r, dev) for r in range(n)]
+        xs = [make_input(torch, torch.float32, n * count, "SUM", seed, r, dev) for r in range(n)]
         x.copy_(xs[me])
         for o in outs.values():
-            _poison(torch, o)
+            poison(torch, o)
         g.replay()
         torch.cuda.synchronize()
         want = {
@@ -540,7 +544,7 @@ def graph_rank(info, replays):
                 {
                     "case": f"graph replay {rep} {k}",
                     "error": problem,
-                    "digest": _digest(o) if problem is None and same else None,
+                    "digest": digest(o) if problem is None and same else None,
                 }
             )
     del g
