@@ -8,7 +8,8 @@ what GPU buffers do not support, and a peer that never joins turning into an err
     python3 tools/gpu/allreduce_check.py [--nranks 2] [--out check.json]
 
 With more ranks than GPUs, ranks share GPUs (gpu_common.py): every kernel's n-rank paths are
-checked, slowly, and the leak check is left out.
+checked, slowly, and the leak check is left out. The symmetric-buffer cases live in
+allreduce_symmetric.py, the inputs, references and comparison in gpu_cases.py.
 
 Inputs are random (seeded by case and rank, so every rank can rebuild every rank's input); the
 reference is computed in float64 (integers: exactly, wrapping in their own width; bitwise
