@@ -1,8 +1,10 @@
-"""The span register_symmetric maps, computed from a ``__cuda_array_interface__`` (no GPU)."""
+"""register_symmetric's Python side, with no GPU: the span it maps, computed from a
+``__cuda_array_interface__``, and a registered buffer's life (over a stand-in communicator)."""
 
 import pytest
 
-from rcclx_core.symmetric import _device_span
+from ctran import InvalidUsageError
+from rcclx_core.symmetric import SymmetricBuffer, _device_span
 
 
 class _Array:
@@ -31,3 +33,32 @@ class _Array:
 )
 def test_device_span(array, span):
     assert _device_span(array) == span
+
+
+class _Comm:
+    """Records the collective calls a SymmetricBuffer makes."""
+
+    device = 0
+
+    def __init__(self):
+        self.calls = []
+
+    def _register_symmetric(self, ptr, nbytes):
+        self.calls.append(("register", ptr, nbytes))
+
+    def _free_symmetric(self, ptr):
+        self.calls.append(("free", ptr))
+
+
+def test_registered_buffer_life():
+    comm, array = _Comm(), _Array(8192, (16,), "<f8")
+    buf = SymmetricBuffer(comm, source=array)
+    assert buf.registered and buf.nbytes == 128 and buf.ptr == 8192
+    with pytest.raises(InvalidUsageError, match="deregister"):
+        buf.free()
+    buf.deregister()
+    assert comm.calls == [("register", 8192, 128), ("free", 8192)]
+    assert buf.registered and "registered, released" in repr(buf)
+    with pytest.raises(InvalidUsageError, match="already released"):
+        buf.deregister()
+    assert len(comm.calls) == 2

@@ -29,7 +29,8 @@ class SymmetricBuffer:
     def __init__(self, comm, nbytes: int = 0, source=None):
         self._comm = comm
         self.device = comm.device
-        self._source = source
+        self._source = source  # kept alive while mapped; dropped by deregister()
+        self._registered = source is not None
         if source is None:
             self.nbytes = int(nbytes)
             self._ptr: int | None = comm._alloc_symmetric(self.nbytes)
@@ -41,7 +42,7 @@ class SymmetricBuffer:
     @property
     def registered(self) -> bool:
         """Whether the memory is a registered tensor's (else the buffer allocated it)."""
-        return self._source is not None
+        return self._registered
 
     @property
     def ptr(self) -> int:
