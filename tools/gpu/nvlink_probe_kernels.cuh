@@ -126,6 +126,18 @@ __global__ void linesPushKernel(const uint64_t* src, char* peerLines, size_t wor
   pushLines(LineLane(), src, peerLines, words, kPushFlag);
 }
 
+// Ends a launch: the last block to finish advances the epoch.
+__device__ __forceinline__ void finishEpoch(uint32_t e, uint32_t* epoch, uint32_t* done) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(done, 1u) == gridDim.x - 1) {
+      *done = 0;
+      *epoch = e + 1;
+    }
+  }
+}
+
 // How lines_rx receives: kRx as the library's line kernels (every lane polls its 16 bytes
 // with volatile loads, the payload is stored out); kRxNoStore polls only (the payload is
 // folded into one word per thread, nothing is copied out: not verified); kRxSplit gives the
@@ -190,14 +202,7 @@ __global__ void linesExchangeKernel(const uint64_t* src, char* peerLines, const 
     }
   });
   if (kMode == kRxNoStore && fold == 0x5eed) out[0] = fold;  // keeps the loads
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(done, 1u) == gridDim.x - 1) {
-      *done = 0;
-      *epoch = e + 1;
-    }
-  }
+  finishEpoch(e, epoch, done);
 }
 
 // Lines with no flag word (sentinel_rx): 16 payload words per 128-byte line. The receiver's
@@ -300,14 +305,7 @@ __global__ void sentinelExchangeKernel(const uint64_t* src, char* peerLines, cha
                    : "memory");
     }
   });
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(done, 1u) == gridDim.x - 1) {
-      *done = 0;
-      *epoch = e + 1;
-    }
-  }
+  finishEpoch(e, epoch, done);
 }
 
 // One-shot exchange in chunks with a flag after each (chunks_rx, chunks_sum): within every
@@ -398,18 +396,6 @@ __device__ void chunksExchange(const uint4* src, uint4* peerStage, const uint4* 
           out[u0 + t1 + k * 32] = v[k];
         }
       }
-    }
-  }
-}
-
-// Ends a launch: the last block to finish advances the epoch.
-__device__ __forceinline__ void finishEpoch(uint32_t e, uint32_t* epoch, uint32_t* done) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(done, 1u) == gridDim.x - 1) {
-      *done = 0;
-      *epoch = e + 1;
     }
   }
 }
