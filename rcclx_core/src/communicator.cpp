@@ -45,12 +45,15 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
     CTRAN_CHECK(device_ < ndev, ctran::InvalidArgument, "communicator: device ", device_,
                 " is out of range for ", ndev, " GPUs on this host");
   }
-  const size_t gpuFlatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
-  const size_t gpuStaging = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
-  const size_t gpuLines = static_cast<size_t>(knob::RCCLX_GPU_LINES_BYTES());
-  const size_t gpuChannel = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
-  const std::string gpuTuning = knob::RCCLX_GPU_TUNING();
-  gpu::Tuning().apply(gpuTuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
+  GpuSettings gpuSettings;
+  gpuSettings.flatBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_SLOT_BYTES());
+  gpuSettings.stagingBytes = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES());
+  gpuSettings.linesBytes = static_cast<size_t>(knob::RCCLX_GPU_LINES_BYTES());
+  gpuSettings.channelBytes = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
+  gpuSettings.tuning = knob::RCCLX_GPU_TUNING();
+  gpuSettings.graphRegister = knob::RCCLX_GPU_GRAPH_REGISTER();
+  gpu::Tuning().apply(
+      gpuSettings.tuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));
   rank_ = group_->rank();
   nranks_ = group_->nranks();
@@ -63,7 +66,7 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   }
   if (ddaEnable && allShm) arena_ = std::make_unique<DirectArena>(*group_, ddaChunk);
   executor_ = std::make_unique<Executor>();
-  initGpu(gpuFlatBytes, gpuStaging, gpuLines, gpuChannel, gpuTuning);
+  initGpu(gpuSettings);
   CTRAN_INFO("communicator: rank ", rank_, "/", nranks_, ", ", topology().nHosts, " host(s), ",
              arena_ ? "direct access (DDA available)" : "no direct access (ring only)");
 }
@@ -80,8 +83,7 @@ Communicator::~Communicator() {
 
 const ctran::Topology& Communicator::topology() const { return group_->topology(); }
 
-void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLinesBytes,
-                           size_t channelBytes, const std::string& tuning) {
+void Communicator::initGpu(const GpuSettings& settings) {
   // The staging is allocated collectively: every rank must agree on whether there is a GPU.
   std::string mine = std::to_string(device_);
   auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
@@ -100,9 +102,10 @@ void Communicator::initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLin
   CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
               "communicator: GPU collectives need every rank on one host, but the ranks span ",
               topology().nHosts, " hosts");
-  gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, flatBytes, stagingBytes,
-                                             treeLinesBytes, tuning);
-  gpuColl_ = std::make_unique<gpu::GpuCollectives>(*group_, device_, channelBytes);
+  gpu_ = std::make_unique<gpu::GpuAllReduce>(*group_, device_, settings.flatBytes,
+                                             settings.stagingBytes, settings.linesBytes,
+                                             settings.tuning, settings.graphRegister);
+  gpuColl_ = std::make_unique<gpu::GpuCollectives>(*group_, device_, settings.channelBytes);
   lp_->attachGpu(*group_, device_);
 }
 
@@ -142,6 +145,8 @@ void Communicator::freeSymmetric(void* ptr) {
 }
 
 uint64_t Communicator::symmetricCalls() const { return gpu_ ? gpu_->zeroCopyCalls() : 0; }
+
+size_t Communicator::graphRegistrations() { return gpu_ ? gpu_->graphRegistrations() : 0; }
 
 void Communicator::checkUsable(const char* what) const {
   CTRAN_CHECK(!destroyed_, ctran::InvalidUsage, what,
@@ -212,6 +217,7 @@ void Communicator::runGpuAllReduce(const void* send, void* recv, size_t count, D
   CTRAN_INFO("all_reduce on GPU ", device_, ": ", bytes, " bytes ", dataTypeName(type), " ",
              redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason,
              ")");
+  if (gpu_->mayRegisterOutput(opts.stream)) finalize();  // the bootstrap is the executor's
   gpu_->run(sel.algo, send, recv, count, type, op, opts.premulScalar, opts.stream);
 }
 

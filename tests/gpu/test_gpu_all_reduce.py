@@ -3,9 +3,10 @@
 reference with bitwise-identical results on every rank; a one-rank communicator (PREMUL_SUM
 still scales); outputs in symmetric buffers (alloc_symmetric: the all-gather stores into the
 peers' outputs), their errors and their memory returned; graph capture then 100 replays on
-changing inputs; device memory returned after destroy; a peer that never joins becomes an
-error within the timeout (LL lines, 128-byte lines, two-shot). The checks live in
-tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
+changing inputs, with the outputs mapped at capture (graph registration) and without; device
+memory returned after destroy; a peer that never joins becomes an error within the timeout (LL
+lines, 128-byte lines, two-shot). The checks live in tools/gpu/allreduce_check.py (the device
+check script runs them too). Skipped without 2 GPUs.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ def test_outputs_in_symmetric_buffers_go_zero_copy():
     _assert_all(run_ranks(C.symmetric_rank, 2, timeout=280))
 
 
-def test_graph_capture_100_replays():
-    _assert_all(run_ranks(C.graph_rank, 2, 100, timeout=280))
+def test_graph_capture_100_replays_outputs_registered_at_capture():
+    _assert_all(run_ranks(C.graph_rank, 2, 100, True, timeout=280))
+
+
+def test_graph_capture_staged_without_graph_registration():
+    _assert_all(run_ranks(C.graph_rank, 2, 10, False, timeout=200))
 
 
 def test_no_device_memory_left_after_destroy():

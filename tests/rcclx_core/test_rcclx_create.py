@@ -165,3 +165,18 @@ def test_gpu_tuning_accepts_the_line_settings(monkeypatch):
     comm.all_reduce(x)
     assert x.tolist() == [0, 1, 2, 3, 4]
     comm.destroy()
+
+
+def test_bad_graph_register_fails_at_creation(monkeypatch):
+    """RCCLX_GPU_GRAPH_REGISTER is read (and checked) when a communicator is created."""
+    monkeypatch.setenv("RCCLX_GPU_GRAPH_REGISTER", "maybe")
+    with pytest.raises(rc.InvalidArgumentError, match="RCCLX_GPU_GRAPH_REGISTER"):
+        rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
+
+
+def test_host_communicator_holds_no_graph_registrations(monkeypatch):
+    monkeypatch.setenv("RCCLX_GPU_GRAPH_REGISTER", "1")
+    comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
+    assert comm.graph_registrations == 0
+    assert comm.symmetric_calls == 0
+    comm.destroy()

@@ -1,7 +1,9 @@
 """GPU allreduce benchmark, side by side in one run: rcclx (dda_flat, dda_tree, dda_large,
 auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot); from 4 MiB also
 ours in place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run,
-and in place on an ordinary tensor registered as one (comm.register_symmetric).
+in place on an ordinary tensor registered as one (comm.register_symmetric), and with graph
+registration off (RCCLX_GPU_GRAPH_REGISTER=0: captured outputs stay staged; the plain columns
+have it on, so from 8 MiB their captured outputs are mapped at capture).
 
     python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
 
@@ -39,6 +41,9 @@ SYM_MAX = 256 << 20
 # In place on an ordinary torch tensor registered with comm.register_symmetric: (column,
 # algorithm, smallest size).
 REG = (("dda_tree[reg]", "dda_tree", 4 << 20),)
+# With graph registration off (a communicator split off with RCCLX_GPU_GRAPH_REGISTER=0), out of
+# place on ordinary tensors as the plain columns: (column, algorithm, smallest size).
+STAGED = (("dda_tree[staged]", "dda_tree", 4 << 20), ("dda_large[staged]", "dda_large", 16 << 20))
 SIZES = sorted([1 << k for k in range(10, 29, 2)] + [8 << 20])  # 1 KiB .. 256 MiB, x4, and 8 MiB
 SYMM_MAX = 64 << 20
 OPS_PER_GRAPH = 20
@@ -131,6 +136,9 @@ def bench_rank(info, sizes, dtype_name, sweep):
     symm_buf = symm_mem.empty(SYMM_MAX // esize, dtype=dtype, device=dev)
     symm_mem.rendezvous(symm_buf, group_name)
     our_sym = comm.alloc_symmetric(SYM_MAX)
+    os.environ["RCCLX_GPU_GRAPH_REGISTER"] = "0"
+    staged = comm.split(0)  # the same ranks; captured outputs stay staged
+    del os.environ["RCCLX_GPU_GRAPH_REGISTER"]
     x = torch.ones(1, device=dev)
     dist.all_reduce(x)  # NCCL's communicator exists before any capture
     torch.cuda.synchronize()
@@ -138,9 +146,9 @@ def bench_rank(info, sizes, dtype_name, sweep):
     def barrier():
         comm.barrier()
 
-    def ours(inp, out, algo):
+    def ours(inp, out, algo, on=comm):
         # The stream is read at call time: the capture stream while a graph is captured.
-        comm.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+        on.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
 
     def ours_tuned(buf, algo, tuning):
         comm.set_gpu_tuning(tuning)  # read when the call is captured
@@ -177,6 +185,9 @@ def bench_rank(info, sizes, dtype_name, sweep):
             for name, algo, tuning, smallest in SYM:
                 if nbytes >= smallest:
                     columns.append((name, partial(ours_tuned, ob, algo, tuning)))
+        for name, algo, smallest in STAGED:
+            if nbytes >= smallest:
+                columns.append((name, partial(ours, inp, out, algo, staged)))
         registered = None
         if any(nbytes >= smallest for *_, smallest in REG):
             reg_buf = inp.clone()
@@ -216,6 +227,7 @@ def bench_rank(info, sizes, dtype_name, sweep):
             print(f"  {_fmt_bytes(nbytes)} done", flush=True)
     torch.cuda.synchronize()
     our_sym.free()
+    staged.destroy()
     comm.destroy()
     dist.destroy_process_group()
     return rows
@@ -286,16 +298,18 @@ def sweep_table(rows):
 
 
 def symmetric_table(rows):
-    """The symmetric-buffer columns against dda_tree / dda_large on ordinary outputs and the
-    best peer (ratios below 1: faster)."""
+    """The zero-copy columns (symmetric buffers, registered tensors, and the plain columns, whose
+    captured outputs are mapped from 8 MiB) against the staged ones (graph registration off)
+    and the best peer (ratios below 1: faster)."""
     lines = []
     for r in rows:
         cols = {name: _num(r.get(name)) for name, *_ in SYM + REG}
         if not any(v is not None for v in cols.values()):
             continue
+        cols.update({c: _num(r.get(c)) for c in ("dda_tree", "dda_large")})
         peers = [_num(r.get(c)) for c in PEERS]
         best_peer = min([v for v in peers if v is not None], default=None)
-        plain = [_num(r.get(c)) for c in ("dda_tree", "dda_large")]
+        plain = [_num(r.get(name)) for name, *_ in STAGED]
         best_plain = min([v for v in plain if v is not None], default=None)
         cells = []
         for name, v in cols.items():
@@ -325,6 +339,7 @@ def targets(rows):
             ("dda_tree", 256 << 10, 16 << 20, 0.9),
             ("dda_tree[sym]", 4 << 20, 16 << 20, 0.9),
             ("dda_tree[reg]", 4 << 20, 16 << 20, 0.9),
+            ("dda_tree[staged]", 4 << 20, 16 << 20, 0.9),
         ):
             t = _num(r.get(algo))
             if lo <= b <= hi and t and best_peer:

@@ -9,7 +9,8 @@ what GPU buffers do not support, and a peer that never joins turning into an err
 
 With more ranks than GPUs, ranks share GPUs (gpu_common.py): every kernel's n-rank paths are
 checked, slowly, and the leak check is left out. The symmetric-buffer cases live in
-allreduce_symmetric.py, the inputs, references and comparison in gpu_cases.py.
+allreduce_symmetric.py, the graph-capture cases in allreduce_graph.py, the inputs, references
+and comparison in gpu_cases.py.
 
 Inputs are random (seeded by case and rank, so every rank can rebuild every rank's input); the
 reference is computed in float64 (integers: exactly, wrapping in their own width; bitwise
@@ -28,10 +29,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from allreduce_graph import graph_rank  # noqa: E402
 from allreduce_symmetric import ZERO_COPY_TREE, symmetric_rank  # noqa: E402
 from gpu_cases import (  # noqa: E402
     BITWISE,
-    compare,
     digest,
     invalid_argument_problem,
     make_input,
@@ -248,70 +249,6 @@ def one_rank(info):
     return cases
 
 
-def graph_rank(info, replays):
-    """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
-    import torch
-
-    torch.cuda.set_device(info.device)
-    dev = torch.device("cuda", info.device)
-    comm = info.communicator()
-    n = info.nranks
-    plan = [
-        ("dda_flat", "bfloat16", 1001),
-        ("dda_tree", "float32", 65537),
-        ("dda_large", "bfloat16", 3_000_001),
-        ("auto", "float32", 4097),
-        ("dda_flat", "float32", 300_000),  # 128-byte lines
-        ("dda_tree", "bfloat16", 2_000_001),
-        ("dda_tree", "bfloat16", 4_194_305),  # zero-copy into a symmetric output
-        ("dda_large", "float32", 3_000_001),  # zero-copy into a symmetric output
-    ]
-    symmetric = 2  # the last entries' outputs lie in a symmetric buffer
-    ins = [torch.empty(c, dtype=getattr(torch, t), device=dev) for _, t, c in plan]
-    outs = [torch.empty_like(x) for x in ins[:-symmetric]]
-    sym = comm.alloc_symmetric(sum(x.nbytes + 256 for x in ins[-symmetric:]))
-    at = 0
-    for x in ins[-symmetric:]:
-        outs.append(sym.as_tensor(torch.uint8)[at : at + x.nbytes].view(x.dtype))
-        at += (x.nbytes + 255) // 256 * 256
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # eager warm-up, off the capture
-        for (algo, _, _), x, o in zip(plan, ins, outs):
-            x.normal_()
-            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for (algo, _, _), x, o in zip(plan, ins, outs):
-            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
-    results = []
-    for rep in range(replays):
-        for i, ((_, t, c), x, o) in enumerate(zip(plan, ins, outs)):
-            x.copy_(
-                make_input(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, info.rank, dev)
-            )
-            poison(torch, o)
-        g.replay()
-        torch.cuda.synchronize()
-        for i, ((algo, t, c), o) in enumerate(zip(plan, outs)):
-            ref = reference(torch, getattr(torch, t), c, "SUM", 5000 + rep * 10 + i, n, dev)
-            problem = compare(torch, t, getattr(torch, t), o, ref, n)
-            results.append(
-                {
-                    "case": f"graph replay {rep} {algo} {t} n={c}",
-                    "error": problem,
-                    "digest": digest(o) if problem is None else None,
-                }
-            )
-    del g
-    torch.cuda.synchronize()
-    sym.free()
-    comm.destroy()
-    return results
-
-
 def leak_rank(info, rounds):
     """Device memory is back after destroy: split off, use and destroy `rounds` communicators."""
     import torch
@@ -397,7 +334,8 @@ def main() -> int:
     fold("correctness", run_ranks(correctness_rank, args.nranks, COUNTS, timeout=400))
     fold("one rank", run_ranks(one_rank, 1, timeout=120))
     fold("symmetric", run_ranks(symmetric_rank, args.nranks, timeout=300))
-    fold("graph", run_ranks(graph_rank, args.nranks, args.replays, timeout=200))
+    fold("graph", run_ranks(graph_rank, args.nranks, args.replays, True, timeout=200))
+    fold("graph staged", run_ranks(graph_rank, args.nranks, args.replays, False, timeout=200))
     if args.nranks <= gpu_count():
         leaks = run_ranks(leak_rank, args.nranks, 3, timeout=120)
         leak_ok = all(abs(d) < (4 << 20) for d in leaks)

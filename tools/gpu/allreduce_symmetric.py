@@ -57,6 +57,16 @@ REGISTERED_CASES = [
 ]
 
 
+# Registered outputs at a different place modulo 16 bytes on odd ranks than on even ones: a
+# rank storing 16-byte units into a peer's output would fault, so every rank stays staged
+# (zero-copy calls expected: none).
+SKEWED_CASES = [
+    ("dda_tree", ZERO_COPY_TREE, "bfloat16", "SUM", 65537, "out"),
+    ("dda_tree", "", "bfloat16", "SUM", 4_194_304, "out"),  # 8 MiB
+    ("dda_large", "", "float32", "MAX", 9_000_001, "inplace"),
+]
+
+
 def symmetric_rank(info):
     """all_reduce into outputs in a symmetric buffer (the all-gather stores into the peers'
     outputs, nothing copied out of staging): in place, out of place and 16-byte-misaligned, at
@@ -118,6 +128,18 @@ def symmetric_rank(info):
         check("registered", case, 95_000 + i, registered_tensor, 1)
         torch.cuda.synchronize()
         registered[0].deregister()
+    for i, case in enumerate(SKEWED_CASES):
+        skewed = []
+
+        def skewed_tensor(dtype, elements, skewed=skewed):
+            # Odd ranks register a view one element in, so the outputs differ modulo 16 bytes.
+            t = torch.empty(elements + 1, dtype=dtype, device=dev)[info.rank % 2 :][:elements]
+            skewed.append(comm.register_symmetric(t))
+            return t
+
+        check("registered, skewed by rank", case, 97_000 + i, skewed_tensor, 0)
+        torch.cuda.synchronize()
+        skewed[0].deregister()
     comm.set_gpu_tuning("")
 
     def expect(label, fn, *needles):

@@ -188,6 +188,94 @@ inline gpuError_t gpuAllocationOf(const void* ptr, GpuAllocation* out) {
 #endif
 }
 
+/// The graph `stream` is being captured into, or null when it is not capturing.
+inline gpuError_t gpuCaptureGraphOf(gpuStream_t stream, void** graph) {
+  *graph = nullptr;
+  unsigned long long id = 0;
+#if RCCLX_GPU_HIP
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  hipGraph_t g = nullptr;
+  const hipGraphNode_t* deps = nullptr;
+  size_t numDeps = 0;
+  const hipError_t err = hipStreamGetCaptureInfo_v2(stream, &status, &id, &g, &deps, &numDeps);
+  if (err == hipSuccess && status == hipStreamCaptureStatusActive) *graph = g;
+  return err;
+#else
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t g = nullptr;
+#if CUDART_VERSION >= 13000
+  const cudaError_t err = cudaStreamGetCaptureInfo(stream, &status, &id, &g);
+#else
+  const cudaError_t err = cudaStreamGetCaptureInfo_v2(stream, &status, &id, &g);
+#endif
+  if (err == cudaSuccess && status == cudaStreamCaptureStatusActive) *graph = g;
+  return err;
+#endif
+}
+
+/// Whether gpuGraphOwn works in this build: graph user objects came with CUDA 11.3 and HIP 5.3.
+#if RCCLX_GPU_HIP && HIP_VERSION < 50300000
+#define RCCLX_GPU_GRAPH_OWN 0
+#else
+#define RCCLX_GPU_GRAPH_OWN 1
+#endif
+
+/// Hands `graph` (from gpuCaptureGraphOf) ownership of `payload`: `destroy(payload)` runs once
+/// the graph and every graph instantiated from it are gone, on a thread of the runtime's that
+/// must not call the GPU runtime itself.
+inline gpuError_t gpuGraphOwn(void* graph, void* payload, void (*destroy)(void*)) {
+#if !RCCLX_GPU_GRAPH_OWN
+  (void)graph, (void)payload, (void)destroy;
+  return hipErrorNotSupported;
+#elif RCCLX_GPU_HIP
+  hipUserObject_t object = nullptr;
+  hipError_t err = hipUserObjectCreate(&object, payload, destroy, 1, hipUserObjectNoDestructorSync);
+  if (err != hipSuccess) return err;
+  return hipGraphRetainUserObject(static_cast<hipGraph_t>(graph), object, 1,
+                                  hipGraphUserObjectMove);
+#else
+  cudaUserObject_t object = nullptr;
+  cudaError_t err =
+      cudaUserObjectCreate(&object, payload, destroy, 1, cudaUserObjectNoDestructorSync);
+  if (err != cudaSuccess) return err;
+  return cudaGraphRetainUserObject(static_cast<cudaGraph_t>(graph), object, 1,
+                                   cudaGraphUserObjectMove);
+#endif
+}
+
+/// Lets this thread make runtime calls a stream capture in progress would otherwise refuse
+/// (mapping memory, exporting handles) for a scope, as relaxed capture mode does.
+class GpuRelaxedCapture {
+ public:
+  GpuRelaxedCapture() {
+#if RCCLX_GPU_HIP
+    hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
+    ok_ = hipThreadExchangeStreamCaptureMode(&mode) == hipSuccess;
+#else
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    ok_ = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+#endif
+    if (!ok_) (void)gpuGetLastError();
+    previous_ = static_cast<int>(mode);
+  }
+  ~GpuRelaxedCapture() {
+    if (!ok_) return;
+#if RCCLX_GPU_HIP
+    auto mode = static_cast<hipStreamCaptureMode>(previous_);
+    (void)hipThreadExchangeStreamCaptureMode(&mode);
+#else
+    auto mode = static_cast<cudaStreamCaptureMode>(previous_);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+#endif
+  }
+  GpuRelaxedCapture(const GpuRelaxedCapture&) = delete;
+  GpuRelaxedCapture& operator=(const GpuRelaxedCapture&) = delete;
+
+ private:
+  bool ok_ = false;
+  int previous_ = 0;
+};
+
 /// "CUDA" or "HIP": the runtime this translation unit was built against (for messages).
 inline const char* gpuRuntimeName() {
 #if RCCLX_GPU_HIP

@@ -148,8 +148,12 @@ class Communicator {
   /// Collective: frees a buffer allocSymmetric() returned, or deregisters one
   /// registerSymmetric() made (after this GPU's work is done).
   void freeSymmetric(void* ptr);
-  /// GPU allreduce calls so far that stored their all-gather straight into symmetric outputs.
+  /// GPU allreduce calls so far that stored their all-gather straight into the peers' outputs
+  /// (symmetric buffers, or outputs mapped while a graph was captured).
   uint64_t symmetricCalls() const;
+  /// Outputs of captured GPU allreduces mapped on every rank for graphs still alive
+  /// (RCCLX_GPU_GRAPH_REGISTER); the mappings of destroyed graphs are closed first.
+  size_t graphRegistrations();
 
   /// Replaces the GPU kernels' launch shapes ("name=value,..."; see RCCLX_GPU_TUNING).
   void setGpuTuning(const std::string& spec);
@@ -172,8 +176,16 @@ class Communicator {
   gpu::GpuAllReduce& symmetricBuffers(const char* what);
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts, uint64_t tag);
-  void initGpu(size_t flatBytes, size_t stagingBytes, size_t treeLinesBytes, size_t channelBytes,
-               const std::string& tuning);
+  /// The RCCLX_GPU_* knobs, read before any collective step.
+  struct GpuSettings {
+    size_t flatBytes = 0;
+    size_t stagingBytes = 0;
+    size_t linesBytes = 0;
+    size_t channelBytes = 0;
+    std::string tuning;
+    bool graphRegister = true;
+  };
+  void initGpu(const GpuSettings& settings);
   /// The GPU path of the collectives other than allreduce; throws InvalidUsage naming `what`
   /// when the communicator has no device.
   gpu::GpuCollectives& gpuCollectives(const char* what) const;

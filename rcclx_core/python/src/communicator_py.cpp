@@ -94,8 +94,17 @@ void registerCommunicator(py::module_& m) {
           py::arg("nbytes"), "Collective; the device pointer (see alloc_symmetric).")
       .def_property_readonly(
           "symmetric_calls", [](PC& c) { return c.comm().symmetricCalls(); },
-          "GPU all_reduce calls so far that stored their all-gather straight into outputs in "
-          "symmetric buffers (alloc_symmetric, register_symmetric).")
+          "GPU all_reduce calls so far that stored their all-gather straight into the peers' "
+          "outputs: symmetric buffers (alloc_symmetric, register_symmetric), or outputs mapped "
+          "while a graph was captured (RCCLX_GPU_GRAPH_REGISTER).")
+      .def_property_readonly(
+          "graph_registrations",
+          [](PC& c) {
+            py::gil_scoped_release nogil;
+            return c.comm().graphRegistrations();
+          },
+          "Outputs of captured GPU all_reduce calls mapped on every rank for CUDA graphs still "
+          "alive (RCCLX_GPU_GRAPH_REGISTER); the mappings of destroyed graphs are closed first.")
       .def(
           "_free_symmetric",
           [](PC& c, uintptr_t ptr) {

@@ -11,12 +11,15 @@
 
 namespace rcclx::gpu {
 
-bool treeZeroCopy(const LaunchArgs& args) {
-  // An output in a symmetric buffer lets the two-shot store its all-gather straight into the
-  // peers' outputs (no copy out of staging): from treeSymmetricMinBytes that beats the lines.
+bool treeZeroCopyPays(const LaunchArgs& args) {
+  // An output every peer maps lets the two-shot store its all-gather straight into the peers'
+  // outputs (no copy out of staging): from treeSymmetricMinBytes that beats the lines.
   const size_t bytes = args.count * dataTypeSize(args.type);
-  return args.symmetricOutput() &&
-         (bytes >= args.tuning.treeSymmetricMinBytes || !treeLinesFit(args));
+  return bytes >= args.tuning.treeSymmetricMinBytes || !treeLinesFit(args);
+}
+
+bool treeZeroCopy(const LaunchArgs& args) {
+  return args.symmetricOutput() && treeZeroCopyPays(args);
 }
 
 void launchDdaTree(const LaunchArgs& args) {

@@ -154,13 +154,14 @@ bool gpuSupports(DataType type, RedOp op, std::string* why) {
 }
 
 GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
-                           size_t linesBytes, const std::string& tuning)
+                           size_t linesBytes, const std::string& tuning, bool graphRegister)
     : group_(&group), device_(device), nranks_(group.nranks()) {
   tuning_.apply(tuning);
   layout_ = StagingLayout::of(nranks_, flatBytes, rawBytes, linesBytes);
   const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
   timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
   window_ = std::make_unique<ctran::DeviceWindow>(group, device, layout_.totalBytes(), kNumSignals);
+  if (graphRegister) graphOutputs_ = std::make_unique<GraphRegistrations>(group, device);
 #if defined(RCCLX_HAVE_GPU) && !RCCLX_GPU_HIP
   int major = 0;
   CTRAN_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
@@ -178,6 +179,8 @@ void GpuAllReduce::setTuning(const std::string& spec) {
 }
 
 void GpuAllReduce::destroy(bool collective) {
+  if (graphOutputs_) graphOutputs_->destroy();
+  graphOutputs_.reset();
   for (auto& w : symmetric_) {
     if (!w->destroyed()) w->destroy(collective);
   }
@@ -251,7 +254,12 @@ void GpuAllReduce::findSymmetricOutput(const void* recv, size_t bytes, LaunchArg
     if (out < mine || out >= mine + h.dataBytes) continue;
     const size_t offset = static_cast<size_t>(out - mine);
     if (bytes > h.dataBytes - offset) return;  // runs past the buffer: staged as usual
-    for (int r = 0; r < h.nranks; ++r) args.peerRecv[r] = h.data[r] + offset;
+    char* outputs[ctran::kMaxDeviceRanks] = {};
+    for (int r = 0; r < h.nranks; ++r) outputs[r] = h.data[r] + offset;
+    // Registered tensors may sit differently modulo 16 (rank 0 registers t, rank 1 t[1:]):
+    // then every rank stays staged.
+    if (!outputsAlike(outputs, h.nranks)) return;
+    for (int r = 0; r < h.nranks; ++r) args.peerRecv[r] = outputs[r];
     return;
   }
 }
@@ -293,6 +301,13 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.timeoutNs = timeoutNs_;
   a.pdl = tuning_.pdl && pdlCapable_;
   findSymmetricOutput(recv, count * elem, a);
+  if (graphOutputs_) {
+    graphOutputs_->closeReleased();
+    const bool pays = algo == AllReduceAlgo::kDdaLarge ||
+                      (algo == AllReduceAlgo::kDdaTree && treeZeroCopyPays(a));
+    if (pays && !a.symmetricOutput())
+      graphOutputs_->mapCapturedOutput(recv, count * elem, stream, a.peerRecv);
+  }
   switch (algo) {
     case AllReduceAlgo::kDdaFlat: {
       if (flatLinesFit(a)) {  // one launch, whatever the size

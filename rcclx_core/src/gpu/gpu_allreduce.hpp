@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/graph_registration.hpp"
 #include "gpu/launch.hpp"
 #include "rcclx/selector.hpp"
 #include "rcclx/types.hpp"
@@ -26,9 +27,10 @@ class GpuAllReduce {
   /// Collective over `group` (all ranks on one host, one GPU each): allocates the staging on
   /// GPU `device`: flat slots of `flatBytes` per rank, `rawBytes` of two-shot staging and the
   /// line region for dda_tree calls up to `linesBytes`, each twice (parity halves). `tuning` is
-  /// a Tuning::apply() spec ("" for the defaults).
+  /// a Tuning::apply() spec ("" for the defaults). `graphRegister`: captured calls that would go
+  /// zero-copy with a symmetric output map their ordinary output instead (graph_registration.hpp).
   GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes, size_t rawBytes,
-               size_t linesBytes, const std::string& tuning);
+               size_t linesBytes, const std::string& tuning, bool graphRegister);
   ~GpuAllReduce();
   GpuAllReduce(const GpuAllReduce&) = delete;
   GpuAllReduce& operator=(const GpuAllReduce&) = delete;
@@ -57,8 +59,16 @@ class GpuAllReduce {
   /// Collective: frees a buffer allocSymmetric returned, or deregisters one registerSymmetric
   /// made (its memory stays the caller's); InvalidArgument for any other pointer.
   void freeSymmetric(void* ptr);
-  /// Calls so far whose kernel stored its all-gather straight into symmetric outputs.
+  /// Calls so far whose kernel stored its all-gather straight into the peers' outputs (symmetric
+  /// buffers, or outputs mapped during graph capture).
   uint64_t zeroCopyCalls() const { return zeroCopyCalls_; }
+  /// Whether a call on `stream` may map its output through the bootstrap (graph registration is
+  /// on and the stream is capturing): the caller keeps other users of the bootstrap off it.
+  bool mayRegisterOutput(void* stream) const {
+    return graphOutputs_ != nullptr && graphOutputs_->capturing(stream);
+  }
+  /// Captured outputs mapped on every rank for graphs still alive.
+  size_t graphRegistrations() { return graphOutputs_ ? graphOutputs_->held() : 0; }
 
   /// Replaces the launch shapes (applied to the defaults); for tuning tools.
   void setTuning(const std::string& spec);
@@ -79,6 +89,8 @@ class GpuAllReduce {
   std::unique_ptr<ctran::DeviceWindow> window_;
   /// allocSymmetric's and registerSymmetric's buffers
   std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;
+  /// Outputs mapped during graph capture (null when RCCLX_GPU_GRAPH_REGISTER is off)
+  std::unique_ptr<GraphRegistrations> graphOutputs_;
   StagingLayout layout_;
   Tuning tuning_;
   uint64_t timeoutNs_ = 0;

@@ -128,6 +128,18 @@ struct LaunchArgs {
   bool symmetricOutput() const { return peerRecv[window.rank] != nullptr; }
 };
 
+/// Whether every rank's output (outputs[r], as mapped here) sits at the same place modulo
+/// kUnitBytes as every other: a rank stores 16-byte units into the peers' outputs when its own
+/// buffers are 16-byte aligned, so zero-copy needs them alike (every rank sees the same).
+inline bool outputsAlike(char* const* outputs, int nranks) {
+  for (int r = 1; r < nranks; ++r) {
+    if (reinterpret_cast<uintptr_t>(outputs[r]) % kUnitBytes !=
+        reinterpret_cast<uintptr_t>(outputs[0]) % kUnitBytes)
+      return false;
+  }
+  return true;
+}
+
 /// The two-shot kernel's launch shape (see two_shot.cu).
 struct TwoShotShape {
   int blocks = 1;
@@ -178,9 +190,11 @@ void launchDdaTree(const LaunchArgs& args);
 /// and the build has them (NVIDIA only: they rely on a 128-byte warp store arriving whole over
 /// NVLink).
 bool treeLinesFit(const LaunchArgs& args);
-/// Whether a dda_tree call runs the zero-copy two-shot: its output is in a symmetric buffer and
-/// the message is at least treeSymmetricMinBytes or does not fit the lines (smaller ones keep
-/// the lines where they fit).
+/// Whether a dda_tree call would gain from the zero-copy two-shot: the message is at least
+/// treeSymmetricMinBytes or does not fit the lines (smaller ones keep the lines where they fit).
+bool treeZeroCopyPays(const LaunchArgs& args);
+/// Whether a dda_tree call runs the zero-copy two-shot: its output is in a symmetric buffer
+/// (peerRecv set) and treeZeroCopyPays.
 bool treeZeroCopy(const LaunchArgs& args);
 /// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
 void launchTreeLines(const LaunchArgs& args);
