@@ -52,8 +52,8 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, int devi
   gpuSettings.channelBytes = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES());
   gpuSettings.tuning = knob::RCCLX_GPU_TUNING();
   gpuSettings.graphRegister = knob::RCCLX_GPU_GRAPH_REGISTER();
-  gpu::Tuning().apply(
-      gpuSettings.tuning);  // a bad RCCLX_GPU_TUNING fails before any collective step
+  // A bad RCCLX_GPU_TUNING fails before any collective step.
+  gpu::Tuning().apply(gpuSettings.tuning);
   group_ = std::make_unique<ctran::PeerGroup>(std::move(bootstrap));
   rank_ = group_->rank();
   nranks_ = group_->nranks();

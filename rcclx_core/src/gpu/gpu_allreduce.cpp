@@ -179,14 +179,15 @@ void GpuAllReduce::setTuning(const std::string& spec) {
 }
 
 void GpuAllReduce::destroy(bool collective) {
-  if (graphOutputs_) graphOutputs_->destroy();
-  graphOutputs_.reset();
   for (auto& w : symmetric_) {
     if (!w->destroyed()) w->destroy(collective);
   }
   symmetric_.clear();
   if (window_ && !window_->destroyed()) window_->destroy(collective);
   window_.reset();
+  // After the windows' destroy waited for this GPU (collective): no kernel stores through them.
+  if (graphOutputs_) graphOutputs_->destroy();
+  graphOutputs_.reset();
 }
 
 void GpuAllReduce::agreeOnSymmetric(const char* what, size_t bytes,
