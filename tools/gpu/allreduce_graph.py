@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from gpu_cases import compare, digest, make_input, poison, reference
+from gpu_cases import compare, digest, expandable_tensor, make_input, poison, reference
 
 # (algorithm, dtype, count, output): "plain" a tensor of its own, "symmetric" a slice of a
 # symmetric buffer, "skewed" a plain tensor one element in on odd ranks, "expandable" a tensor
@@ -40,19 +40,6 @@ def _zero_copy(algo, dtype_bytes, count, output, register):
     return pays and register and output == "plain"
 
 
-def _expandable_tensor(torch, dtype, count, dev):
-    """A tensor in a new expandable segment (mapped through cuMemCreate: no IPC handle)."""
-    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    settings = settings or torch.cuda.memory._set_allocator_settings
-    settings("expandable_segments:True")
-    try:
-        # Larger than any cached block, so the allocator maps a new (expandable) segment.
-        big = torch.empty(3 * (1 << 27) + 4096, dtype=torch.uint8, device=dev)
-    finally:
-        settings("expandable_segments:False")
-    return big[: count * dtype.itemsize].view(dtype)
-
-
 def graph_rank(info, replays, register):
     """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
     os.environ["RCCLX_GPU_GRAPH_REGISTER"] = "1" if register else "0"
@@ -75,7 +62,9 @@ def graph_rank(info, replays, register):
         elif output == "skewed":
             outs.append(torch.empty(c + 1, dtype=d, device=dev)[info.rank % 2 :][:c])
         elif output == "expandable":
-            outs.append(_expandable_tensor(torch, d, c, dev))
+            segment = expandable_tensor(torch, dev)
+            assert segment is not None, "torch did not put a tensor in an expandable segment"
+            outs.append(segment[: c * d.itemsize].view(d))
         else:
             outs.append(torch.empty_like(x))
     side = torch.cuda.Stream()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpu_cases import (
     digest,
+    expandable_tensor,
     invalid_argument_problem,
     make_input,
     raises,
@@ -219,21 +220,8 @@ def symmetric_rank(info):
 def _expandable_problem(torch, rc, comm, dev):
     """None when registering memory of one of torch's expandable segments (cuMemCreate memory,
     which has no legacy IPC handle) raises InvalidArgumentError saying so, else what happened."""
-    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
-    settings = settings or torch.cuda.memory._set_allocator_settings
-    settings("expandable_segments:True")
-    try:
-        # Larger than any cached block, so the allocator maps a new (expandable) segment.
-        t = torch.empty(3 * (1 << 27) + 4096, dtype=torch.uint8, device=dev)
-    finally:
-        settings("expandable_segments:False")
-    ptr = t.data_ptr()
-    segments = [
-        s
-        for s in torch.cuda.memory_snapshot()
-        if s["device"] == dev.index and s["address"] <= ptr < s["address"] + s["total_size"]
-    ]
-    if not segments or not segments[0].get("is_expandable", False):
+    t = expandable_tensor(torch, dev)
+    if t is None:
         return "torch did not put the tensor in an expandable segment: the case did not run"
     return invalid_argument_problem(
         torch, rc, lambda: comm.register_symmetric(t), ("no IPC handle", "expandable segments")

@@ -144,3 +144,23 @@ def invalid_argument_problem(torch, rc, fn, needles):
         return f"message lacks {missing}: {e}" if missing else None
     except Exception as e:  # noqa: BLE001 - reported per case
         return f"{type(e).__name__}: {e}"
+
+
+def expandable_tensor(torch, dev):
+    """A 384 MiB uint8 tensor in a new expandable segment of torch's allocator (cuMemCreate
+    memory, which has no legacy IPC handle), or None when torch did not put it in one."""
+    settings = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
+    settings = settings or torch.cuda.memory._set_allocator_settings
+    settings("expandable_segments:True")
+    try:
+        # Larger than any cached block, so the allocator maps a new (expandable) segment.
+        t = torch.empty(3 * (1 << 27) + 4096, dtype=torch.uint8, device=dev)
+    finally:
+        settings("expandable_segments:False")
+    ptr = t.data_ptr()
+    segments = [
+        s
+        for s in torch.cuda.memory_snapshot()
+        if s["device"] == dev.index and s["address"] <= ptr < s["address"] + s["total_size"]
+    ]
+    return t if segments and segments[0].get("is_expandable", False) else None
