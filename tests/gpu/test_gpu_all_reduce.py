@@ -60,16 +60,17 @@ def test_no_device_memory_left_after_destroy():
 
 
 @pytest.mark.parametrize(
-    "algo, tuning, symmetric",
+    "algo, tuning, symmetric, capture",
     [
-        ("dda_flat", "", False),
-        ("dda_flat", "flat_lines_min_bytes=1", False),
-        ("dda_tree", "", False),
-        ("dda_tree", "tree_symmetric_min_bytes=1", True),
+        ("dda_flat", "", False, False),
+        ("dda_flat", "flat_lines_min_bytes=1", False, False),
+        ("dda_tree", "", False, False),
+        ("dda_tree", "tree_symmetric_min_bytes=1", True, False),
+        ("dda_tree", "", False, True),
     ],
-    ids=["dda_flat", "dda_flat_lines", "dda_tree", "dda_tree_zero_copy"],
+    ids=["dda_flat", "dda_flat_lines", "dda_tree", "dda_tree_zero_copy", "dda_tree_captured"],
 )
-def test_stalled_peer_is_an_error_not_a_hang(algo, tuning, symmetric):
-    st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, tuning, symmetric, timeout=60)[0]
+def test_stalled_peer_is_an_error_not_a_hang(algo, tuning, symmetric, capture):
+    st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, tuning, symmetric, capture, timeout=60)[0]
     assert st["error"] is not None, f"all_reduce without its peer completed: {st}"
     assert st["seconds"] < 15, f"the error took {st['seconds']:.1f} s for a 2 s timeout"

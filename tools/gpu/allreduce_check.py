@@ -277,9 +277,10 @@ def leak_rank(info, rounds):
     return before - after
 
 
-def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning="", symmetric=False):
+def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning="", symmetric=False, capture=False):
     """Rank 0 calls all_reduce, rank 1 never does: rank 0 must fail within about timeout_ms.
-    symmetric: in place on a symmetric buffer (both ranks allocate it first)."""
+    symmetric: in place on a symmetric buffer (both ranks allocate it first). capture: the call
+    is captured into a CUDA graph, where mapping its output waits for the peer (8 MiB)."""
     os.environ["RCCLX_TIMEOUT_MS"] = str(timeout_ms)
     import torch
 
@@ -291,9 +292,17 @@ def stalled_peer_rank(info, timeout_ms, algo="dda_flat", tuning="", symmetric=Fa
         time.sleep(timeout_ms / 1000 + 6)
         return None
     x = buf.as_tensor(torch.float32) if symmetric else torch.ones(4096, device="cuda")
+    if capture:
+        x = torch.ones(2 << 20, device="cuda")
     t0 = time.monotonic()
     try:
-        comm.all_reduce(x, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+        if capture:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                comm.all_reduce(x, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+            g.replay()
+        else:
+            comm.all_reduce(x, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         return {"error": None, "seconds": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 - the expected outcome
@@ -349,15 +358,16 @@ def main() -> int:
     else:  # the free-memory reading is per GPU, not per process
         print("leak: not checked (ranks share GPUs; the check needs one GPU per rank)")
     stalls = (
-        ("dda_flat", "dda_flat", "", False),
-        ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1", False),
-        ("dda_tree", "dda_tree", "", False),
-        ("dda_tree zero-copy", "dda_tree", ZERO_COPY_TREE, True),
+        ("dda_flat", "dda_flat", "", False, False),
+        ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1", False, False),
+        ("dda_tree", "dda_tree", "", False, False),
+        ("dda_tree zero-copy", "dda_tree", ZERO_COPY_TREE, True, False),
+        ("dda_tree captured", "dda_tree", "", False, True),
     )
-    for label, algo, tuning, symmetric in () if args.skip_stall else stalls:
+    for label, algo, tuning, symmetric, capture in () if args.skip_stall else stalls:
         try:
             st = run_ranks(
-                stalled_peer_rank, args.nranks, 2000, algo, tuning, symmetric, timeout=60
+                stalled_peer_rank, args.nranks, 2000, algo, tuning, symmetric, capture, timeout=60
             )[0]
         except Exception as e:  # noqa: BLE001
             st = {"error": None, "seconds": -1, "launcher": str(e)[-500:]}

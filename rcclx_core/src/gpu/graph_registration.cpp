@@ -59,8 +59,11 @@ bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* strea
   try {
     window = std::make_unique<ctran::DeviceWindow>(*group_, device_,
                                                    ctran::DeviceWindow::UserMemory{recv, bytes});
-  } catch (const ctran::Error& e) {  // every rank failed alike: all stay staged
+  } catch (const ctran::InvalidArgument& e) {  // every rank failed alike: all stay staged
     CTRAN_INFO("all_reduce captured staged: its output cannot be mapped (", e.what(), ")");
+    return false;
+  } catch (const ctran::CudaError& e) {  // likewise; a peer that never comes times out instead
+    CTRAN_WARN("all_reduce captured staged: mapping the outputs failed (", e.what(), ")");
     return false;
   }
   const ctran::DeviceWindowHandle& h = window->handle();

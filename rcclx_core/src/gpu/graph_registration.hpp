@@ -37,7 +37,8 @@ class GraphRegistrations {
   /// rank here and fills peerRecv (every rank's output as mapped here); returns true then. Returns
   /// false, touching nothing, when the stream is not capturing, when any rank's output cannot be
   /// mapped, or when the outputs do not sit alike modulo 16 bytes (outputsAlike). Throws
-  /// CudaError when the runtime refuses to give the graph the mappings.
+  /// TimeoutError when a peer does not reach the call within RCCLX_TIMEOUT_MS, CudaError when
+  /// the runtime refuses to give the graph the mappings.
   bool mapCapturedOutput(void* recv, size_t bytes, void* stream,
                          char* (&peerRecv)[ctran::kMaxDeviceRanks]);
   /// Whether `stream` is capturing a graph (false in builds that cannot register).
