@@ -1,6 +1,6 @@
 """Plots an allreduce_bench.py JSON: microseconds per op against message size, one line per
-column (ours solid, peers dashed, ours on a symmetric buffer dotted), and the ratio of our best
-(on ordinary buffers) to the best peer.
+column (ours solid, peers dashed, ours on a symmetric buffer and with graph registration off
+dotted), and the ratio of our best (on ordinary buffers, as captured) to the best peer.
 
     python3 tools/gpu/plot_bench.py tools/gpu/results/allreduce_2xh200_bf16.json out.png
 """
@@ -12,7 +12,9 @@ import sys
 
 OURS = ("dda_flat", "dda_tree", "dda_large", "auto")
 PEERS = ("nccl", "symm_one_shot", "symm_two_shot")
-SYM = ("dda_tree[sym]",)  # in place on a symmetric buffer (dotted; not in the ratio)
+# In place on a symmetric buffer, and ordinary outputs with graph registration off (dotted; not
+# in the ratio).
+SYM = ("dda_tree[sym]", "dda_tree[staged]")
 
 
 def main(src: str, dst: str) -> None:
