@@ -6,13 +6,16 @@ compared exactly with references (inputs are small integers, so every type sums 
 an all_reduce in the FP8 wire format (within its error bound); the same collectives enqueued for
 both GPUs by a single thread whose current device is the other GPU (each call makes its
 communicator's GPU current and gives the caller's back); device memory returned after destroy;
-two ranks of one process on one GPU refused with a clear error. Peers of one process reach each
-other's memory by pointer with peer access (no CUDA IPC). Skipped without 2 GPUs.
+two ranks of one process on one GPU refused with a clear error; a captured all_reduce whose
+ordinary output is mapped at capture (graph registration) from both threads at once. Peers of
+one process reach each other's memory by pointer with peer access (no CUDA IPC). Skipped without
+2 GPUs.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from gpu_support import require_gpus
@@ -294,3 +297,50 @@ def test_two_ranks_on_one_gpu_are_refused():
     for r, msg in enumerate(messages):
         assert msg is not None, f"rank {r}: a second rank on GPU 0 of this process was accepted"
         assert "one GPU per rank" in msg, msg
+
+
+def test_captured_all_reduce_maps_outputs_of_threads_of_one_process():
+    """Each rank's thread captures an 8 MiB dda_tree all_reduce on an ordinary tensor (thread-
+    local capture, both at once): the outputs are mapped at capture (peers of one process by
+    pointer), replays on new inputs are exact, and the mappings go with the graph."""
+    uid = rc.create_unique_id()
+    comms = _create(N, lambda r: rc.Communicator.from_unique_id(uid, r, N, device=r))
+    count = 4 << 20  # bfloat16: 8 MiB, dda_tree's zero-copy size
+
+    def rank_main(r):
+        torch.cuda.set_device(r)
+        comm, dev = comms[r], torch.device("cuda", r)
+        x = torch.ones(count, dtype=torch.bfloat16, device=dev)
+        out = torch.empty_like(x)
+        side = torch.cuda.Stream(dev)
+        with torch.cuda.stream(side):  # eager warm-up
+            comm.all_reduce(x, out, algo="dda_tree", stream=side.cuda_stream)
+        torch.cuda.synchronize(dev)
+        g = torch.cuda.CUDAGraph()
+        before = comm.symmetric_calls
+        with torch.cuda.graph(g, stream=side, capture_error_mode="thread_local"):
+            comm.all_reduce(x, out, algo="dda_tree", stream=side.cuda_stream)
+        counted, held = comm.symmetric_calls - before, comm.graph_registrations
+        problems = []
+        for rep in range(3):
+            x.copy_(_input(r, count, torch.bfloat16, 500 + rep).to(dev))
+            out.fill_(77)
+            torch.cuda.synchronize(dev)
+            g.replay()
+            torch.cuda.synchronize(dev)
+            want = _reduce([_input(q, count, torch.bfloat16, 500 + rep) for q in range(N)], "SUM")
+            diff = _differs(out, want)
+            if diff:
+                problems.append(f"replay {rep}: {diff}")
+        del g
+        torch.cuda.synchronize(dev)
+        deadline = time.monotonic() + 10
+        while comm.graph_registrations and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return counted, held, problems, comm.graph_registrations
+
+    results = run_threads(rank_main, N, timeout=120)
+    _destroy(comms)
+    for r, (counted, held, problems, left) in enumerate(results):
+        assert not problems, f"rank {r}: {problems}"
+        assert (counted, held, left) == (1, 1, 0), f"rank {r}: zero-copy calls, held, left"
