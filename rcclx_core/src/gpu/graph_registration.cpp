@@ -46,13 +46,23 @@ GraphRegistrations::~GraphRegistrations() {
   }
 }
 
-bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* stream,
-                                           char* (&peerRecv)[ctran::kMaxDeviceRanks]) {
+void* GraphRegistrations::captureGraph(void* stream) const {
 #if defined(RCCLX_HAVE_GPU) && RCCLX_GPU_GRAPH_OWN
   void* graph = nullptr;
   CTRAN_GPU_CHECK(ctran::gpuCaptureGraphOf(static_cast<gpuStream_t>(stream), &graph),
                   "all_reduce: querying the stream's capture");
+  return graph;
+#else
+  (void)stream;
+  return nullptr;  // no GPU code, or no graph user objects (HIP before 5.3): never registers
+#endif
+}
+
+bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* stream,
+                                           char* (&peerRecv)[ctran::kMaxDeviceRanks]) {
+  void* graph = captureGraph(stream);
   if (graph == nullptr) return false;
+#ifdef RCCLX_HAVE_GPU
   // Mapping memory and exporting handles are calls a capture in global mode refuses.
   ctran::GpuRelaxedCapture relaxed;
   std::unique_ptr<ctran::DeviceWindow> window;
@@ -73,37 +83,34 @@ bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* strea
     return false;
   }
   for (int r = 0; r < h.nranks; ++r) peerRecv[r] = h.data[r];
-  auto owned = std::make_unique<GraphOwned>(GraphOwned{shared_, 0});
+  uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
-    owned->id = shared_->nextId++;
-    shared_->windows.emplace(owned->id, std::move(window));
+    id = shared_->nextId++;
+    shared_->windows.emplace(id, std::move(window));
   }
+  auto owned = std::make_unique<GraphOwned>(GraphOwned{shared_, id});
   auto release = [](void* payload) {
     std::unique_ptr<GraphOwned> mine(static_cast<GraphOwned*>(payload));
     std::lock_guard<std::mutex> lock(mine->shared->mutex);
     mine->shared->released.push_back(mine->id);
     mine->shared->anyReleased = true;
   };
-  CTRAN_GPU_CHECK(ctran::gpuGraphOwn(graph, owned.get(), release),
-                  "all_reduce: handing the capturing graph its output mappings");
+  const gpuError_t err = ctran::gpuGraphOwn(graph, owned.get(), release);
+  if (err != gpuSuccess) {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      window = std::move(shared_->windows[id]);
+      shared_->windows.erase(id);
+    }
+    window->destroy(false);
+    ctran::throwGpuError(err, "gpuGraphOwn",
+                         "all_reduce: handing the capturing graph its mappings");
+  }
   owned.release();  // the graph's now
   return true;
 #else
-  (void)recv, (void)bytes, (void)stream, (void)peerRecv, (void)group_, (void)device_;
-  return false;  // no GPU code, or no graph user objects (HIP before 5.3): captured calls stay
-                 // staged
-#endif
-}
-
-bool GraphRegistrations::capturing(void* stream) const {
-#if defined(RCCLX_HAVE_GPU) && RCCLX_GPU_GRAPH_OWN
-  void* graph = nullptr;
-  CTRAN_GPU_CHECK(ctran::gpuCaptureGraphOf(static_cast<gpuStream_t>(stream), &graph),
-                  "all_reduce: querying the stream's capture");
-  return graph != nullptr;
-#else
-  (void)stream;
+  (void)recv, (void)bytes, (void)peerRecv, (void)group_, (void)device_;
   return false;
 #endif
 }

@@ -42,7 +42,7 @@ class GraphRegistrations {
   bool mapCapturedOutput(void* recv, size_t bytes, void* stream,
                          char* (&peerRecv)[ctran::kMaxDeviceRanks]);
   /// Whether `stream` is capturing a graph (false in builds that cannot register).
-  bool capturing(void* stream) const;
+  bool capturing(void* stream) const { return captureGraph(stream) != nullptr; }
   /// Closes the mappings of graphs destroyed since the last call (host thread).
   void closeReleased();
   /// Mappings held for live graphs (after closeReleased()).
@@ -55,6 +55,9 @@ class GraphRegistrations {
   struct Shared;
 
  private:
+  /// The graph `stream` is capturing into; null when it is not, or the build cannot register.
+  void* captureGraph(void* stream) const;
+
   ctran::PeerGroup* group_;
   int device_;
   std::shared_ptr<Shared> shared_;
