@@ -5,7 +5,9 @@ in place on an ordinary tensor registered as one (comm.register_symmetric), and 
 registration off (RCCLX_GPU_GRAPH_REGISTER=0: captured outputs stay staged; the plain columns
 have it on, so from 8 MiB their captured outputs are mapped at capture).
 
-    python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--out bench.json]
+    python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--min-bytes N]
+                                         [--max-bytes N] [--tuning SPEC] [--sweep]
+                                         [--out bench.json]
 
 Every column is timed the same way: 20 ops captured in one CUDA graph, the graph replayed 15
 times after 3 warm-up replays (each replay queued behind a short GPU sleep, so the host's
@@ -122,7 +124,7 @@ def _time_graph(torch, fn, barrier):
     return statistics.median(times)
 
 
-def bench_rank(info, sizes, dtype_name, sweep):
+def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
     import torch
 
     dist = info.init_torch("nccl")
@@ -139,6 +141,12 @@ def bench_rank(info, sizes, dtype_name, sweep):
     os.environ["RCCLX_GPU_GRAPH_REGISTER"] = "0"
     staged = comm.split(0)  # the same ranks; captured outputs stay staged
     del os.environ["RCCLX_GPU_GRAPH_REGISTER"]
+    comm.set_gpu_tuning(base_tuning)
+    staged.set_gpu_tuning(base_tuning)
+
+    def tuned(spec):
+        return ",".join(s for s in (base_tuning, spec) if s)
+
     x = torch.ones(1, device=dev)
     dist.all_reduce(x)  # NCCL's communicator exists before any capture
     torch.cuda.synchronize()
@@ -151,11 +159,11 @@ def bench_rank(info, sizes, dtype_name, sweep):
         on.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
 
     def ours_tuned(buf, algo, tuning):
-        comm.set_gpu_tuning(tuning)  # read when the call is captured
+        comm.set_gpu_tuning(tuned(tuning))  # read when the call is captured
         try:
             ours(buf, buf, algo)
         finally:
-            comm.set_gpu_tuning("")
+            comm.set_gpu_tuning(base_tuning)
 
     # Warm-up, discarded: the first timings of an idle GPU run at higher clocks than the rest.
     warm = torch.ones(1 << 20, device=dev, dtype=dtype)
@@ -218,10 +226,10 @@ def bench_rank(info, sizes, dtype_name, sweep):
                     if column == "tree_sym":
                         fn = partial(ours_tuned, ob, SWEEP_ALGO[column], spec)
                     else:
-                        comm.set_gpu_tuning(spec)
+                        comm.set_gpu_tuning(tuned(spec))
                         fn = partial(ours, inp, out, SWEEP_ALGO[column])
                     row[f"{column}[{spec}]"] = _try(torch, fn, barrier)
-                comm.set_gpu_tuning("")
+                comm.set_gpu_tuning(base_tuning)
         rows.append(row)
         if info.rank == 0:
             print(f"  {_fmt_bytes(nbytes)} done", flush=True)
@@ -360,13 +368,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nranks", type=int, default=2)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--min-bytes", type=int, default=0)
     ap.add_argument("--max-bytes", type=int, default=256 << 20)
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--tuning", default="", help="GPU tuning applied to every column of ours")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    sizes = [s for s in SIZES if s <= args.max_bytes]
+    sizes = [s for s in SIZES if args.min_bytes <= s <= args.max_bytes]
     t0 = time.monotonic()
-    per_rank = run_ranks(bench_rank, args.nranks, sizes, args.dtype, args.sweep, timeout=540)
+    per_rank = run_ranks(
+        bench_rank, args.nranks, sizes, args.dtype, args.sweep, args.tuning, timeout=540
+    )
     rows = per_rank[0]
     errors = {
         (r["bytes"], k): v
