@@ -5,7 +5,7 @@ still scales); outputs in symmetric buffers (alloc_symmetric: the all-gather sto
 peers' outputs), their errors and their memory returned; graph capture then 100 replays on
 changing inputs, with the outputs mapped at capture (graph registration) and without; device
 memory returned after destroy; a peer that never joins becomes an error within the timeout (LL
-lines, 128-byte lines, two-shot). The checks live in tools/gpu/allreduce_check.py (the device
+lines, 128-byte lines, two-shot, staggered two-shot). The checks live in tools/gpu/allreduce_check.py (the device
 check script runs them too). Skipped without 2 GPUs.
 """
 
@@ -66,9 +66,17 @@ def test_no_device_memory_left_after_destroy():
         ("dda_flat", "flat_lines_min_bytes=1", False, False),
         ("dda_tree", "", False, False),
         ("dda_tree", "tree_symmetric_min_bytes=1", True, False),
+        ("dda_tree", C.STAGGERED_TWO_SHOT, False, False),
         ("dda_tree", "", False, True),
     ],
-    ids=["dda_flat", "dda_flat_lines", "dda_tree", "dda_tree_zero_copy", "dda_tree_captured"],
+    ids=[
+        "dda_flat",
+        "dda_flat_lines",
+        "dda_tree",
+        "dda_tree_zero_copy",
+        "dda_tree_two_shot_staggered",
+        "dda_tree_captured",
+    ],
 )
 def test_stalled_peer_is_an_error_not_a_hang(algo, tuning, symmetric, capture):
     st = run_ranks(C.stalled_peer_rank, 2, 2000, algo, tuning, symmetric, capture, timeout=60)[0]

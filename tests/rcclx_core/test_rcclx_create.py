@@ -143,6 +143,7 @@ def test_finalize_and_abort():
             "lines_max_blocks=300 exceeds the 256-block limit",
         ),
         ("pdl=2", "pdl=2 must be 0 or 1"),
+        ("tree_stagger_bytes=-1", "tree_stagger_bytes=-1 must be a non-negative integer"),
         ("flat_lines_min_bytes=0", "flat_lines_min_bytes=0 must be a positive integer"),
         ("tree_lines=1", "unknown name 'tree_lines'"),
     ],
@@ -158,7 +159,7 @@ def test_gpu_tuning_accepts_the_line_settings(monkeypatch):
     monkeypatch.setenv(
         "RCCLX_GPU_TUNING",
         "tree_lines_max_bytes=0,flat_lines_min_bytes=4096,lines_min_warp_lines=8,"
-        "lines_threads=128,lines_max_blocks=256,pdl=0",
+        "lines_threads=128,lines_max_blocks=256,tree_stagger_bytes=0,pdl=0",
     )
     comm = rc.Communicator.from_unique_id(rc.create_unique_id(), 0, 1)
     x = np.arange(5, dtype=np.float32)

@@ -44,8 +44,12 @@ SYM_MAX = 256 << 20
 # algorithm, smallest size).
 REG = (("dda_tree[reg]", "dda_tree", 4 << 20),)
 # With graph registration off (a communicator split off with RCCLX_GPU_GRAPH_REGISTER=0), out of
-# place on ordinary tensors as the plain columns: (column, algorithm, smallest size).
-STAGED = (("dda_tree[staged]", "dda_tree", 4 << 20), ("dda_large[staged]", "dda_large", 16 << 20))
+# place on ordinary tensors as the plain columns: (column, algorithm, tuning, smallest size).
+STAGED = (
+    ("dda_tree[staged]", "dda_tree", "", 4 << 20),
+    ("dda_tree[staged two-shot]", "dda_tree", "tree_lines_max_bytes=0", 4 << 20),
+    ("dda_large[staged]", "dda_large", "", 16 << 20),
+)
 SIZES = sorted([1 << k for k in range(10, 29, 2)] + [8 << 20])  # 1 KiB .. 256 MiB, x4, and 8 MiB
 SYMM_MAX = 64 << 20
 OPS_PER_GRAPH = 20
@@ -69,6 +73,8 @@ SWEEP = [
         (256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20),
         (
             "tree_lines_max_bytes=0",  # the two-shot kernel at every size
+            "tree_lines_max_bytes=0,tree_stagger_bytes=0",  # ... every block starting at once
+            "tree_stagger_bytes=0",  # every block of the two-shot starting at once
             "pdl=0",  # plain launches
         ),
     ),
@@ -85,7 +91,13 @@ SWEEP.append(
     (
         "tree_sym",  # dda_tree in place on a symmetric buffer (zero-copy from 8 MiB)
         (8 << 20, 16 << 20),
-        ("tree_max_blocks=64", "tree_max_blocks=96", "tree_threads=256", "pdl=0"),
+        (
+            "tree_stagger_bytes=0",  # every block starting at once
+            "tree_stagger_bytes=1048576",
+            "tree_stagger_bytes=2097152",
+            "tree_max_blocks=96",
+            "pdl=0",
+        ),
     )
 )
 SWEEP_ALGO = {"flat": "dda_flat", "tree": "dda_tree", "large": "dda_large", "tree_sym": "dda_tree"}
@@ -165,6 +177,13 @@ def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
         finally:
             comm.set_gpu_tuning(base_tuning)
 
+    def staged_tuned(inp, out, algo, tuning):
+        staged.set_gpu_tuning(tuned(tuning))  # read when the call is captured
+        try:
+            ours(inp, out, algo, staged)
+        finally:
+            staged.set_gpu_tuning(base_tuning)
+
     # Warm-up, discarded: the first timings of an idle GPU run at higher clocks than the rest.
     warm = torch.ones(1 << 20, device=dev, dtype=dtype)
     for algo in OURS:
@@ -193,9 +212,9 @@ def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
             for name, algo, tuning, smallest in SYM:
                 if nbytes >= smallest:
                     columns.append((name, partial(ours_tuned, ob, algo, tuning)))
-        for name, algo, smallest in STAGED:
+        for name, algo, tuning, smallest in STAGED:
             if nbytes >= smallest:
-                columns.append((name, partial(ours, inp, out, algo, staged)))
+                columns.append((name, partial(staged_tuned, inp, out, algo, tuning)))
         registered = None
         if any(nbytes >= smallest for *_, smallest in REG):
             reg_buf = inp.clone()

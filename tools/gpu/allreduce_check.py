@@ -45,6 +45,7 @@ from gpu_cases import (  # noqa: E402
 from gpu_common import gpu_count, run_ranks  # noqa: E402
 
 ALGOS = ("dda_flat", "dda_tree", "dda_large", "auto")
+STAGGERED_TWO_SHOT = "tree_lines_max_bytes=0,tree_min_block_units=16,tree_stagger_bytes=1"
 # What the correctness sweep runs: (label, algorithm, tuning). dda_flat runs LL lines below
 # flat_lines_min_bytes and 128-byte lines above; the two extra flat variants put every count
 # through one of them. With 256 lines per warp, a line kernel runs few warps, each through many
@@ -56,6 +57,9 @@ VARIANTS = (
     ("dda_flat lines few warps", "dda_flat", "flat_lines_min_bytes=1,lines_min_warp_lines=256"),
     ("dda_tree", "dda_tree", ""),
     ("dda_tree few warps", "dda_tree", "lines_min_warp_lines=256"),
+    # The two-shot kernel at every count, over many blocks, each block after the first starting
+    # once block 0 has issued its reduce-scatter (the staggered start at its narrowest).
+    ("dda_tree two-shot staggered", "dda_tree", STAGGERED_TWO_SHOT),
     ("dda_large", "dda_large", ""),
     ("auto", "auto", ""),
 )
@@ -362,6 +366,7 @@ def main() -> int:
         ("dda_flat lines", "dda_flat", "flat_lines_min_bytes=1", False, False),
         ("dda_tree", "dda_tree", "", False, False),
         ("dda_tree zero-copy", "dda_tree", ZERO_COPY_TREE, True, False),
+        ("dda_tree two-shot staggered", "dda_tree", STAGGERED_TWO_SHOT, False, False),
         ("dda_tree captured", "dda_tree", "", False, True),
     )
     for label, algo, tuning, symmetric, capture in () if args.skip_stall else stalls:

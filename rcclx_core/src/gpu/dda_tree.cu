@@ -4,7 +4,8 @@
 // for latency: the grid grows with the message (at least treeMinBlockUnits units per block and
 // segment, at most treeMaxBlocks blocks) and one round covers the whole message when the staging
 // holds it, so a call costs two one-way trips and two release fences; larger messages take
-// several rounds. With the output in a symmetric buffer (Communicator::allocSymmetric) the
+// several rounds; with one round the first blocks start ahead of the others (treeStaggerBytes,
+// see two_shot.cu). With the output in a symmetric buffer (Communicator::allocSymmetric) the
 // two-shot kernel stores its all-gather into the peers' outputs and copies nothing out.
 #include "ctran/checks.hpp"
 #include "gpu/launch.hpp"
@@ -41,6 +42,14 @@ void launchDdaTree(const LaunchArgs& args) {
   if (shape.chunkUnits > twoShotMaxChunkUnits(args, shape.blocks, 1)) {
     shape.slots = 2;
     shape.chunkUnits = twoShotMaxChunkUnits(args, shape.blocks, 2);
+  }
+  // Staggered start: the first X blocks push about treeStaggerBytes of reduce-scatter before
+  // the others start, so their turn (release fence, flag, wait) overlaps the rest of the
+  // reduce-scatter on the link instead of every block turning at once with the link idle.
+  const size_t pushedPerBlock = shape.chunkUnits * kUnitBytes * (args.window.nranks - 1);
+  if (shape.slots == 1 && tu.treeStaggerBytes > 0 && pushedPerBlock > 0) {
+    const size_t x = (tu.treeStaggerBytes + pushedPerBlock - 1) / pushedPerBlock;
+    if (x < static_cast<size_t>(shape.blocks)) shape.staggerBlocks = static_cast<int>(x);
   }
   launchTwoShot(args, shape, "dda_tree");
 }

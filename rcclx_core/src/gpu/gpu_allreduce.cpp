@@ -75,7 +75,8 @@ void Tuning::apply(const std::string& spec) {
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
     const bool zeroOk =
-        name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" || name == "pdl";
+        name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" ||
+                        name == "tree_stagger_bytes" || name == "pdl";
     CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
                 ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",
                 zeroOk ? "non-negative" : "positive", " integer");
@@ -112,6 +113,8 @@ void Tuning::apply(const std::string& spec) {
       treeLinesMaxBytes = static_cast<size_t>(v);
     else if (name == "tree_symmetric_min_bytes")
       treeSymmetricMinBytes = static_cast<size_t>(v);
+    else if (name == "tree_stagger_bytes")
+      treeStaggerBytes = static_cast<size_t>(v);
     else if (name == "large_threads")
       threads(largeThreads);
     else if (name == "large_blocks")
@@ -129,7 +132,7 @@ void Tuning::apply(const std::string& spec) {
                         "lines_max_blocks, lines_min_warp_lines, "
                         "tree_lines_max_bytes, tree_symmetric_min_bytes, large_threads, "
                         "large_blocks, "
-                        "large_chunk_units, pdl)"));
+                        "large_chunk_units, tree_stagger_bytes, pdl)"));
   }
 }
 

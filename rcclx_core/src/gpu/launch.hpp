@@ -101,6 +101,9 @@ struct Tuning {
   /// Programmatic dependent launch of the allreduce kernels (1) or plain launches (0); used on
   /// GPUs that have it (sm_90 and later) only.
   bool pdl = true;
+  /// tree (two-shot, one round): about this many bytes of reduce-scatter go first, pushed by
+  /// the first X blocks; the others start once those have issued theirs (0: all at once).
+  size_t treeStaggerBytes = 1536 << 10;
   /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
   /// InvalidArgument naming an unknown name or a bad value.
   void apply(const std::string& spec);
@@ -146,6 +149,9 @@ struct TwoShotShape {
   int threads = 512;
   size_t chunkUnits = 0;  ///< units per block, segment and round
   int slots = 1;          ///< 1 when one round covers the message, else 2
+  /// X: blocks [0, X) start at once; block b >= X waits until block (b - X) % X has issued
+  /// its reduce-scatter (0: none waits). One round only.
+  int staggerBlocks = 0;
 };
 
 /// Units in each of the nranks segments of a call (the last may be shorter).

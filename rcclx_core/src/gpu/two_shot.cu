@@ -9,6 +9,10 @@
 //      peers' staged units), write the result to my output and into every peer's AG area [me],
 //      then release-signal their AG flags;
 //   3. wait for the AG flags of all peers and copy their results into my output.
+// Staggered start (dda_tree, one round): blocks [0, X) start at once and the others wait until
+// a block of [0, X) has issued its step 1 (a local flag). Started together, every block would
+// finish step 1 at about the same time and turn together (release fence, flag trip, wait)
+// while the link idles; staggered, the first blocks turn while the others' data is on the link.
 // Zero-copy (the outputs in a symmetric buffer, at the same offset on every rank): step 2 stores
 // the result straight into every peer's output and step 3 only waits. A peer writes my output
 // only after my reduce-scatter data of the same call reached it, so never before I entered the
@@ -34,6 +38,7 @@ struct TwoShotArgs {
   size_t segUnits;    ///< units per segment (the last may be shorter)
   size_t chunkUnits;  ///< C: units per block, segment and round
   int slots;          ///< S: 1 (single round) or 2
+  int staggerBlocks;  ///< X: see TwoShotShape::staggerBlocks
   uint64_t timeoutNs;
   bool zeroCopy;                           ///< the all-gather stores into peerRecv
   char* peerRecv[ctran::kMaxDeviceRanks];  ///< every rank's output (zero-copy only)
@@ -75,6 +80,17 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
              areaOffset;
     };
 
+    // 0. Staggered start (one round): block b >= X waits until block (b - X) % X has issued
+    //    its reduce-scatter, so the link carries the first X blocks' data first and their turn
+    //    (fence, flag, wait) overlaps the other blocks' reduce-scatter. The flag is my own slot
+    //    for myself in the reduce-scatter flags, which no peer writes; it only orders timing.
+    const int X = a.staggerBlocks;
+    if (X > 0 && b >= X) {
+      if (tid == 0)
+        signalWait(h.signals[me] + signalIndex(half, kReduceScatter, me, (b - X) % X, slot),
+                   flag, me, me, a.timeoutNs, "staggered start");
+      __syncthreads();
+    }
     // 1. Reduce-scatter: my share of segment p to rank p.
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
@@ -96,6 +112,9 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
       }
     }
     __syncthreads();
+    if (X > 0 && b < X && tid == 0)  // issued (not arrived): a relaxed store suffices
+      *reinterpret_cast<volatile uint64_t*>(h.signals[me] +
+                                            signalIndex(half, kReduceScatter, me, b, slot)) = flag;
     if (tid < n && tid != me) {
       signalRelease(h.signals[tid] + signalIndex(half, kReduceScatter, me, b, slot), flag);
       signalWait(h.signals[me] + signalIndex(half, kReduceScatter, tid, b, slot), flag, me, tid,
@@ -221,6 +240,7 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
   a.segUnits = twoShotSegmentUnits(args);
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
+  a.staggerBlocks = shape.slots == 1 ? shape.staggerBlocks : 0;
   a.timeoutNs = args.timeoutNs;
   a.zeroCopy = args.symmetricOutput();
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
