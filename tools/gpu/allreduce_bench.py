@@ -5,8 +5,9 @@ in place on an ordinary tensor registered as one (comm.register_symmetric), and 
 registration off (RCCLX_GPU_GRAPH_REGISTER=0: captured outputs stay staged; the plain columns
 have it on, so from 8 MiB their captured outputs are mapped at capture).
 
-    python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--min-bytes N]
-                                         [--max-bytes N] [--tuning SPEC] [--sweep]
+    python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--sizes N,...]
+                                         [--min-bytes N] [--max-bytes N] [--tuning SPEC]
+                                         [--sweep]
                                          [--out bench.json]
 
 Every column is timed the same way: 20 ops captured in one CUDA graph, the graph replayed 15
@@ -387,13 +388,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nranks", type=int, default=2)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--sizes", default="", help="comma-separated byte counts instead of the sweep")
     ap.add_argument("--min-bytes", type=int, default=0)
     ap.add_argument("--max-bytes", type=int, default=256 << 20)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--tuning", default="", help="GPU tuning applied to every column of ours")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    sizes = [s for s in SIZES if args.min_bytes <= s <= args.max_bytes]
+    chosen = [int(s) for s in args.sizes.split(",") if s] or SIZES
+    sizes = [s for s in chosen if args.min_bytes <= s <= args.max_bytes]
     t0 = time.monotonic()
     per_rank = run_ranks(
         bench_rank, args.nranks, sizes, args.dtype, args.sweep, args.tuning, timeout=540

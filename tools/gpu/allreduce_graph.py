@@ -34,7 +34,7 @@ PLAN = [
 
 def _zero_copy(algo, dtype_bytes, count, output, register):
     """Whether the captured call should store straight into the peers' outputs."""
-    pays = algo == "dda_large" or (algo == "dda_tree" and count * dtype_bytes >= 8 << 20)
+    pays = algo == "dda_large" or (algo == "dda_tree" and count * dtype_bytes >= 6 << 20)
     if output == "symmetric":
         return pays
     return pays and register and output == "plain"

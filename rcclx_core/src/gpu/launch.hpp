@@ -91,10 +91,12 @@ struct Tuning {
   int linesMaxBlocks = 256;      ///< line kernels: blocks, at most (two per SM of an H200)
   size_t linesMinWarpLines = 4;  ///< line kernels: at least this many lines per warp and pass
   /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
-  size_t treeLinesMaxBytes = SIZE_MAX;
+  /// On 2 x H200 the lines win up to 7 MiB; past 7.5 MiB (two ranks) every warp of the largest
+  /// line grid takes a second batch, and the staggered two-shot wins (29.3 vs 30.6 us at 8 MiB).
+  size_t treeLinesMaxBytes = 7680 << 10;
   /// tree: with the output in a symmetric buffer, the smallest message run as the zero-copy
-  /// two-shot rather than in lines.
-  size_t treeSymmetricMinBytes = 8 << 20;
+  /// two-shot rather than in lines (measured level at 6 MiB, 0.5 us ahead at 7 MiB).
+  size_t treeSymmetricMinBytes = 6 << 20;
   int largeThreads = 512;
   int largeBlocks = 128;
   size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
