@@ -5,8 +5,8 @@ still scales); outputs in symmetric buffers (alloc_symmetric: the all-gather sto
 peers' outputs), their errors and their memory returned; graph capture then 100 replays on
 changing inputs, with the outputs mapped at capture (graph registration) and without; device
 memory returned after destroy; a peer that never joins becomes an error within the timeout (LL
-lines, 128-byte lines, two-shot, staggered two-shot). The checks live in tools/gpu/allreduce_check.py (the device
-check script runs them too). Skipped without 2 GPUs.
+lines, 128-byte lines, two-shot, staggered two-shot). The checks live in
+tools/gpu/allreduce_check.py (the device check script runs them too). Skipped without 2 GPUs.
 """
 
 from __future__ import annotations

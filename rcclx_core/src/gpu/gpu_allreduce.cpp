@@ -74,8 +74,7 @@ void Tuning::apply(const std::string& spec) {
     const std::string text = item.substr(eq + 1);
     char* stop = nullptr;
     const long long v = std::strtoll(text.c_str(), &stop, 10);
-    const bool zeroOk =
-        name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" ||
+    const bool zeroOk = name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" ||
                         name == "tree_stagger_bytes" || name == "pdl";
     CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
                 ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",

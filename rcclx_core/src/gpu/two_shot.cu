@@ -87,8 +87,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     const int X = a.staggerBlocks;
     if (X > 0 && b >= X) {
       if (tid == 0)
-        signalWait(h.signals[me] + signalIndex(half, kReduceScatter, me, (b - X) % X, slot),
-                   flag, me, me, a.timeoutNs, "staggered start");
+        signalWait(h.signals[me] + signalIndex(half, kReduceScatter, me, (b - X) % X, slot), flag,
+                   me, me, a.timeoutNs, "staggered start");
       __syncthreads();
     }
     // 1. Reduce-scatter: my share of segment p to rank p.
