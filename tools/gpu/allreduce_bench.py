@@ -3,7 +3,7 @@ auto) against torch's NCCL and torch symmetric memory (one-shot, two-shot); from
 ours in place on a symmetric buffer (comm.alloc_symmetric), as the symmetric-memory peers run,
 in place on an ordinary tensor registered as one (comm.register_symmetric), and with graph
 registration off (RCCLX_GPU_GRAPH_REGISTER=0: captured outputs stay staged; the plain columns
-have it on, so from 8 MiB their captured outputs are mapped at capture).
+have it on, so from 6 MiB their captured outputs are mapped at capture).
 
     python3 tools/gpu/allreduce_bench.py [--nranks 2] [--dtype bfloat16] [--sizes N,...]
                                          [--min-bytes N] [--max-bytes N] [--tuning SPEC]
@@ -90,7 +90,7 @@ SWEEP = [
 ]
 SWEEP.append(
     (
-        "tree_sym",  # dda_tree in place on a symmetric buffer (zero-copy from 8 MiB)
+        "tree_sym",  # dda_tree in place on a symmetric buffer (zero-copy from 6 MiB)
         (8 << 20, 16 << 20),
         (
             "tree_stagger_bytes=0",  # every block starting at once
@@ -171,19 +171,12 @@ def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
         # The stream is read at call time: the capture stream while a graph is captured.
         on.all_reduce(inp, out, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
 
-    def ours_tuned(buf, algo, tuning):
-        comm.set_gpu_tuning(tuned(tuning))  # read when the call is captured
+    def ours_tuned(inp, out, algo, tuning, on=comm):
+        on.set_gpu_tuning(tuned(tuning))  # read when the call is captured
         try:
-            ours(buf, buf, algo)
+            ours(inp, out, algo, on)
         finally:
-            comm.set_gpu_tuning(base_tuning)
-
-    def staged_tuned(inp, out, algo, tuning):
-        staged.set_gpu_tuning(tuned(tuning))  # read when the call is captured
-        try:
-            ours(inp, out, algo, staged)
-        finally:
-            staged.set_gpu_tuning(base_tuning)
+            on.set_gpu_tuning(base_tuning)
 
     # Warm-up, discarded: the first timings of an idle GPU run at higher clocks than the rest.
     warm = torch.ones(1 << 20, device=dev, dtype=dtype)
@@ -212,10 +205,10 @@ def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
             ob.copy_(inp)
             for name, algo, tuning, smallest in SYM:
                 if nbytes >= smallest:
-                    columns.append((name, partial(ours_tuned, ob, algo, tuning)))
+                    columns.append((name, partial(ours_tuned, ob, ob, algo, tuning)))
         for name, algo, tuning, smallest in STAGED:
             if nbytes >= smallest:
-                columns.append((name, partial(staged_tuned, inp, out, algo, tuning)))
+                columns.append((name, partial(ours_tuned, inp, out, algo, tuning, staged)))
         registered = None
         if any(nbytes >= smallest for *_, smallest in REG):
             reg_buf = inp.clone()
@@ -244,7 +237,7 @@ def bench_rank(info, sizes, dtype_name, sweep, base_tuning=""):
                     continue
                 for spec in specs:
                     if column == "tree_sym":
-                        fn = partial(ours_tuned, ob, SWEEP_ALGO[column], spec)
+                        fn = partial(ours_tuned, ob, ob, SWEEP_ALGO[column], spec)
                     else:
                         comm.set_gpu_tuning(tuned(spec))
                         fn = partial(ours, inp, out, SWEEP_ALGO[column])
@@ -327,7 +320,7 @@ def sweep_table(rows):
 
 def symmetric_table(rows):
     """The zero-copy columns (symmetric buffers, registered tensors, and the plain columns, whose
-    captured outputs are mapped from 8 MiB) against the staged ones (graph registration off)
+    captured outputs are mapped from 6 MiB) against the staged ones (graph registration off)
     and the best peer (ratios below 1: faster)."""
     lines = []
     for r in rows:

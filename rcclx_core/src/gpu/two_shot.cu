@@ -228,6 +228,10 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
               ctran::InvalidArgument, what, ": no launch shape fits (", shape.blocks,
               " blocks, chunk ", shape.chunkUnits, " units, ", shape.slots, " slots, staging ",
               args.layout.rawBytes, " bytes)");
+  CTRAN_CHECK(shape.staggerBlocks == 0 || (shape.slots == 1 && shape.staggerBlocks < shape.blocks),
+              ctran::InvalidArgument, what, ": a staggered start (", shape.staggerBlocks,
+              " blocks first) needs one round and more blocks (", shape.slots, " slots, ",
+              shape.blocks, " blocks)");
   CTRAN_CHECK(shape.chunkUnits <= twoShotMaxChunkUnits(args, shape.blocks, shape.slots),
               ctran::InvalidArgument, what, ": chunk of ", shape.chunkUnits, " units x ",
               shape.blocks, " blocks x ", shape.slots, " slots exceeds the staging of ",
@@ -240,7 +244,7 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
   a.segUnits = twoShotSegmentUnits(args);
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
-  a.staggerBlocks = shape.slots == 1 ? shape.staggerBlocks : 0;
+  a.staggerBlocks = shape.staggerBlocks;
   a.timeoutNs = args.timeoutNs;
   a.zeroCopy = args.symmetricOutput();
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
