@@ -9,9 +9,11 @@ Versions that must not drift (torch, the formatters) are pinned in constraints.t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -29,8 +31,29 @@ PACKAGES = ("ctran", "rcclx_core", "nccl_compat", "torchcomms_rcclx")
 NATIVE_PACKAGES = frozenset({"ctran", "rcclx_core", "nccl_compat"})
 # Packages whose config_dump() feeds the knob table of the docs.
 KNOB_PACKAGES = ("ctran", "rcclx_core")
-# What rcclx-perf imports (its --compare gloo needs torch too).
+# What rcclx-perf and the GPU tests import (its --compare gloo needs torch too).
 PERF_PACKAGES = ("ctran", "rcclx_core")
+# `nox -s perf` without arguments: the CPU table next to Gloo, or on GPUs the table of the
+# README next to NCCL and torch symmetric memory.
+CPU_PERF_ARGS = ("-c", "1", "--compare", "gloo")
+GPU_PERF_ARGS = (
+    "--device", "cuda", "--graph", "20", "--compare", "nccl,symm_mem", "--algo", "all",
+    "-b", "1K", "-e", "256M",
+)  # fmt: skip
+# `nox -s gpu`'s closing sweep, short enough for a check run (arguments after -- replace it).
+GPU_SWEEP_ARGS = (
+    "--device", "cuda", "--graph", "20", "--compare", "nccl,symm_mem", "--algo", "all",
+    "-b", "1K", "-e", "64M", "-f", "8", "-n", "15", "-w", "3", "--median",
+)  # fmt: skip
+# What a GPU machine's own Python must already hold for `nox -s gpu` (it installs nothing
+# from an index: such machines are often offline).
+GPU_PREINSTALLED = ("torch", "numpy", "pytest", "pytest_timeout", "scikit_build_core", "pybind11")
+# Multicast over NVLink stays off for every GPU program these sessions start.
+NVLINK_MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 # Build backends, installed once per session so builds skip pip's isolated environments.
 BUILD_REQUIREMENTS = ("scikit-build-core>=0.10", "pybind11>=2.12", "hatchling>=1.18")
@@ -69,10 +92,50 @@ def _build_dir_setting(session: nox.Session, name: str) -> list[str]:
     return [f"--config-settings=build-dir=build/nox-{session.name}-{{wheel_tag}}"]
 
 
+def visible_gpus() -> list[str]:
+    """The NVIDIA GPUs this machine shows (`nvidia-smi -L`); empty without a driver."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line for line in listed.splitlines() if line.startswith("GPU ")]
+
+
+def _builds_gpu_code(session: nox.Session) -> bool:
+    """Whether to compile the GPU code: not on a machine that cannot run it (no GPU visible),
+    so a CPU machine is not kept minutes compiling kernels; RCCLX_WITH_CUDA=ON|OFF decides
+    instead when it is set. Logs the decision."""
+    forced = os.environ.get("RCCLX_WITH_CUDA", "").upper()
+    if forced in ("ON", "OFF"):
+        session.log(
+            f"RCCLX_WITH_CUDA={forced}: the GPU code is {'built' if forced == 'ON' else 'left out'}"
+        )
+        return forced == "ON"
+    if visible_gpus():
+        session.log("GPUs found: building with the GPU code")
+        return True
+    session.log(
+        "no GPU on this machine (nvidia-smi lists none): building without the GPU code "
+        "(RCCLX_WITH_CUDA=ON builds it anyway)"
+    )
+    return False
+
+
+_WITHOUT_GPU_CODE = ("--config-settings=cmake.define.RCCLX_WITH_CUDA=OFF",)
+
+
 def install_packages(
-    session: nox.Session, names: tuple[str, ...] = PACKAGES, editable: bool = False
+    session: nox.Session,
+    names: tuple[str, ...] = PACKAGES,
+    editable: bool = False,
+    settings: tuple[str, ...] = (),
 ) -> list[str]:
     """Builds and installs `names` from this checkout, in order; returns those installed.
+    `settings` are extra pip arguments for the native packages' builds (config settings).
 
     A package whose directory has no pyproject.toml yet is skipped with a warning (so sessions
     work while a layer is being written); the packages after it are then installed without
@@ -88,6 +151,8 @@ def install_packages(
             skipped = True
             continue
         args = ["--no-build-isolation", *CONSTRAINTS, *_build_dir_setting(session, name)]
+        if name in NATIVE_PACKAGES:
+            args += settings
         if skipped:
             args.append("--no-deps")
         target = ["-e", f"./{name}"] if editable else [f"./{name}"]
@@ -194,12 +259,69 @@ def dev(session: nox.Session) -> None:
 
 @nox.session
 def perf(session: nox.Session) -> None:
-    """Run the rcclx-perf collective benchmark (default arguments: -c 1 --compare gloo)."""
-    if not (ROOT / "rcclx_core" / "pyproject.toml").is_file():
-        session.error("rcclx-perf is shipped by rcclx_core, which does not exist yet")
+    """Run the rcclx-perf benchmark against its peers (GPUs when present, else CPU ranks)."""
+    with_gpu = _builds_gpu_code(session)  # first: says whether the GPU code is built
     session.install(*CONSTRAINTS, "numpy", "torch")
-    install_packages(session, PERF_PACKAGES)
-    session.run("rcclx-perf", *(session.posargs or ["-c", "1", "--compare", "gloo"]))
+    install_packages(session, PERF_PACKAGES, settings=() if with_gpu else _WITHOUT_GPU_CODE)
+    defaults = GPU_PERF_ARGS if with_gpu and visible_gpus() else CPU_PERF_ARGS
+    session.run("rcclx-perf", *(session.posargs or defaults))
+
+
+@nox.session(venv_backend="none")
+def gpu(session: nox.Session) -> None:
+    """On a GPU machine: build with the GPU code, run the GPU tests, then a short rcclx-perf."""
+    if not visible_gpus():
+        session.error("nox -s gpu needs a GPU: nvidia-smi lists none on this machine")
+    missing = [m for m in GPU_PREINSTALLED if importlib.util.find_spec(m) is None]
+    if missing:
+        session.error(
+            "nox -s gpu runs on this machine's Python, which lacks: " + ", ".join(missing)
+        )
+    env = _gpu_session_env()
+    site = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    shutil.rmtree(site, ignore_errors=True)
+    # The same pip build as the other sessions, into a folder of this session's own, so the
+    # machine's Python and its packages (torch) stay as they were.
+    natives = [f"./{n}" for n in _available(session, PERF_PACKAGES)]
+    session.run(
+        sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+        "--no-index", "--target", str(site),
+        f"--config-settings=build-dir=build/nox-{session.name}-{{wheel_tag}}",
+        f"--config-settings=cmake.define.RCCLX_CUDA_ARCHITECTURES={env['RCCLX_CUDA_ARCHITECTURES']}",
+        *natives, env=env, external=True,
+    )  # fmt: skip
+    session.run(sys.executable, "-c", _GPU_BUILD_PROBE, env=env, external=True)
+    pytest = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider"]
+    session.run(*pytest, "tests", env=env, external=True)
+    perf = [sys.executable, "-m", "rcclx_core.perf", *(session.posargs or GPU_SWEEP_ARGS)]
+    session.run(*perf, env=env, external=True)
+
+
+# Fails the gpu session early when the build left the GPU code out (nvcc not found, say).
+_GPU_BUILD_PROBE = (
+    "import ctran, sys; n, why = ctran.cuda_device_count(); "
+    "print('built with GPU code:', ctran.built_with_cuda(), '- GPUs:', n, why or ''); "
+    "sys.exit(0 if ctran.built_with_cuda() and n > 0 else 'no usable GPU code in the build')"
+)
+
+
+def _gpu_session_env() -> dict[str, str]:
+    """The gpu session's environment: its install folder first on the paths, nvcc found where
+    CUDA installs it, every core building, multicast off, in-kernel waits bounded."""
+    site = ROOT / ".nox" / "gpu" / "site"
+    path = os.environ.get("PATH", "")
+    if shutil.which("nvcc") is None and Path("/usr/local/cuda/bin/nvcc").is_file():
+        path = f"/usr/local/cuda/bin{os.pathsep}{path}"
+    python_path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    return {
+        **NVLINK_MULTICAST_OFF,
+        "PYTHONPATH": python_path,
+        "PATH": f"{site / 'bin'}{os.pathsep}{path}",
+        "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2),
+        "RCCLX_CUDA_ARCHITECTURES": os.environ.get("RCCLX_CUDA_ARCHITECTURES", "90"),
+        "RCCLX_TIMEOUT_MS": os.environ.get("RCCLX_TIMEOUT_MS", "20000"),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 # The AMD build check (`nox -s hip`): CDNA2 (MI200), 64-wide wavefronts, no FP8 conversion
