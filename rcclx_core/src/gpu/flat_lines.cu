@@ -9,8 +9,8 @@
 // between the phases. Warp w handles the same line groups in both steps, so in place is safe: a
 // word of my output is written only by the warp that already read it. The region of parity
 // half e % 2 is reused by call e + 2, by which time every peer has finished call e.
-// The batch loops repeat tree_lines.cu's on purpose: as shared helpers they compiled to slower
-// code for both kernels (tools/gpu/NOTES.md, run 20).
+// The batch loops repeat tree_lines.cu's on purpose: as shared helpers they changed the register
+// allocation (more registers, int8 spills) and both kernels ran 2-4% slower.
 #include "gpu/lines.cuh"
 
 namespace rcclx::gpu {
