@@ -1,63 +1,53 @@
-"""rcclx-perf end to end (the command as a subprocess, real rank processes, tiny sizes), and its
-check on deliberately corrupted results (the check must notice what a broken collective does).
-"""
+"""rcclx-perf end to end on CPU ranks (the command as a subprocess, real rank processes, tiny
+sizes): all_reduce's algorithms, the original collectives, the JSON, --compare gloo, and the
+command line's refusals (exit 2, naming the option and the value)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from perf_runs import on_cpu, parse_table, perf, perf_json
 
-from rcclx_core.perf import check
+import ctran
+from rcclx_core.perf import cli
 from rcclx_core.perf.spec import Config
 
-COLUMNS = ["size", "count", "type", "algo", "time", "algbw", "busbw", "wrong", "gloo", "speedup"]
-
-
-def perf(tmp_path, *args: str, expect: int = 0) -> tuple[list[dict], str]:
-    """Runs ``rcclx-perf args`` and returns its table rows (as dicts) and its whole output."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "rcclx_core.perf", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == expect, out
-    rows = [
-        dict(zip(COLUMNS, line.split()))
-        for line in proc.stdout.splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    return rows, out
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 
 
 def test_all_reduce_every_algorithm_checked_and_written_as_json(tmp_path):
     args = ["-b", "64", "-e", "4K", "-n", "5", "-w", "1", "-g", "2", "--algo", "all"]
-    rows, out = perf(tmp_path, *args, "--json", "out.json")
+    rows, out, doc = perf_json(tmp_path, *args)
     sizes, per_size = [64, 256, 1024, 4096], len(rows) // 4
-    assert [int(r["size"]) for r in rows] == [s for s in sizes for _ in range(per_size)], out
+    assert [int(r["size(B)"]) for r in rows] == [s for s in sizes for _ in range(per_size)], out
     algos = [r["algo"] for r in rows[:per_size]]
     assert {"ring", "dda_flat", "dda_tree"} <= set(algos), out
     assert algos[-1] == "auto(dda_flat)"  # 64 bytes: the selector's flat range
-    assert all(r["wrong"] == "0" and float(r["time"]) > 0 for r in rows), out
-    assert all(int(r["count"]) * 4 == int(r["size"]) for r in rows)
+    assert all(r["#wrong"] == "0" and float(r["time(us)"]) > 0 for r in rows), out
+    assert all(int(r["count(elems)"]) * 4 == int(r["size(B)"]) for r in rows)
     assert "# Out of bounds values : 0 OK" in out
+    assert "# device: cpu (" in out and "mode: eager" in out and "layout: out of place" in out
 
-    doc = json.loads((tmp_path / "out.json").read_text())
     timed = [r for r in doc["rows"] if "skipped" not in r]  # e.g. GPU-only algorithms
     assert doc["nranks"] == 2 and len(timed) == len(rows)
-    assert doc["summary"]["wrong"] == 0
+    assert doc["device"] == "cpu" and doc["mode"] == "eager" and doc["inplace"] is False
+    assert doc["low_precision"] is False and doc["compare"] == [] and doc["tuning"] is None
+    assert doc["totals"]["wrong"] == 0
     for r in timed:
-        assert r["wrong"] == 0
-        assert r["time"] == r["mean"] >= r["min"] > 0
+        assert r["wrong"] == 0 and len(r["rank_times"]) == 2
+        assert r["time"] == r["mean"] == max(r["rank_times"]) >= r["min"] > 0
         assert r["algbw"] == pytest.approx(r["size"] / r["time"] / 1e3)
         assert r["busbw"] == pytest.approx(r["algbw"] * 2 * (2 - 1) / 2)
+    # the summary: one entry per size, our fastest explicit algorithm
+    assert [s["size"] for s in doc["summary"]] == sizes
+    for s in doc["summary"]:
+        group = [r for r in timed if r["size"] == s["size"] and r["algo"] != "auto"]
+        assert s["time"] == min(r["time"] for r in group)
+    assert "# Summary per size" in out
 
 
 @pytest.mark.parametrize(
@@ -73,53 +63,100 @@ def test_all_reduce_every_algorithm_checked_and_written_as_json(tmp_path):
 def test_other_collectives_on_three_ranks(tmp_path, collective, dtype, redop):
     args = ["--collective", collective, "-d", dtype, "-b", "96", "-e", "6K", "-n", "2", "-w", "0"]
     rows, out = perf(tmp_path, *args, *(["--redop", redop] if redop else []), "-g", "3")
-    assert len(rows) == 4 and all(r["wrong"] == "0" and r["type"] == dtype for r in rows), out
+    assert len(rows) == 4 and all(r["#wrong"] == "0" and r["type"] == dtype for r in rows), out
     # the size column is the larger per-rank buffer: nranks blocks of count where there are blocks
     blocks = 3 if collective in ("all_gather", "reduce_scatter", "all_to_all") else 1
     itemsize = np.dtype(Config(datatype=dtype).dtype.storage).itemsize
-    assert all(int(r["size"]) == int(r["count"]) * blocks * itemsize for r in rows)
+    assert all(int(r["size(B)"]) == int(r["count(elems)"]) * blocks * itemsize for r in rows)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
-def test_compare_gloo_adds_time_and_speedup(tmp_path):
+@needs_torch
+def test_compare_gloo_adds_time_and_ratio(tmp_path):
     args = ["-b", "1K", "-e", "16K", "-n", "3", "-w", "1", "--compare", "gloo", "--median"]
-    rows, out = perf(tmp_path, *args, "--json", "out.json")
-    assert len(rows) == 3 and all(r["wrong"] == "0" for r in rows), out
+    rows, out, doc = perf_json(tmp_path, *args)
+    assert len(rows) == 3 and all(r["#wrong"] == "0" for r in rows), out
+    for r in rows:  # ours / gloo, rounded as printed
+        want = float(r["time(us)"]) / float(r["gloo(us)"])
+        assert float(r["ours/gloo"]) == pytest.approx(want, rel=0.02, abs=2e-3)
+    assert "# gloo wrong values: 0" in out and "compare: gloo (torch.distributed Gloo)" in out
+    assert doc["compare"] == ["gloo"]
+    for r in doc["rows"]:
+        g = r["peers"]["gloo"]
+        assert r["time"] == r["median"] and g["wrong"] == 0 and g["time"] == g["median"]
+        assert g["ratio"] == pytest.approx(r["time"] / g["time"])
+    best = doc["summary"][0]
+    assert best["best_peer"] == "gloo" and best["ratio"] == pytest.approx(
+        best["time"] / doc["rows"][0]["peers"]["gloo"]["time"]
+    )
+
+
+@needs_torch
+def test_peers_that_cannot_run_print_a_dash_and_their_reason_once(tmp_path):
+    args = ["-b", "1K", "-e", "4K", "-n", "2", "-w", "0", "--compare", "nccl,symm_mem,gloo"]
+    rows, out = perf(tmp_path, *args)
+    assert len(rows) == 2, out
     for r in rows:
-        assert float(r["speedup"]) == pytest.approx(float(r["gloo"]) / float(r["time"]), rel=0.02)
-    assert "# gloo wrong values    : 0" in out
-    doc = json.loads((tmp_path / "out.json").read_text())
-    assert all(r["time"] == r["median"] and r["gloo"]["wrong"] == 0 for r in doc["rows"])
+        assert r["nccl(us)"] == r["ours/nccl"] == r["symm1(us)"] == r["symm2(us)"] == "-"
+        assert float(r["gloo(us)"]) > 0
+    assert out.count("# nccl printed -: NCCL runs on GPU buffers (this run is on cpu") == 1
+    assert out.count("# symm1 printed -: torch symmetric memory runs on GPU buffers") == 1
 
 
-def test_bad_command_lines_exit_2(tmp_path):
-    _, out = perf(tmp_path, "--collective", "all_gather", "--algo", "ring", expect=2)
-    assert "--algo applies to all_reduce only" in out
-    _, out = perf(tmp_path, "-b", "1x", expect=2)
-    assert "not a byte size" in out
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--collective", "all_gather", "--algo", "ring"], "--algo applies to all_reduce only"),
+        (["-b", "1x"], "not a byte size"),
+        (["--graph", "5"], "--graph 5 needs --device cuda (CUDA graphs), but this run is on cpu"),
+        (["--low-precision", "-d", "int32"], "--low-precision with -d int32: only float32"),
+        (["--low-precision", "--collective", "gather"], "--low-precision does not apply to gather"),
+        (["--low-precision", "--redop", "max"], "--low-precision with --redop max"),
+        (["--compare", "nccl,foo"], "--compare: 'nccl,foo': unknown peer 'foo'"),
+        (["--inplace", "--collective", "send_recv"], "--inplace does not apply to send_recv"),
+        (["--inplace", "--collective", "all_to_all_v"], "--inplace does not apply to all_to_all_v"),
+        (["--tuning", "pdl=0"], "--tuning 'pdl=0' needs --device cuda"),
+        (["--symmetric"], "--symmetric needs --device cuda"),
+        (["--passes", "0"], "--passes 0 must be at least 1"),
+        (["--graph", "0"], "--graph 0 must be at least 1"),
+        (["--strict-targets"], "--strict-targets needs --targets FILE"),
+        (["--targets", "no_such_targets"], "--targets 'no_such_targets': no such file"),
+        (["--redop", "max", "--collective", "gather"], "--redop max does not apply to gather"),
+    ],
+)
+def test_bad_command_lines_exit_2_naming_the_option(capsys, args, message):
+    # in process (what the command runs first, before any rank starts): fast
+    with pytest.raises(SystemExit) as e:
+        cli.config_from_args(on_cpu(args))
+    assert e.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("datatype", ["float16", "bfloat16", "int32"])
-def test_check_counts_what_a_broken_all_reduce_gets_wrong(datatype):
-    cfg, n, count = Config(datatype=datatype), 4, 1000
-    dt = cfg.dtype
-    inputs = [check.to_float64(check.send_buffer(cfg, n, r, count), dt) for r in range(n)]
-    good = check.to_storage(sum(inputs), dt)
-    assert check.count_wrong(cfg, n, 0, count, good) == 0
-
-    off_by_one = good.copy()
-    off_by_one[[0, 17, 999]] = check.to_storage(check.to_float64(good[[0, 17, 999]], dt) + 1, dt)
-    assert check.count_wrong(cfg, n, 0, count, off_by_one) == 3
-    missing_rank = check.to_storage(sum(inputs[:-1]), dt)
-    assert check.count_wrong(cfg, n, 0, count, missing_rank) == np.count_nonzero(inputs[-1])
-    never_written = check.poison(good.copy())
-    assert check.count_wrong(cfg, n, 0, count, never_written) == count
+def test_a_bad_command_line_exits_2_from_the_command(tmp_path):
+    _, out = perf(tmp_path, "--low-precision", "-d", "int32", expect=2)
+    assert "rcclx-perf: error: --low-precision with -d int32: only float32, bfloat16" in out
 
 
-def test_check_counts_misplaced_all_to_all_blocks():
-    cfg, n, count, rank = Config(collective="all_to_all", datatype="float32"), 3, 50, 1
-    sends = [check.send_buffer(cfg, n, r, count).reshape(n, count) for r in range(n)]
-    good = np.concatenate([sends[src][rank] for src in range(n)])
-    assert check.count_wrong(cfg, n, rank, count, good) == 0
-    swapped = np.concatenate([sends[src][rank] for src in (1, 0, 2)])
-    assert check.count_wrong(cfg, n, rank, count, swapped) == 2 * count
+@pytest.mark.skipif(ctran.cuda_device_count()[0] > 0, reason="this machine has a GPU")
+def test_device_cuda_without_a_gpu_is_a_clear_error(tmp_path):
+    _, out = perf(tmp_path, "--device", "cuda", expect=2)
+    why = ctran.cuda_device_count()[1]
+    assert f"rcclx-perf: error: --device cuda: {why}" in out
+    rows, out = perf(tmp_path, "--device", "auto", "-b", "64", "-e", "64", "-n", "1", "-w", "0")
+    assert len(rows) == 1 and f"# device: cpu (auto: {why})" in out
+
+
+@needs_torch
+def test_torchrun_runs_each_process_as_one_rank(tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    args = ["-m", "rcclx_core.perf", *on_cpu(["--collective", "scatter", "-b", "1K", "-e", "4K"])]
+    proc = subprocess.run([*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = parse_table(proc.stdout)
+    assert len(rows) == 2 and all(r["#wrong"] == "0" for r in rows), proc.stdout
+    assert "2 ranks (torchrun)" in proc.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_plot_draws_busbw_against_size(tmp_path):
+    _, out = perf(tmp_path, "-b", "64", "-e", "1K", "-n", "2", "--algo", "all", "--plot", "p.png")
+    assert "# wrote p.png" in out
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

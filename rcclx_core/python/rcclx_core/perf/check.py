@@ -1,9 +1,11 @@
-"""Inputs, and the results they must produce: the check behind the ``#wrong`` column.
+"""Inputs, and the results they must produce: the check behind the ``#wrong`` column (and, with
+``--low-precision``, behind the ``maxerr`` column).
 
 Every rank's input is a pure function of (seed, rank, block, count), so each rank rebuilds every
 other rank's input by itself and computes its own expected output, in float64 or (for data that
 is only moved) as the exact element bits. Nothing the check relies on travels through the library
-under test.
+under test. The same host arrays fill GPU buffers (copied to the device) and receive their
+results (copied back), so the check is the same on both devices.
 
 The values are chosen so that the expected result is exact in the element type whatever order
 the library combines ranks in, so the comparison can be exact rather than "close":
@@ -17,13 +19,19 @@ the library combines ranks in, so the comparison can be exact rather than "close
 - prod: +-1, times 2 on at most k ranks (2**k representable), so every product is an exact
   power of two.
 - min, max: integers in [-100, 100] (within the type), exact.
-- all_gather, all_to_all, broadcast: random values over the type (floats at full precision),
-  compared bit for bit.
+- data that is only moved (all_gather, all_to_all(_v), broadcast, gather, scatter, send_recv):
+  random values over the type (floats at full precision), compared bit for bit.
 
 Before the checked call the output buffer is filled with a value that no correct output holds
 (NaN for float types, the lowest value of a signed integer type, the highest of an unsigned one:
 inputs are drawn to keep every expected value away from it), so an element the library never
 writes counts as wrong.
+
+Low precision (FP8 e4m3 on the wire) cannot be exact. Its inputs are uniform in [0.25, 1), all
+positive, so a sum has no cancellation; the result is compared with the float64 reference as the
+largest error relative to the largest reference magnitude, ``max|out - ref| / max|ref|``, and
+held to the bound docs/low_precision.rst states per element: ``|D(Q(x)) - x| <= 2^-4 |x| +
+2^-10 scale`` per quantization, the scale at most ``amax / 224`` (see ``lp_bound``).
 """
 
 from __future__ import annotations
@@ -32,10 +40,11 @@ from typing import Callable
 
 import numpy as np
 
-from rcclx_core.perf.spec import ROOT, Config, DTypeSpec
+from rcclx_core.perf.spec import BLOCKS, ROOT, SINGLE, Config, DTypeSpec, a2av_counts
 
 _SUM_MAX = 16
 _MINMAX_MAX = 100
+_LP_LOW, _LP_HIGH = 0.25, 1.0  # range of the low-precision inputs
 
 
 def _sum_bound(dt: DTypeSpec, nranks: int) -> int:
@@ -62,6 +71,8 @@ def block(cfg: Config, nranks: int, rank: int, index: int, count: int) -> np.nda
     """Block ``index`` of ``rank``'s input, in storage form: the same in every process."""
     dt = cfg.dtype
     rng = np.random.default_rng([cfg.seed, rank, index, count])
+    if cfg.low_precision:
+        return to_storage(rng.uniform(_LP_LOW, _LP_HIGH, count), dt)
     if not cfg.coll.reduces:
         if dt.is_float:
             return to_storage(rng.uniform(-1.0, 1.0, count), dt)
@@ -79,14 +90,20 @@ def block(cfg: Config, nranks: int, rank: int, index: int, count: int) -> np.nda
     return to_storage(rng.integers(0 if not dt.signed else -m, m + 1, count), dt)
 
 
+def _send_segments(cfg: Config, nranks: int, rank: int, count: int) -> list[tuple[int, int]]:
+    """(block index, elements) of each segment of ``rank``'s send buffer, in order."""
+    layout = cfg.coll.send
+    if layout == SINGLE:
+        return [(0, count)]
+    if layout == BLOCKS:
+        return [(b, count) for b in range(nranks)]
+    return [(d, a2av_counts(count, nranks, rank, d)) for d in range(nranks)]
+
+
 def send_buffer(cfg: Config, nranks: int, rank: int, count: int) -> np.ndarray:
-    blocks = nranks if cfg.coll.blocked_send else 1
-    return np.concatenate([block(cfg, nranks, rank, b, count) for b in range(blocks)])
-
-
-def recv_buffer(cfg: Config, nranks: int, count: int) -> np.ndarray:
-    blocks = nranks if cfg.coll.blocked_recv else 1
-    return poison(np.empty(count * blocks, cfg.dtype.storage))
+    """``rank``'s whole input (host storage form)."""
+    parts = [block(cfg, nranks, rank, i, c) for i, c in _send_segments(cfg, nranks, rank, count)]
+    return np.concatenate(parts)
 
 
 def poison(buf: np.ndarray) -> np.ndarray:
@@ -133,21 +150,86 @@ def _reduce(cfg: Config, nranks: int, part: Callable[[int], np.ndarray]):
     return ref, tol
 
 
+def _reduced(cfg: Config, nranks: int, rank: int, count: int):
+    """(float64 reference, tolerance) of a reduction's output on ``rank``."""
+    index = rank if cfg.collective == "reduce_scatter" else 0
+    return _reduce(cfg, nranks, lambda r: block(cfg, nranks, r, index, count))
+
+
+def _moved(cfg: Config, nranks: int, rank: int, count: int) -> np.ndarray:
+    """The exact output (storage form) on ``rank`` of a collective that only moves data."""
+    n, name = nranks, cfg.collective
+
+    def cat(parts):
+        return np.concatenate(list(parts))
+
+    if name == "broadcast":
+        return block(cfg, n, ROOT, 0, count)
+    if name in ("all_gather", "gather"):
+        return cat(block(cfg, n, r, 0, count) for r in range(n))
+    if name == "all_to_all":  # block r of the output is block `rank` of rank r's input
+        return cat(block(cfg, n, r, rank, count) for r in range(n))
+    if name == "all_to_all_v":
+        return cat(block(cfg, n, s, rank, a2av_counts(count, n, s, rank)) for s in range(n))
+    if name == "scatter":
+        return block(cfg, n, ROOT, rank, count)
+    if name == "send_recv":  # the ring: each rank receives from rank - 1
+        return block(cfg, n, (rank - 1) % n, 0, count)
+    raise ValueError(f"no reference for collective {name}")
+
+
+def _defined(cfg: Config, rank: int) -> bool:
+    """Whether ``rank``'s output is defined (reduce and gather define the root's only)."""
+    return not cfg.coll.rooted or rank == ROOT
+
+
 def count_wrong(cfg: Config, nranks: int, rank: int, count: int, result: np.ndarray) -> int:
     """Elements of ``result`` (this rank's output) that differ from the expected output."""
-    name = cfg.collective
-    if name == "reduce" and rank != ROOT:
-        return 0  # only the root's output is defined
-    if name in ("all_reduce", "reduce", "reduce_scatter"):
-        index = rank if name == "reduce_scatter" else 0
-        ref, tol = _reduce(cfg, nranks, lambda r: block(cfg, nranks, r, index, count))
+    if not _defined(cfg, rank):
+        return 0
+    if cfg.coll.reduces:
+        ref, tol = _reduced(cfg, nranks, rank, count)
         got = to_float64(result, cfg.dtype)
         return int(np.count_nonzero(~(np.abs(got - ref) <= tol)))
-    if name == "broadcast":
-        expected = block(cfg, nranks, ROOT, 0, count)
-    elif name == "all_gather":
-        expected = np.concatenate([block(cfg, nranks, r, 0, count) for r in range(nranks)])
-    else:  # all_to_all: block r of the output is block `rank` of rank r's input
-        expected = np.concatenate([block(cfg, nranks, r, rank, count) for r in range(nranks)])
+    expected = _moved(cfg, nranks, rank, count)
     bits = np.dtype(f"u{cfg.dtype.itemsize}")
     return int(np.count_nonzero(result.view(bits) != expected.view(bits)))
+
+
+def max_error(cfg: Config, nranks: int, rank: int, count: int, result: np.ndarray) -> float:
+    """``max|out - ref| / max|ref|`` against the float64 reference (inf for a NaN output)."""
+    if not _defined(cfg, rank) or result.size == 0:
+        return 0.0
+    if cfg.coll.reduces:
+        ref = _reduced(cfg, nranks, rank, count)[0]
+    else:
+        ref = to_float64(_moved(cfg, nranks, rank, count), cfg.dtype)
+    diff = np.abs(to_float64(result, cfg.dtype) - ref)
+    if not np.all(np.isfinite(diff)):
+        return float("inf")
+    return float(diff.max() / max(float(np.abs(ref).max()), np.finfo(np.float64).tiny))
+
+
+def lp_bound(cfg: Config, nranks: int) -> float:
+    """The largest ``max_error`` a correct low-precision result may have.
+
+    Per quantization an element is off by at most 2^-4 of itself plus 2^-10 of its block's
+    scale, which is at most amax / 224 (docs/low_precision.rst): with positive inputs at most
+    f = 2^-4 + 2^-18 of the largest reference value. all_reduce quantizes twice (the inputs,
+    then the sum), the others once; on top come the float32 sum's rounding and, where a
+    reduce_scatter's bfloat16 output rounds the float32 sum, 2^-8.
+    """
+    f = 2.0**-4 + 2.0**-18
+    quantizations = 2 if cfg.collective == "all_reduce" else 1
+    rounding = (nranks + 1) * 2.0**-24 if cfg.coll.reduces else 0.0
+    if cfg.collective == "reduce_scatter" and cfg.datatype == "bfloat16":
+        rounding += 2.0**-8
+    return (1 + f) ** quantizations * (1 + rounding) - 1
+
+
+def evaluate(cfg: Config, nranks: int, rank: int, count: int, result: np.ndarray) -> dict:
+    """What the check reports for one output: ``wrong`` elements, or with --low-precision the
+    ``max_error``."""
+    if cfg.low_precision:
+        return {"max_error": max_error(cfg, nranks, rank, count, result)}
+    return {"wrong": count_wrong(cfg, nranks, rank, count, result)}

@@ -1,20 +1,26 @@
-"""One rank's benchmark: for each size and algorithm, time the collective, check it, and share
-the statistics so that rank 0 can report the slowest rank.
+"""One rank's benchmark: for each size, time every column (our algorithms, then the peers), check
+each, and share the statistics so that rank 0 can report the slowest rank.
+
+The sequence of collectives is the same on every rank (the same columns in the same order), so
+no rank waits on a call another rank does not make. The statistics travel over ``control`` (a
+ctran bootstrap over a store), never through the library under test.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import time
 from typing import Any, Callable
 
-import numpy as np
-
-from rcclx_core import Communicator, InvalidArgumentError
+from rcclx_core import Communicator, Error
 from rcclx_core.perf import check
-from rcclx_core.perf.spec import REDOPS, ROOT, Config
+from rcclx_core.perf.buffers import Workspace, make_placement, torch_dtype
+from rcclx_core.perf.ours import OursColumn
+from rcclx_core.perf.peers import NotApplicable, open_peers
+from rcclx_core.perf.spec import Config, UsageError
+from rcclx_core.perf.timing import make_timer
+
+_STATS = ("mean", "median", "min", "max")
 
 
 @dataclasses.dataclass
@@ -22,131 +28,196 @@ class World:
     """This process's place in the run.
 
     ``control`` (a ctran bootstrap over a store) carries the statistics between ranks, so that
-    no result of the check travels through the collectives being checked. ``gloo_init`` joins
-    torch.distributed's gloo group for ``--compare gloo``.
+    no result of the check travels through the collectives being checked. ``dist_init(backend)``
+    joins torch.distributed ("gloo" or "nccl") for ``--compare``. ``gpu`` is this rank's GPU
+    (None on host memory); ``gpus_shared`` whether ranks share GPUs (peers then cannot run).
     """
 
     rank: int
     nranks: int
     comm: Communicator
     control: Any
-    gloo_init: Callable[[], None] | None = None
+    dist_init: Callable[[str], None] | None = None
     description: str = ""
+    gpu: int | None = None
+    gpus_shared: bool = False
 
 
-def time_calls(call: Callable[[], Any], cfg: Config, barrier: Callable[[], Any]) -> dict:
-    """Warm-up calls, then ``cfg.iters`` calls timed one by one; statistics in microseconds."""
-    barrier()
-    for _ in range(cfg.warmup_iters):
-        call()
-    times = np.empty(cfg.iters)
-    for i in range(cfg.iters):
-        start = time.perf_counter()
-        call()
-        times[i] = time.perf_counter() - start
-    times *= 1e6
+def _time(column, ws, timer) -> dict:
+    call, bufs = column.prepare(ws)
+    bufs.reset()
+    return timer.time(call)
+
+
+def _check(column, ws, timer, cfg: Config, world: World) -> dict:
+    call, bufs = column.prepare(ws)
+    timer.run_once(call, bufs.reset)
+    return check.evaluate(cfg, world.nranks, world.rank, ws.count, bufs.result())
+
+
+def _peer_failed(ws, e: Exception) -> dict:
+    """A peer that refused (a type, op or mode it lacks): recorded as its reason."""
+    try:
+        ws.placement.synchronize()
+    except Exception:  # noqa: BLE001 - a dead context fails every later column too
+        pass
+    text = str(e).strip().splitlines()
+    return {"na": f"{type(e).__name__}: {text[0]}" if text else type(e).__name__}
+
+
+def _measure(column, ws, timer, cfg: Config, world: World, with_check: bool, peer: bool) -> dict:
+    """One pass of one column: its statistics (and check), or {"na": reason} for a peer."""
+    try:
+        out = _time(column, ws, timer)
+        if with_check:
+            out.update(_check(column, ws, timer, cfg, world))
+        return out
+    except NotApplicable as e:
+        return {"na": str(e)}
+    except Exception as e:  # noqa: BLE001 - only a peer's failure is tolerated
+        if not peer:
+            raise
+        return _peer_failed(ws, e)
+
+
+def _keep_best(prev: dict | None, new: dict, statistic: str) -> dict:
+    """The better of two passes' statistics; the check's counts come from the first pass."""
+    if prev is None:
+        return new
+    if "na" in new or ("na" not in prev and prev[statistic] <= new[statistic]):
+        return prev
+    return {**new, **{k: prev[k] for k in ("wrong", "max_error") if k in prev}}
+
+
+def _measure_size(cfg: Config, world: World, timer, ws, ours: list, peers: list, warm: bool):
+    """This rank's results at one size: {"ours": [...], "peers": {name: ...}}.
+
+    ``cfg.passes`` passes over every column (every second one in reverse order), each column
+    keeping its best; ``warm`` adds a discarded pass first (a GPU's first timings run at
+    higher clocks than the rest).
+    """
+    nbytes = cfg.bytes_for(ws.count, world.nranks)
+    heads = [col.select(nbytes) for col in ours]
+    columns = [(i, col, False) for i, col in enumerate(ours) if "skipped" not in heads[i]]
+    columns += [(col.name, col, True) for col in peers]
+    schedule = [(None, columns)] if warm else []
+    schedule += [(p, columns if p % 2 == 0 else columns[::-1]) for p in range(cfg.passes)]
+    best: dict[Any, dict] = {}
+    for p, order in schedule:
+        for key, col, is_peer in order:
+            result = _measure(col, ws, timer, cfg, world, cfg.check and p == 0, is_peer)
+            if p is not None:
+                best[key] = _keep_best(best.get(key), result, cfg.statistic)
     return {
-        "mean": float(times.mean()),
-        "median": float(np.median(times)),
-        "min": float(times.min()),
-        "max": float(times.max()),
+        "ours": [{**head, **best.get(i, {})} for i, head in enumerate(heads)],
+        "peers": {col.name: best[col.name] for col in peers},
     }
-
-
-def rcclx_call(comm: Communicator, cfg: Config, send, recv, algo: str) -> Callable[[], Any]:
-    """The collective as one argument-less call on fixed buffers."""
-    dt, op = int(cfg.dtype.rcclx), int(REDOPS[cfg.redop])
-    calls = {
-        "all_reduce": functools.partial(
-            comm.all_reduce, send, recv, op=op, algo=None if algo == "auto" else algo, dtype=dt
-        ),
-        "reduce": functools.partial(comm.reduce, send, recv, root=ROOT, op=op, dtype=dt),
-        "broadcast": functools.partial(comm.broadcast, send, recv, root=ROOT, dtype=dt),
-        "all_gather": functools.partial(comm.all_gather, send, recv, dtype=dt),
-        "reduce_scatter": functools.partial(comm.reduce_scatter, send, recv, op=op, dtype=dt),
-        "all_to_all": functools.partial(comm.all_to_all, send, recv, dtype=dt),
-    }
-    return calls[cfg.collective]
-
-
-def _measure_rcclx(world: World, cfg: Config, count: int, send, recv, algo: str) -> dict:
-    comm = world.comm
-    out: dict[str, Any] = {"algo": algo}
-    if cfg.collective == "all_reduce":
-        # The selector answers without communicating, identically on every rank; it also
-        # refuses a forced algorithm that cannot run here, before any rank starts one.
-        nbytes = count * cfg.dtype.itemsize
-        hint = None if algo == "auto" else algo
-        try:
-            out["selected"], out["reason"] = comm.select_all_reduce(
-                nbytes, int(cfg.dtype.rcclx), int(REDOPS[cfg.redop]), hint
-            )
-        except InvalidArgumentError as e:
-            return {**out, "skipped": str(e)}
-    call = rcclx_call(comm, cfg, send, recv, algo)
-    out.update(time_calls(call, cfg, comm.barrier))
-    if cfg.check:
-        check.poison(recv)
-        call()
-        out["wrong"] = check.count_wrong(cfg, world.nranks, world.rank, count, recv)
-    return out
 
 
 def _merge(per_rank: list[dict], cfg: Config) -> dict:
-    """One row's statistics from every rank's: the slowest rank's times, the sum of wrongs."""
-    first = per_rank[0]
-    if "skipped" in first or "error" in first:
-        return first
-    merged = dict(first)
-    for key in ("mean", "median", "min", "max"):
+    """One column's statistics from every rank's: the slowest rank's times, the sum of wrongs,
+    the largest error; a skip or a peer's refusal on any rank stands for all."""
+    for r in per_rank:
+        if "skipped" in r or "na" in r:
+            return r
+    merged = dict(per_rank[0])
+    for key in _STATS:
         merged[key] = max(r[key] for r in per_rank)
     merged["time"] = merged[cfg.statistic]
-    if cfg.check:
+    merged["rank_times"] = [r[cfg.statistic] for r in per_rank]
+    if "host" in merged:
+        merged["host"] = {k: max(r["host"][k] for r in per_rank) for k in _STATS}
+        merged["host_time"] = merged["host"][cfg.statistic]
+    if "wrong" in merged:
         merged["wrong"] = sum(r["wrong"] for r in per_rank)
+    if "max_error" in merged:
+        merged["max_error"] = max(r["max_error"] for r in per_rank)
     return merged
 
 
-def _row(cfg: Config, world: World, count: int, rcclx: dict, gloo: dict | None) -> dict:
-    nbytes = cfg.bytes_for(count, world.nranks)
-    row = {"size": nbytes, "count": count, "type": cfg.datatype, **rcclx}
-    if "time" in rcclx:
-        algbw = nbytes / max(rcclx["time"], 1e-3) / 1e3  # bytes/us -> GB/s
-        row["algbw"] = algbw
-        row["busbw"] = algbw * cfg.coll.busbw_factor(world.nranks)
-    if gloo is not None:
-        row["gloo"] = gloo
-        if "time" in gloo and "time" in rcclx:
-            row["speedup"] = gloo["time"] / max(rcclx["time"], 1e-3)
+def _bandwidths(entry: dict, nbytes: int, factor: float) -> None:
+    if "time" in entry:
+        entry["algbw"] = nbytes / max(entry["time"], 1e-3) / 1e3  # bytes/us -> GB/s
+        entry["busbw"] = entry["algbw"] * factor
+
+
+def make_row(cfg: Config, nranks: int, count: int, ours: dict, peers: dict) -> dict:
+    """A table row: our column's merged statistics, and each peer's with the ratio ours/peer."""
+    nbytes = cfg.bytes_for(count, nranks)
+    factor = cfg.coll.busbw_factor(nranks)
+    row = {"size": nbytes, "count": count, "type": cfg.datatype, **ours}
+    _bandwidths(row, nbytes, factor)
+    if cfg.compare:
+        row["peers"] = {}
+        for name, merged in peers.items():
+            entry = dict(merged)
+            _bandwidths(entry, nbytes, factor)
+            if "time" in entry and "time" in row:
+                entry["ratio"] = row["time"] / max(entry["time"], 1e-3)
+            row["peers"][name] = entry
     return row
+
+
+def _apply_tuning(cfg: Config, comm: Communicator) -> None:
+    if cfg.tuning is None:
+        return
+    try:
+        comm.set_gpu_tuning(cfg.tuning)
+    except Error as e:
+        raise UsageError(f"--tuning '{cfg.tuning}': {e}") from None
+
+
+def _symmetric_alloc(cfg: Config, comm: Communicator, placement):
+    """(buffer, alloc) for --symmetric: one comm.alloc_symmetric buffer, views at offset 0."""
+    if not cfg.symmetric:
+        return None, None
+    buf = comm.alloc_symmetric(cfg.maxbytes)
+    whole = buf.as_tensor(torch_dtype(placement.torch, cfg.dtype))
+    return buf, lambda n: whole[:n]
+
+
+def _failed(row: dict, bound: float | None) -> bool:
+    """Whether the row found wrong values (or, in low precision, an error above the bound)."""
+    if bound is not None and row.get("max_error", 0.0) > bound:
+        return True
+    return row.get("wrong", 0) > 0
 
 
 def run(cfg: Config, world: World, report=None) -> int:
     """Runs every size on this rank; ``report`` (rank 0 only) receives the rows.
 
-    Returns 1 when any rank found a wrong element, 0 otherwise (the same on every rank).
+    Returns 1 when any rank found a wrong element (or a low-precision error above its bound),
+    0 otherwise (the same on every rank).
     """
-    gloo = None
-    if cfg.compare == "gloo":
-        from rcclx_core.perf.gloo import GlooBench  # imports torch
-
-        gloo = GlooBench(cfg, world)
-    n, wrong = world.nranks, 0
-    for nbytes in cfg.sizes():
+    n = world.nranks
+    placement = make_placement(cfg, world.gpu)
+    _apply_tuning(cfg, world.comm)
+    symmetric, alloc = _symmetric_alloc(cfg, world.comm, placement)
+    ours = [OursColumn(world.comm, cfg, placement, a, alloc) for a in cfg.algos]
+    peers = open_peers(cfg, world, placement) if cfg.compare else None
+    timer = make_timer(cfg, world.comm.barrier)
+    bound = check.lp_bound(cfg, n) if cfg.low_precision else None
+    failed = False
+    for i, nbytes in enumerate(cfg.sizes()):
         count = cfg.count_for(nbytes, n)
-        send = check.send_buffer(cfg, n, world.rank, count)
-        recv = check.recv_buffer(cfg, n, count)
-        mine = {
-            "rcclx": [_measure_rcclx(world, cfg, count, send, recv, a) for a in cfg.algos],
-            "gloo": gloo.measure(count, send, recv) if gloo else None,
-        }
+        ws = Workspace(cfg, placement, n, world.rank, count)
+        warm = i == 0 and cfg.device == "cuda"
+        mine = _measure_size(cfg, world, timer, ws, ours, peers.columns if peers else [], warm)
+        del ws  # GPU memory back before the next size
         everyone = [json.loads(b) for b in world.control.all_gather(json.dumps(mine).encode())]
-        gloo_row = _merge([e["gloo"] for e in everyone], cfg) if gloo else None
-        for i in range(len(cfg.algos)):
-            row = _row(cfg, world, count, _merge([e["rcclx"][i] for e in everyone], cfg), gloo_row)
-            wrong += row.get("wrong", 0)
+        merged_peers = {
+            name: _merge([e["peers"][name] for e in everyone], cfg) for name in mine["peers"]
+        }
+        for k in range(len(ours)):
+            ours_k = _merge([e["ours"][k] for e in everyone], cfg)
+            row = make_row(cfg, n, count, ours_k, merged_peers)
+            failed |= _failed(row, bound)
             if report is not None:
                 report.add(row)
-    if gloo is not None:
-        gloo.close()
+    if peers is not None:
+        peers.close()
+    if symmetric is not None:
+        placement.synchronize()
+        symmetric.free()
     world.control.barrier()
-    return 1 if wrong else 0
+    return 1 if failed else 0

@@ -14,6 +14,11 @@ import numpy as np
 from rcclx_core import DataType, RedOp, config_dump
 
 
+class UsageError(Exception):
+    """A command line the run cannot honour, found where it can only be found (in a rank, e.g. a
+    --tuning spec the library refuses): reported like argparse's errors, with exit status 2."""
+
+
 @dataclasses.dataclass(frozen=True)
 class DTypeSpec:
     """An element type: its numpy storage, its rcclx type, and the values it holds exactly."""
@@ -76,39 +81,72 @@ REDOPS = {
     "avg": RedOp.AVG,
 }
 
+# How a buffer is laid out in blocks of the call's ``count``: one block, one block per rank, or
+# all_to_all_v's uneven blocks (see ``a2av_counts``).
+SINGLE, BLOCKS, UNEVEN = "single", "blocks", "uneven"
+# How the in-place form of a collective overlaps its buffers (nccl-tests' in-place offsets):
+# the same buffer, the send buffer as block ``rank`` of the receive buffer, or the receive
+# buffer as block ``rank`` of the send buffer. None: the collective has no in-place form here.
+SAME, SEND_IN_RECV, RECV_IN_SEND = "same", "send_in_recv", "recv_in_send"
+
 
 @dataclasses.dataclass(frozen=True)
 class CollectiveSpec:
     """How a collective lays out its buffers and how nccl-tests converts its time to busbw.
 
-    ``count`` is the count argument NCCL's API takes; a buffer holds either ``count`` elements
-    or, where ``blocked_*`` says so, ``nranks`` blocks of ``count``.
+    ``count`` is the count argument NCCL's API takes (all_to_all_v: the smallest per-peer
+    count, see ``a2av_counts``; send_recv: the elements each rank sends).
     """
 
     name: str
     reduces: bool
-    blocked_send: bool  # sendbuf holds nranks blocks (reduce_scatter, all_to_all)
-    blocked_recv: bool  # recvbuf holds nranks blocks (all_gather, all_to_all)
+    send: str  # layout of sendbuf: SINGLE, BLOCKS or UNEVEN
+    recv: str  # layout of recvbuf
+    busbw: str  # nccl-tests' factor: "2(n-1)/n", "(n-1)/n" or "1"
+    inplace: str | None  # SAME, SEND_IN_RECV, RECV_IN_SEND or None
+    low_precision: bool = False  # has the FP8 path (low_precision=True)
+    rooted: bool = False  # defined output on ROOT only (reduce, gather)
 
     def busbw_factor(self, nranks: int) -> float:
-        if self.name == "all_reduce":
-            return 2.0 * (nranks - 1) / nranks
-        if self.name in ("broadcast", "reduce"):
-            return 1.0
-        return (nranks - 1) / nranks
+        return {"2(n-1)/n": 2.0 * (nranks - 1) / nranks, "(n-1)/n": (nranks - 1) / nranks}.get(
+            self.busbw, 1.0
+        )
+
+    def units(self, layout: str, nranks: int) -> int:
+        """Elements of a buffer of this layout, in units of ``count``."""
+        return {SINGLE: 1, BLOCKS: nranks, UNEVEN: nranks * (nranks + 1) // 2}[layout]
+
+    def send_elems(self, count: int, nranks: int) -> int:
+        return count * self.units(self.send, nranks)
+
+    def recv_elems(self, count: int, nranks: int) -> int:
+        return count * self.units(self.recv, nranks)
 
 
 COLLECTIVES: dict[str, CollectiveSpec] = {
     c.name: c
     for c in (
-        CollectiveSpec("all_reduce", True, False, False),
-        CollectiveSpec("all_gather", False, False, True),
-        CollectiveSpec("reduce_scatter", True, True, False),
-        CollectiveSpec("all_to_all", False, True, True),
-        CollectiveSpec("broadcast", False, False, False),
-        CollectiveSpec("reduce", True, False, False),
+        CollectiveSpec("all_reduce", True, SINGLE, SINGLE, "2(n-1)/n", SAME, True),
+        CollectiveSpec("all_gather", False, SINGLE, BLOCKS, "(n-1)/n", SEND_IN_RECV, True),
+        CollectiveSpec("reduce_scatter", True, BLOCKS, SINGLE, "(n-1)/n", RECV_IN_SEND, True),
+        CollectiveSpec("all_to_all", False, BLOCKS, BLOCKS, "(n-1)/n", SAME, True),
+        CollectiveSpec("all_to_all_v", False, UNEVEN, UNEVEN, "(n-1)/n", None),
+        CollectiveSpec("broadcast", False, SINGLE, SINGLE, "1", SAME),
+        CollectiveSpec("reduce", True, SINGLE, SINGLE, "1", SAME, rooted=True),
+        CollectiveSpec("gather", False, SINGLE, BLOCKS, "(n-1)/n", SEND_IN_RECV, rooted=True),
+        CollectiveSpec("scatter", False, BLOCKS, SINGLE, "(n-1)/n", RECV_IN_SEND),
+        CollectiveSpec("send_recv", False, SINGLE, SINGLE, "1", None),
     )
 }
+# The element types of the low-precision path (docs/low_precision.rst: "eligible").
+LP_DTYPES = ("float32", "bfloat16")
+LP_REDOPS = ("sum", "avg")
+
+
+def a2av_counts(count: int, nranks: int, src: int, dst: int) -> int:
+    """all_to_all_v's uneven blocks: rank ``src`` sends ``count * (1 + (src + dst) % n)``
+    elements to ``dst``. Every rank sends and receives the same total, n(n+1)/2 counts."""
+    return count * (1 + (src + dst) % nranks)
 
 
 def allreduce_algos() -> tuple[str, ...]:
@@ -120,14 +158,14 @@ def allreduce_algos() -> tuple[str, ...]:
     return ("ring", "dda_flat", "dda_tree", "auto")
 
 
-ROOT = 0  # root of broadcast and reduce
+ROOT = 0  # root of broadcast, reduce, gather and scatter
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
 def parse_bytes(text: str) -> int:
     """'64', '4K', '64M', '1G' (also '4KB', '4KiB'): binary multiples, as nccl-tests reads them."""
-    m = _SIZE.match(text)
+    m = _SIZE.match(str(text))
     if not m:
         raise ValueError(f"'{text}' is not a byte size (examples: 64, 4K, 64M, 1G)")
     return int(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ").lower())
@@ -155,7 +193,17 @@ class Config:
     redop: str = "sum"
     algos: tuple[str, ...] = ("auto",)  # all_reduce's algorithms; ("-",) for the others
     statistic: str = "mean"
-    compare: str | None = None
+    device: str = "cpu"  # where the buffers are: "cpu" (host memory) or "cuda"
+    device_reason: str = ""  # why (the header prints it)
+    graph: int = 0  # ops per CUDA graph (--graph); 0: eager
+    inplace: bool = False
+    low_precision: bool = False
+    symmetric: bool = False  # outputs in comm.alloc_symmetric buffers (implies inplace)
+    tuning: str | None = None  # comm.set_gpu_tuning spec
+    compare: tuple[str, ...] = ()  # peers: "nccl", "symm_mem", "gloo"
+    passes: int = 1  # passes over every column per size, each keeping its best
+    targets: str | None = None  # targets file (--targets)
+    strict_targets: bool = False
     json_path: str | None = None
     plot_path: str | None = None
     seed: int = 1234
@@ -168,6 +216,10 @@ class Config:
     def coll(self) -> CollectiveSpec:
         return COLLECTIVES[self.collective]
 
+    @property
+    def mode(self) -> str:
+        return f"graph of {self.graph}" if self.graph else "eager"
+
     def sizes(self) -> list[int]:
         """The requested byte sizes: minbytes, times stepfactor, up to maxbytes."""
         out, size = [], self.minbytes
@@ -176,14 +228,15 @@ class Config:
             size *= self.stepfactor
         return out
 
-    def blocks(self, nranks: int) -> int:
-        """How many blocks of ``count`` the larger per-rank buffer holds."""
-        return nranks if self.coll.blocked_send or self.coll.blocked_recv else 1
+    def units(self, nranks: int) -> int:
+        """How many counts the larger per-rank buffer holds."""
+        c = self.coll
+        return max(c.units(c.send, nranks), c.units(c.recv, nranks))
 
     def count_for(self, nbytes: int, nranks: int) -> int:
         """The count argument for a requested size (rounded down to whole elements and blocks)."""
-        return nbytes // (self.blocks(nranks) * self.dtype.itemsize)
+        return nbytes // (self.units(nranks) * self.dtype.itemsize)
 
     def bytes_for(self, count: int, nranks: int) -> int:
         """The size reported for a count: the larger per-rank buffer, as nccl-tests reports."""
-        return count * self.blocks(nranks) * self.dtype.itemsize
+        return count * self.units(nranks) * self.dtype.itemsize

@@ -1,0 +1,70 @@
+"""``--compare``: the peers timed next to our collectives, in the same processes, on the same
+inputs and with the same timer, each checked like ours.
+
+A peer is one or more columns (``symm_mem`` is two: one-shot and two-shot). A column has a
+``name`` (its key in the JSON), a short ``label`` (its table header) and ``prepare(workspace)``,
+which returns (call, buffers) or raises ``NotApplicable`` with the reason it cannot run this
+size, type, op or mode: the table then prints ``-`` and the reason is listed once at the end.
+Files: ``dist`` (the torch.distributed calls gloo and nccl share), ``gloo``, ``nccl``,
+``symm_mem``.
+"""
+
+from __future__ import annotations
+
+PEERS = ("nccl", "symm_mem", "gloo")
+# The columns of each peer, and their table labels.
+COLUMNS = {"nccl": ("nccl",), "symm_mem": ("symm_one_shot", "symm_two_shot"), "gloo": ("gloo",)}
+LABELS = {"nccl": "nccl", "symm_one_shot": "symm1", "symm_two_shot": "symm2", "gloo": "gloo"}
+DESCRIPTIONS = {
+    "nccl": "torch.distributed NCCL",
+    "symm_one_shot": "torch symmetric memory one_shot_all_reduce_out",
+    "symm_two_shot": "torch symmetric memory two_shot_all_reduce_",
+    "gloo": "torch.distributed Gloo",
+}
+
+
+class NotApplicable(Exception):
+    """The peer cannot run this size, type, op or mode; the message says why."""
+
+
+class Unavailable:
+    """A column whose peer cannot run at all in this run (wrong device, GPUs shared, ...)."""
+
+    def __init__(self, name: str, reason: str):
+        self.name, self.label, self.reason = name, LABELS[name], reason
+
+    def prepare(self, ws):
+        raise NotApplicable(self.reason)
+
+
+class PeerSet:
+    """The peers' columns of a run, and the torch.distributed group they share (closed by
+    ``close``, after the last size)."""
+
+    def __init__(self, columns: list, joined: bool):
+        self.columns, self._joined = columns, joined
+
+    def close(self) -> None:
+        if self._joined:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def open_peers(cfg, world, placement) -> PeerSet:
+    """Joins torch.distributed where a peer needs it and makes every requested column."""
+    from rcclx_core.perf.peers import gloo, nccl, symm_mem
+
+    modules = {"nccl": nccl, "symm_mem": symm_mem, "gloo": gloo}
+    reasons = {p: modules[p].unavailable(cfg, world) for p in cfg.compare}
+    runnable = [p for p in cfg.compare if reasons[p] is None]
+    backend = "gloo" if "gloo" in runnable else ("nccl" if runnable else None)
+    if backend is not None:
+        world.dist_init(backend)
+    columns: list = []
+    for peer in cfg.compare:
+        if reasons[peer] is not None:
+            columns += [Unavailable(c, reasons[peer]) for c in COLUMNS[peer]]
+        else:
+            columns += modules[peer].columns(cfg, world, placement)
+    return PeerSet(columns, backend is not None)
