@@ -1,28 +1,50 @@
 """Runs a function as N real processes on this host and gathers results and exceptions.
 
-Each rank is a process forked from a clean fork server (no threads, modules preloaded), so a
-launch costs milliseconds, not an interpreter start. Ranks meet through a TCP store that the
-launching process hosts for the duration of one launch. `run_threads` runs ranks as threads of
-this process instead (several ranks in one process, as one process driving several GPUs).
+Each rank is a process forked from a clean fork server (no threads, modules preloaded, CUDA
+never initialised in it), so a launch costs milliseconds, not an interpreter start. Ranks meet
+through a TCP store that the launching process hosts for the duration of one launch. On a
+machine with GPUs rank r runs on GPU r % (number of GPUs): more ranks than GPUs share them (the
+processes time-slice a GPU). `run_threads` runs ranks as threads of this process instead
+(several ranks in one process, as one process driving several GPUs).
+
+NVLink multicast stays off in every rank (MULTICAST_OFF): the machines these tests run on
+require it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
+import functools
 import multiprocessing as mp
 import os
 import time
 import traceback
 from typing import Any, Callable
 
+# Set in every rank's environment (forked and threaded ranks alike), before the rank's function
+# runs: NCCL, torch's symmetric memory and NVSHMEM leave NVLink multicast alone.
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+
 _PRELOAD = ["numpy", "ctran", "rcclx_core"]
 _CONTEXT = None
+
+
+def preload(*modules: str) -> None:
+    """Has the fork server import `modules` once (those installed), instead of every rank of
+    every launch. Takes effect if called before the first launch starts the server (conftest
+    files); the modules must not initialise CUDA when imported (the server forks every rank)."""
+    _PRELOAD.extend(m for m in modules if m not in _PRELOAD)
 
 
 def _context():
     global _CONTEXT
     if _CONTEXT is None:
-        ctx = mp.get_context("forkserver")
+        ctx = mp.get_context("forkserver")  # started by exec: a fresh interpreter, no CUDA
         ctx.set_forkserver_preload([m for m in _PRELOAD if _importable(m)])
         _CONTEXT = ctx
     return _CONTEXT
@@ -34,14 +56,24 @@ def _importable(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+@functools.cache
+def gpu_count() -> int:
+    """GPUs this process sees (0 without a GPU build or a driver); asked once."""
+    import ctran
+
+    return ctran.cuda_device_count()[0]
+
+
 @dataclasses.dataclass
 class RankContext:
-    """What a rank function receives: its rank, the world size, and the launch's store."""
+    """What a rank function receives: its rank, the world size, its GPU (rank % GPUs; None on a
+    machine without one) and the launch's store."""
 
     rank: int
     nranks: int
     store_host: str
     store_port: int
+    device: int | None = None
 
     def store(self):
         import ctran
@@ -56,6 +88,53 @@ class RankContext:
             store.set("launcher/unique_id", uid)
             return uid
         return store.get("launcher/unique_id")
+
+    def communicator(self):
+        """An rcclx communicator of this launch's ranks on this rank's GPU."""
+        import rcclx_core
+
+        if self.device is None:
+            raise RuntimeError("communicator(): this machine has no GPU for the rank")
+        uid = self.unique_id()
+        return rcclx_core.Communicator.from_unique_id(
+            uid, self.rank, self.nranks, device=self.device
+        )
+
+    def init_torch_distributed(self, backend: str = "nccl"):
+        """Joins torch.distributed as this rank of the launch's ranks and returns the
+        torch.distributed module. With a GPU, this rank's GPU is made current (and bound to the
+        group) first; nccl needs a GPU of its own per rank."""
+        import torch
+        import torch.distributed as dist
+
+        kw = {}
+        if self.device is not None:
+            torch.cuda.set_device(self.device)
+            if "nccl" in backend:
+                kw["device_id"] = torch.device("cuda", self.device)
+        store = self.store()
+        if self.rank == 0:  # rank 0 hosts torch's store on a port the system picks
+            tstore = dist.TCPStore(
+                "127.0.0.1", 0, self.nranks, is_master=True, wait_for_workers=False
+            )
+            store.set("launcher/torch_store_port", str(tstore.port).encode())
+        else:
+            port = int(store.get("launcher/torch_store_port"))
+            tstore = dist.TCPStore("127.0.0.1", port, self.nranks, is_master=False)
+        dist.init_process_group(backend, store=tstore, rank=self.rank, world_size=self.nranks, **kw)
+        return dist
+
+    def barrier(self, name: str, timeout: float = 30.0) -> None:
+        """Waits until every rank has reached barrier `name`, through the launch's store (hosted
+        by the launching process, so it outlives any rank)."""
+        store = self.store()
+        key = f"launcher/barrier/{name}"
+        store.add(key, 1)
+        deadline = time.monotonic() + timeout
+        while store.add(key, 0) < self.nranks:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"barrier {name}: not every rank arrived within {timeout} s")
+            time.sleep(0.002)
 
 
 def _create_unique_id() -> bytes:
@@ -79,6 +158,8 @@ class RankResult:
 
 
 def _rank_main(fn, ctx: RankContext, env: dict, args: tuple, conn) -> None:
+    faulthandler.enable()  # a rank that crashes prints its Python stack
+    os.environ.update(MULTICAST_OFF)
     os.environ.update({k: str(v) for k, v in env.items()})
     try:
         value = fn(ctx, *args)
@@ -113,9 +194,11 @@ def launch(
 
     Unless ``expect_errors``, any rank's exception (or death) fails the launch with every
     rank's traceback. Ranks still running at ``timeout`` seconds are killed and reported.
+    Rank r runs on GPU r % gpu_count() (RankContext.device).
     """
     import ctran
 
+    ngpus = gpu_count()
     server = ctran.TcpStoreServer(0)
     mpctx = _context()
     procs, conns = [], []
@@ -124,7 +207,8 @@ def launch(
         renv = dict(env or {})
         if rank_env:
             renv.update(rank_env(r))
-        ctx = RankContext(r, nranks, "127.0.0.1", server.port)
+        device = r % ngpus if ngpus else None
+        ctx = RankContext(r, nranks, "127.0.0.1", server.port, device)
         p = mpctx.Process(target=_rank_main, args=(fn, ctx, renv, args, child), daemon=True)
         p.start()
         child.close()
@@ -180,10 +264,11 @@ def run_threads(fn: Callable, nranks: int, timeout: float = 240.0) -> list[Any]:
 
     Any thread's exception, or a thread still running at ``timeout`` seconds, fails the run
     with every failing rank's traceback (a stuck thread is left behind: threads cannot be
-    killed).
+    killed). MULTICAST_OFF is set in this process's environment first.
     """
     import threading
 
+    os.environ.update(MULTICAST_OFF)
     results: list[Any] = [None] * nranks
     errors: dict[int, str] = {}
 

@@ -1,37 +1,13 @@
-"""Helpers shared by the ctran tests: ports, /dev/shm listings, stores and a window workout."""
+"""Helpers shared by the ctran tests: /dev/shm listings, stores and a window workout."""
 
 from __future__ import annotations
 
 import os
-import socket
 import time
 
 import numpy as np
 
 SHM_DIR = "/dev/shm"
-
-
-def free_port_run(count: int) -> int:
-    """A port P such that P .. P+count-1 are all free right now."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + count > 65535:
-            continue
-        if all(_port_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError(f"no run of {count} free ports found")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
 
 
 def rcclx_shm_files() -> set[str]:

@@ -2,6 +2,7 @@
 
 import threading
 
+import checks
 import ctran_helpers
 import pytest
 
@@ -110,7 +111,7 @@ def test_bootstrap(method, nranks, tmp_path):
     env, rank_env = {"RCCLX_TIMEOUT_MS": 20000}, None
     if method == "env":
         env["WORLD_SIZE"] = nranks
-        rank_env = _env_for(ctran_helpers.free_port_run(3))
+        rank_env = _env_for(checks.free_port_run(3))
     results = values(
         launch(_bootstrap_rank, nranks, method, str(tmp_path), env=env, rank_env=rank_env)
     )

@@ -4,6 +4,7 @@ import os
 import threading
 import time
 
+import checks
 import ctran_helpers
 import pytest
 
@@ -156,7 +157,7 @@ def test_tcp_clients_share_one_server():
 
 
 def test_tcp_server_on_a_chosen_port():
-    port = ctran_helpers.free_port_run(1)
+    port = checks.free_port_run(1)
     server = ctran.TcpStoreServer(port)
     assert server.port == port
     client = ctran.TcpStore("127.0.0.1", port, timeout_ms=2000)
@@ -165,7 +166,7 @@ def test_tcp_server_on_a_chosen_port():
 
 
 def test_tcp_connect_to_nothing_times_out():
-    port = ctran_helpers.free_port_run(1)
+    port = checks.free_port_run(1)
     start = time.monotonic()
     with pytest.raises(ctran.TimeoutError) as info:
         ctran.TcpStore("127.0.0.1", port, timeout_ms=200)

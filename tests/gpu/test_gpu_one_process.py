@@ -8,8 +8,8 @@ both GPUs by a single thread whose current device is the other GPU (each call ma
 communicator's GPU current and gives the caller's back); device memory returned after destroy;
 two ranks of one process on one GPU refused with a clear error; a captured all_reduce whose
 ordinary output is mapped at capture (graph registration) from both threads at once. Peers of
-one process reach each other's memory by pointer with peer access (no CUDA IPC). Skipped without
-2 GPUs.
+one process reach each other's memory by pointer with peer access (no CUDA IPC). Every test but
+the refusal needs 2 GPUs and skips with fewer.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import threading
 import time
 
 import pytest
-from gpu_support import require_gpus
 
-require_gpus(2)
+torch = pytest.importorskip("torch")
 
-import torch  # noqa: E402
+import checks  # noqa: E402
+from gpu_cases import require_gpus_per_rank  # noqa: E402
 
 import ctran  # noqa: E402
 import rcclx_core as rc  # noqa: E402
@@ -50,27 +50,14 @@ def _input(rank: int, count: int, dtype, salt: int):
 
 
 def _reduce(xs, op: str):
-    acc = xs[0].to(torch.float64)
-    for x in xs[1:]:
-        x = x.to(torch.float64)
-        acc = {
-            "SUM": torch.add,
-            "MAX": torch.maximum,
-            "MIN": torch.minimum,
-            "PROD": torch.mul,
-        }[op](acc, x)
-    return acc.to(xs[0].dtype)
+    """The exact reduction, in the inputs' type (their sums and products stay exact)."""
+    return checks.reduce_in_float64(xs, op).to(xs[0].dtype)
 
 
-def _differs(got, want, atol: float = 0.0) -> str | None:
-    got = got.cpu()
-    if atol == 0.0 and torch.equal(got, want):
-        return None
-    bad = ((got.double() - want.double()).abs() > atol).nonzero().flatten()
-    if atol > 0.0 and bad.numel() == 0:
-        return None
-    i = int(bad[0]) if bad.numel() else 0
-    return f"{bad.numel()} of {want.numel()} differ; first [{i}]: got {got[i]}, want {want[i]}"
+@pytest.fixture(scope="module")
+def two_gpus():
+    """One GPU per rank, all driven from this process."""
+    require_gpus_per_rank(N)
 
 
 def _create(nranks, make):
@@ -91,24 +78,31 @@ def _destroy(comms):
     run_threads(lambda r: comms[r].destroy(), len(comms), timeout=60)
 
 
-def _rank_cases(comm, barrier, stream):
-    """Every collective from this rank's thread; returns the problems found."""
-    me, dev = comm.rank, torch.device("cuda", comm.rank)
-    problems = []
+class _RankRunner:
+    """Runs one rank's cases from its thread and collects the problems found."""
 
-    def run(what, launch, outputs_and_refs, use_stream=True):
-        torch.cuda.synchronize(dev)  # inputs and poisoned outputs are in place
-        barrier.wait()  # every rank's buffers exist before a kernel waits on its peers
-        launch(stream.cuda_stream if use_stream else None)
-        if torch.cuda.current_device() != me:
-            problems.append(f"{what}: the caller's current device became cuda:{me}")
-            torch.cuda.set_device(me)
-        torch.cuda.synchronize(dev)
+    def __init__(self, comm, barrier, stream):
+        self.comm, self.barrier, self.stream = comm, barrier, stream
+        self.me, self.dev = comm.rank, torch.device("cuda", comm.rank)
+        self.problems: list[str] = []
+
+    def run(self, what, launch, outputs_and_refs, use_stream=True):
+        """launch(stream) enqueues the call; then each (out, want[, atol]) is compared."""
+        torch.cuda.synchronize(self.dev)  # inputs and poisoned outputs are in place
+        self.barrier.wait()  # every rank's buffers exist before a kernel waits on its peers
+        launch(self.stream.cuda_stream if use_stream else None)
+        if torch.cuda.current_device() != self.me:
+            self.problems.append(f"{what}: the caller's current device became cuda:{self.me}")
+            torch.cuda.set_device(self.me)
+        torch.cuda.synchronize(self.dev)
         for out, want, *atol in outputs_and_refs:
-            diff = _differs(out, want, *atol)
+            diff = checks.same_values(out, want, *atol)
             if diff:
-                problems.append(f"{what}: {diff}")
+                self.problems.append(f"{what}: {diff}")
 
+
+def _all_reduce_cases(t: _RankRunner):
+    comm, me, dev = t.comm, t.me, t.dev
     salt = 0
     for algo in ALGOS:
         for dtype in DTYPES:
@@ -117,22 +111,26 @@ def _rank_cases(comm, barrier, stream):
                 salt += 1
                 xs = [_input(r, count, dtype, salt) for r in range(N)]
                 x = xs[me].to(dev)
-                out = torch.full_like(x, 77)
+                out = checks.poison(torch.empty_like(x))
                 use_stream = ci % 2 == 0  # odd cases on the legacy default stream
 
                 def launch(s, x=x, out=out, op=op, algo=algo):
                     comm.all_reduce(x, out, op=OPS[op], algo=algo, stream=s)
 
                 name = f"all_reduce {algo} {dtype} {op} count={count}"
-                run(name, launch, [(out, _reduce(xs, op))], use_stream)
+                t.run(name, launch, [(out, _reduce(xs, op))], use_stream)
 
+
+def _data_movement_cases(t: _RankRunner):
+    comm, me, dev = t.comm, t.me, t.dev
+    salt = 1000
     for dtype in (torch.bfloat16, torch.int32):
         for count in (1, 4099, 1_000_003):
             salt += 1
             xs = [_input(r, count, dtype, salt) for r in range(N)]
             x = xs[me].to(dev)
-            out = torch.full((N * count,), 77, dtype=dtype, device=dev)
-            run(
+            out = checks.poison(torch.empty(N * count, dtype=dtype, device=dev))
+            t.run(
                 f"all_gather {dtype} count={count}",
                 lambda s, x=x, out=out: comm.all_gather(x, out, stream=s),
                 [(out, torch.cat(xs))],
@@ -140,32 +138,32 @@ def _rank_cases(comm, barrier, stream):
 
             ys = [_input(r, N * count, dtype, salt + 1000) for r in range(N)]
             y = ys[me].to(dev)
-            rs = torch.full((count,), 77, dtype=dtype, device=dev)
-            want_rs = _reduce([t[me * count : (me + 1) * count] for t in ys], "SUM")
-            run(
+            rs = checks.poison(torch.empty(count, dtype=dtype, device=dev))
+            want_rs = _reduce([v[me * count : (me + 1) * count] for v in ys], "SUM")
+            t.run(
                 f"reduce_scatter {dtype} count={count}",
                 lambda s, y=y, rs=rs: comm.reduce_scatter(y, rs, op=rc.RedOp.SUM, stream=s),
                 [(rs, want_rs)],
             )
 
-            a2a = torch.full_like(y, 77)
-            want_a2a = torch.cat([t[me * count : (me + 1) * count] for t in ys])
-            run(
+            a2a = checks.poison(torch.empty_like(y))
+            want_a2a = torch.cat([v[me * count : (me + 1) * count] for v in ys])
+            t.run(
                 f"all_to_all {dtype} count={count}",
                 lambda s, y=y, a2a=a2a: comm.all_to_all(y, a2a, stream=s),
                 [(a2a, want_a2a)],
             )
 
             for root in range(N):
-                b = (xs[me] if me == root else torch.full_like(xs[me], 77)).to(dev)
-                run(
+                b = xs[me].to(dev) if me == root else checks.poison(torch.empty_like(x))
+                t.run(
                     f"broadcast {dtype} count={count} root={root}",
                     lambda s, b=b, root=root: comm.broadcast(b, root=root, stream=s),
                     [(b, xs[root])],
                 )
 
             right, left = (me + 1) % N, (me - 1) % N
-            got = torch.full_like(x, 77)
+            got = checks.poison(torch.empty_like(x))
 
             def ring(s, x=x, got=got, right=right, left=left):
                 comm.group_start()
@@ -173,24 +171,34 @@ def _rank_cases(comm, barrier, stream):
                 comm.recv(got, left, stream=s)
                 comm.group_end()
 
-            run(f"send/recv ring {dtype} count={count}", ring, [(got, xs[left])])
+            t.run(f"send/recv ring {dtype} count={count}", ring, [(got, xs[left])])
 
-    # The FP8 wire format: its staging is allocated (collectively) by the first such call.
-    for count in (4099, 1_000_003):
-        salt += 1
+
+def _low_precision_cases(t: _RankRunner):
+    """The FP8 wire format: its staging is allocated (collectively) by the first such call."""
+    comm, me, dev = t.comm, t.me, t.dev
+    for salt, count in enumerate((4099, 1_000_003), start=2000):
         xs = [_input(r, count, torch.float32, salt) for r in range(N)]
         x = xs[me].to(dev)
-        out = torch.full_like(x, 77)
-        run(
+        out = checks.poison(torch.empty_like(x))
+        t.run(
             f"all_reduce low_precision float32 count={count}",
             lambda s, x=x, out=out: comm.all_reduce(x, out, low_precision=True, stream=s),
             [(out, _reduce(xs, "SUM"), 2.0)],  # e4m3 of |x| <= 16: within 1/8 of the block max
         )
-    return problems
+
+
+def _rank_cases(comm, barrier, stream):
+    """Every collective from this rank's thread; returns the problems found."""
+    t = _RankRunner(comm, barrier, stream)
+    _all_reduce_cases(t)
+    _data_movement_cases(t)
+    _low_precision_cases(t)
+    return t.problems
 
 
 @pytest.fixture(scope="module")
-def comms():
+def comms(two_gpus):
     torch.cuda.init()
     uid = rc.create_unique_id()
     made = _create(N, lambda r: rc.Communicator.from_unique_id(uid, r, N, device=r))
@@ -220,8 +228,8 @@ def test_one_thread_enqueues_for_both_gpus(comms):
         for ci, (algo, count) in enumerate([(a, c) for a in ALGOS for c in (1001, 1_000_003)]):
             xs = [_input(r, count, torch.float32, 100 + ci) for r in range(N)]
             ins = [xs[r].to(f"cuda:{r}") for r in range(N)]
-            outs = [torch.full_like(ins[r], 77) for r in range(N)]
-            gots = [torch.full_like(ins[r], 77) for r in range(N)]
+            outs = [checks.poison(torch.empty_like(ins[r])) for r in range(N)]
+            gots = [checks.poison(torch.empty_like(ins[r])) for r in range(N)]
             for r in range(N):
                 torch.cuda.synchronize(r)
             for r in range(N):
@@ -243,7 +251,7 @@ def test_one_thread_enqueues_for_both_gpus(comms):
                     (f"all_reduce {algo}", outs[r], _reduce(xs, "SUM")),
                     ("send/recv", gots[r], xs[(r - 1) % N]),
                 ):
-                    diff = _differs(out, want)
+                    diff = checks.same_values(out, want)
                     if diff:
                         problems.append(
                             f"caller on cuda:{caller_device}, rank {r}: {what} {count}: {diff}"
@@ -251,7 +259,7 @@ def test_one_thread_enqueues_for_both_gpus(comms):
     assert not problems, "\n".join(problems[:30])
 
 
-def test_created_from_one_store_and_memory_returned():
+def test_created_from_one_store_and_memory_returned(two_gpus):
     """Warm-up pair (enables peer access), then a pair from one store whose creation, use and
     destroy leave each GPU's free memory where it was."""
     torch.cuda.init()
@@ -299,7 +307,7 @@ def test_two_ranks_on_one_gpu_are_refused():
         assert "one GPU per rank" in msg, msg
 
 
-def test_captured_all_reduce_maps_outputs_of_threads_of_one_process():
+def test_captured_all_reduce_maps_outputs_of_threads_of_one_process(two_gpus):
     """Each rank's thread captures an 8 MiB dda_tree all_reduce on an ordinary tensor (thread-
     local capture, both at once): the outputs are mapped at capture (peers of one process by
     pointer), replays on new inputs are exact, and the mappings go with the graph."""
@@ -324,12 +332,12 @@ def test_captured_all_reduce_maps_outputs_of_threads_of_one_process():
         problems = []
         for rep in range(3):
             x.copy_(_input(r, count, torch.bfloat16, 500 + rep).to(dev))
-            out.fill_(77)
+            checks.poison(out)
             torch.cuda.synchronize(dev)
             g.replay()
             torch.cuda.synchronize(dev)
             want = _reduce([_input(q, count, torch.bfloat16, 500 + rep) for q in range(N)], "SUM")
-            diff = _differs(out, want)
+            diff = checks.same_values(out, want)
             if diff:
                 problems.append(f"replay {rep}: {diff}")
         del g

@@ -2,16 +2,17 @@
 
 Each takes a communicator, runs many calls (types x ops x counts, in place and out of place,
 roots varying), and returns {case: (digest of the output, problem or None)} for
-`rcclx_helpers.assert_cases`. In place and out of place alternate over the (case, count)
-grid, so every type, op, count and algorithm meets both without doubling the calls.
+`checks.assert_cases`. Receive buffers start poisoned (checks.poison), so unwritten elements
+show. In place and out of place alternate over the (case, count) grid, so every type, op,
+count and algorithm meets both without doubling the calls.
 """
 
 from __future__ import annotations
 
+import checks
 import numpy as np
 import rcclx_helpers as H
-
-SENTINEL = 0x5A  # fills receive buffers, so unwritten elements show
+from checks import join_problems, same_bits
 
 
 def _modes(ci: int, ki: int) -> bool:
@@ -21,25 +22,6 @@ def _modes(ci: int, ki: int) -> bool:
 
 def _place(inplace: bool) -> str:
     return "in place" if inplace else "out of place"
-
-
-def same_bits(got: np.ndarray, want: np.ndarray, what: str = "") -> str | None:
-    """None when the arrays hold the same bytes, else what differs (prefixed by `what`)."""
-    if got.shape != want.shape:
-        return f"{what}shape {got.shape} != {want.shape}"
-    g, w = got.view(np.uint8), want.view(np.uint8)
-    if np.array_equal(g, w):
-        return None
-    i = int(np.flatnonzero(g != w)[0]) // got.itemsize
-    return (
-        f"{what}{int(np.sum(g != w))} bytes differ; first element [{i}]: "
-        f"got {got[i]!r}, want {want[i]!r}"
-    )
-
-
-def join_problems(*problems) -> str | None:
-    found = [p for p in problems if p]
-    return "; ".join(found) if found else None
 
 
 def _reduction_kw(spec, op, scalar):
@@ -72,12 +54,12 @@ def all_reduce(comm, algo, cases=None, counts=H.COUNTS):
                 comm.all_reduce(x, algo=algo, **kw)
                 got, unchanged = x, None
             else:
-                got = np.full_like(x, SENTINEL)
+                got = checks.poison(np.empty_like(x))
                 comm.all_reduce(x, got, algo=algo, **kw)
                 unchanged = same_bits(x, inputs[me], "sendbuf modified: ")
             problem = H.check_reduction(spec, op, values, got, inputs, scalars) if verify else None
             key = f"all_reduce {spec.name} {op.name} {values} count={count} {_place(inplace)}"
-            out[key] = (H.digest(got), join_problems(problem, unchanged))
+            out[key] = (checks.digest(got), join_problems(problem, unchanged))
     return out
 
 
@@ -104,13 +86,15 @@ def reduce(comm, cases=None, counts=H.COUNTS):
                     None if is_root else same_bits(x, inputs[me], "non-root buffer modified: ")
                 )
             else:
-                got = np.full_like(x, SENTINEL)
+                got = checks.poison(np.empty_like(x))
                 comm.reduce(x, got, root=root, **kw)
                 problem = join_problems(
                     same_bits(x, inputs[me], "sendbuf modified: "),
                     None
                     if is_root
-                    else same_bits(got, np.full_like(x, SENTINEL), "non-root recvbuf written: "),
+                    else same_bits(
+                        got, checks.poison(np.empty_like(x)), "non-root recvbuf written: "
+                    ),
                 )
             if is_root:
                 problem = join_problems(
@@ -154,7 +138,7 @@ def reduce_scatter(comm, cases=None, counts=RS_COUNTS, variable=False):
             kw = _reduction_kw(spec, op, scalars[me])
             inplace = _modes(ci, ki)
             x = mine.copy()
-            got = x[lo:hi] if inplace else np.full(hi - lo, SENTINEL, dtype=x.dtype)
+            got = x[lo:hi] if inplace else checks.poison(np.empty(hi - lo, dtype=x.dtype))
             if variable:
                 comm.reduce_scatter_v(x, got, blocks, **kw)
             else:
@@ -187,26 +171,26 @@ def broadcast_gather_scatter(comm, specs=H.SPECS, counts=H.COUNTS):
             kw = spec.kw()
             # broadcast
             if inplace:
-                buf = mine[me].copy() if me == root else np.full_like(mine[me], SENTINEL)
+                buf = mine[me].copy() if me == root else checks.poison(np.empty_like(mine[me]))
                 comm.broadcast(buf, root=root, **kw)
                 got = buf
             else:
-                got = np.full_like(mine[me], SENTINEL)
+                got = checks.poison(np.empty_like(mine[me]))
                 comm.broadcast(mine[me], got, root=root, **kw)
             mode = " in place" if inplace else " out of place"
             out[_key("broadcast", spec, count, f" root={root}{mode}")] = (
-                H.digest(got),
+                checks.digest(got),
                 same_bits(got, mine[root]),
             )
             # gather: the root receives every rank's block in rank order
-            recv = np.full(n * count, SENTINEL, dtype=spec.storage) if me == root else None
+            recv = checks.poison(np.empty(n * count, dtype=spec.storage)) if me == root else None
             comm.gather(mine[me], recv, root=root, **kw)
             problem = same_bits(recv, np.concatenate(mine)) if me == root else None
             out[_key("gather", spec, count, f" root={root}")] = ("", problem)
             # scatter: block p of the root's buffer lands on rank p
             blocks = [H.make_bytes(spec, p, count, tag=2 + root) for p in range(n)]
             send = np.concatenate(blocks) if me == root else None
-            got = np.full(count, SENTINEL, dtype=spec.storage)
+            got = checks.poison(np.empty(count, dtype=spec.storage))
             comm.scatter(send, got, root=root, **kw)
             out[_key("scatter", spec, count, f" root={root}")] = ("", same_bits(got, blocks[me]))
     return out
@@ -222,20 +206,23 @@ def all_gather(comm, specs=H.SPECS, counts=H.COUNTS):
             mine = [H.make_bytes(spec, p, count, tag=3) for p in range(n)]
             want = np.concatenate(mine)
             inplace = _modes(si, ki)
-            recv = np.full(n * count, SENTINEL, dtype=spec.storage)
+            recv = checks.poison(np.empty(n * count, dtype=spec.storage))
             if inplace:
                 recv[me * count : (me + 1) * count] = mine[me]
                 comm.all_gather(recv[me * count : (me + 1) * count], recv, **kw)
             else:
                 comm.all_gather(mine[me], recv, **kw)
             mode = " in place" if inplace else " out of place"
-            out[_key("all_gather", spec, count, mode)] = (H.digest(recv), same_bits(recv, want))
+            out[_key("all_gather", spec, count, mode)] = (
+                checks.digest(recv),
+                same_bits(recv, want),
+            )
             blocks = _v_counts(count, n)
             vmine = [H.make_bytes(spec, p, blocks[p], tag=4) for p in range(n)]
-            recv = np.full(sum(blocks), SENTINEL, dtype=spec.storage)
+            recv = checks.poison(np.empty(sum(blocks), dtype=spec.storage))
             comm.all_gather_v(vmine[me], recv, blocks, **kw)
             out[_key("all_gather_v", spec, count, f" counts={blocks}")] = (
-                H.digest(recv),
+                checks.digest(recv),
                 same_bits(recv, np.concatenate(vmine)),
             )
     return out
@@ -259,7 +246,7 @@ def all_to_all(comm, specs=H.SPECS, counts=H.COUNTS):
             kw = spec.kw()
             c = count // n if count > 1 else count
             sends = [H.make_bytes(spec, p, n * c, tag=5) for p in range(n)]
-            recv = np.full(n * c, SENTINEL, dtype=spec.storage)
+            recv = checks.poison(np.empty(n * c, dtype=spec.storage))
             comm.all_to_all(sends[me], recv, **kw)
             want = np.concatenate([sends[p][me * c : (me + 1) * c] for p in range(n)])
             out[_key("all_to_all", spec, c, " per rank")] = ("", same_bits(recv, want))
@@ -272,15 +259,15 @@ def all_to_all(comm, specs=H.SPECS, counts=H.COUNTS):
             rdispl, pos = [0] * n, gap
             for p in reversed(range(n)):
                 rdispl[p], pos = pos, pos + rc[p] + gap
-            send = np.full(sdispl[me][-1] + sc[me][-1] + gap, SENTINEL, dtype=spec.storage)
+            send = checks.poison(np.empty(sdispl[me][-1] + sc[me][-1] + gap, dtype=spec.storage))
             blocks = {}
             for p in range(n):
                 for r in range(n):
                     blocks[r, p] = H.make_bytes(spec, r * n + p, sc[r][p], tag=6)
                 send[sdispl[me][p] : sdispl[me][p] + sc[me][p]] = blocks[me, p]
-            recv = np.full(pos, SENTINEL, dtype=spec.storage)
+            recv = checks.poison(np.empty(pos, dtype=spec.storage))
             comm.all_to_all_v(send, recv, sc[me], rc, sdispl[me], rdispl, **kw)
-            want = np.full(pos, SENTINEL, dtype=spec.storage)
+            want = checks.poison(np.empty(pos, dtype=spec.storage))
             for p in range(n):
                 want[rdispl[p] : rdispl[p] + rc[p]] = blocks[p, me]
             out[_key("all_to_all_v", spec, count, f" counts={sc}")] = ("", same_bits(recv, want))

@@ -1,7 +1,8 @@
 """Shared by the rcclx_core tests: dtype codecs, deterministic inputs, references, and checks.
 
 Ranks run many cases in one launch and return, per case, a digest of their output and a
-description of what was wrong (None when right); the parent asserts on those (`assert_cases`).
+description of what was wrong (None when right); the parent asserts on those
+(`checks.assert_cases`).
 
 References: integer types are computed exactly in their own width (SUM and PROD wrap, AVG is
 the wrapped sum divided by nranks toward zero); floating types in float64. Floating results
@@ -15,7 +16,6 @@ u being the unit roundoff of the type (2^-4 for float8_e4m3, 2^-3 for float8_e5m
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 
 import numpy as np
 
@@ -140,10 +140,6 @@ def encode(spec: Spec, x: np.ndarray) -> np.ndarray:
     i = np.clip(np.searchsorted(vals, x), 1, len(vals) - 1)
     pick = np.where(np.abs(vals[i - 1] - x) <= np.abs(vals[i] - x), i - 1, i)
     return order[pick].astype(np.uint8)
-
-
-def digest(a) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).hexdigest()
 
 
 # --- inputs -----------------------------------------------------------------------------
@@ -278,45 +274,5 @@ def check_reduction(spec, op, values, got, inputs, scalars) -> str | None:
     return compare(spec, got, ref, bound)
 
 
-# --- the parent's side ------------------------------------------------------------------
-
-
-def assert_cases(results, expect_cases: int | None = None, same_on_all_ranks: bool = True) -> None:
-    """`results`: the launch's RankResults (or their values, one dict per rank).
-
-    Every rank ran the same cases, none reported a problem, and (for collectives whose
-    output is the same everywhere) every rank's output has the same bits."""
-    values = [r.value if hasattr(r, "value") else r for r in results]
-    keys = list(values[0])
-    assert keys, "no cases ran"
-    if expect_cases is not None:
-        assert len(keys) == expect_cases, f"{len(keys)} cases ran, expected {expect_cases}"
-    failures = []
-    for r, v in enumerate(values):
-        assert list(v) == keys, f"rank {r} ran different cases"
-        for k in keys:
-            if v[k][1] is not None:
-                failures.append(f"rank {r}: {k}: {v[k][1]}")
-    if same_on_all_ranks:
-        for k in keys:
-            digests = {v[k][0] for v in values}
-            if len(digests) != 1:
-                failures.append(f"{k}: ranks' outputs differ bitwise ({len(digests)} variants)")
-    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:40])
-
-
 def comm_of(ctx):
     return rc.Communicator.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
-
-
-def settle(ctx, name: str, timeout: float = 30.0) -> None:
-    """A barrier through the launch's store (hosted by the parent, so it outlives any rank)."""
-    import time
-
-    store = ctx.store()
-    store.add(f"settle/{name}", 1)
-    deadline = time.monotonic() + timeout
-    while store.add(f"settle/{name}", 0) < ctx.nranks:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"settle {name}: not every rank arrived within {timeout} s")
-        time.sleep(0.002)

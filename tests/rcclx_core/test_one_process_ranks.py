@@ -8,6 +8,7 @@ process: tests/ctran/test_ctran_one_process.py; on GPUs: tests/gpu/test_gpu_one_
 
 from __future__ import annotations
 
+import checks
 import numpy as np
 import pytest
 import rcclx_cases
@@ -31,7 +32,7 @@ def _p2p_async_split(comm) -> dict:
             comm.send(x, right)
             comm.recv(got, left)
         want = np.arange(count, dtype=np.float64) + 1000.0 * left
-        out[f"send/recv ring count={count}"] = ("", rcclx_cases.same_bits(got, want))
+        out[f"send/recv ring count={count}"] = ("", checks.same_bits(got, want))
     if n % 2 == 0:
         peer = me ^ 1
         x = np.full(H.LARGE, me, dtype=np.int32)
@@ -42,11 +43,11 @@ def _p2p_async_split(comm) -> dict:
         else:
             comm.recv(got, peer)
             comm.send(x, peer)
-        out["blocking send/recv in pairs"] = ("", rcclx_cases.same_bits(got, np.full_like(x, peer)))
+        out["blocking send/recv in pairs"] = ("", checks.same_bits(got, np.full_like(x, peer)))
     x = np.full(1001, me + 1, dtype=np.int64)
     comm.all_reduce(x, async_op=True).wait(timeout=60)
     total = n * (n + 1) // 2
-    out["async all_reduce"] = (H.digest(x), None if np.all(x == total) else f"got {x[:4]}")
+    out["async all_reduce"] = (checks.digest(x), None if np.all(x == total) else f"got {x[:4]}")
     comm.barrier()
     sub = comm.split(me % 2)
     y = np.full(7, me, dtype=np.int64)
@@ -88,7 +89,7 @@ def test_threads_of_one_process_run_every_collective(nranks, monkeypatch):
         comm.destroy()
         return out
 
-    H.assert_cases(run_threads(rank_main, nranks))
+    checks.assert_cases(run_threads(rank_main, nranks))
 
 
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
@@ -114,7 +115,7 @@ def test_threads_from_one_store(transport, monkeypatch):
         comm.destroy()
         return out
 
-    H.assert_cases(run_threads(rank_main, nranks))
+    checks.assert_cases(run_threads(rank_main, nranks))
 
 
 def _two_ranks_per_process(ctx, per_process):
@@ -146,4 +147,4 @@ def test_processes_of_several_ranks_each():
         v for proc in values(launch(_two_ranks_per_process, 2, 2, timeout=180)) for v in proc
     ]
     assert len(per_rank) == 4
-    H.assert_cases(per_rank)
+    checks.assert_cases(per_rank)

@@ -5,6 +5,7 @@ exact or float64 reference (see rcclx_helpers); the parent checks that every ran
 the same bits. Chunks of 4 KiB make the large count span many pipeline steps.
 """
 
+import checks
 import pytest
 import rcclx_cases
 import rcclx_helpers as H
@@ -25,4 +26,4 @@ def _all_reduce_rank(ctx, algo):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_all_reduce(nranks, algo):
     results = launch(_all_reduce_rank, nranks, algo, env=H.CHUNK_ENV, timeout=120)
-    H.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(H.COUNTS))
+    checks.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(H.COUNTS))

@@ -4,9 +4,9 @@ correct results; wait(timeout) times out while a peer is late; groups run asynch
 import gc
 import time
 
+import checks
 import numpy as np
 import pytest
-import rcclx_cases
 import rcclx_helpers as H
 
 from launcher import launch
@@ -18,7 +18,7 @@ def _async_rank(ctx):
     comm = H.comm_of(ctx)
     n, me = comm.size, comm.rank
     nxt, prv = (me + 1) % n, (me - 1) % n
-    check, join = rcclx_cases.same_bits, rcclx_cases.join_problems
+    check, join = checks.same_bits, checks.join_problems
     count = 3001
     out = {}
     works = {}
@@ -131,4 +131,4 @@ def _async_rank(ctx):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_async_work(nranks):
     results = launch(_async_rank, nranks, env=H.CHUNK_ENV, timeout=60)
-    H.assert_cases(results, expect_cases=17)
+    checks.assert_cases(results, expect_cases=17)

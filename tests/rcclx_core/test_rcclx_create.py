@@ -1,8 +1,7 @@
 """Creating communicators (by unique id, from a store, from the torchrun environment), a
 single-rank communicator running every collective in this process, finalize and abort."""
 
-import socket
-
+import checks
 import numpy as np
 import pytest
 import rcclx_cases
@@ -27,7 +26,7 @@ def test_single_rank_runs_every_collective_in_process():
     out.update(rcclx_cases.broadcast_gather_scatter(comm))
     out.update(rcclx_cases.all_gather(comm))
     out.update(rcclx_cases.all_to_all(comm))
-    H.assert_cases([out])
+    checks.assert_cases([out])
     # send to and receive from oneself, in a group
     got = np.zeros(5000)
     with comm.group():
@@ -64,15 +63,9 @@ def _from_env_rank(ctx):
     info = (comm.rank, comm.size)
     x = np.full(3, float(comm.rank))
     comm.all_reduce(x, op=rc.RedOp.MAX)
-    H.settle(ctx, "done")  # rank 0 hosts the bootstrap store
+    ctx.barrier("done")  # rank 0 hosts the bootstrap store
     comm.destroy()
     return info, x.tolist()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_from_env():
@@ -83,7 +76,7 @@ def test_from_env():
         "RCCLX_TIMEOUT_MS": 10000,
     }
     for _ in range(3):  # another process may take the free port before rank 0 binds it
-        env["RCCLX_BOOTSTRAP_PORT"] = _free_port()
+        env["RCCLX_BOOTSTRAP_PORT"] = checks.free_port()
         results = launch(
             _from_env_rank,
             3,

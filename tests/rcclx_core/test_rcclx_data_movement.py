@@ -1,6 +1,7 @@
 """broadcast, gather, scatter, all_gather(_v), all_to_all(_v): world size x dtype x count,
 arbitrary bit patterns (NaNs included) compared bitwise, roots moving, in place and out of place."""
 
+import checks
 import pytest
 import rcclx_cases
 import rcclx_helpers as H
@@ -26,4 +27,4 @@ def _family_rank(ctx, family):
 def test_data_movement(nranks, family):
     results = launch(_family_rank, nranks, family, env=H.CHUNK_ENV, timeout=120)
     per_case = {"broadcast_gather_scatter": 3, "all_gather": 2, "all_to_all": 2}[family]
-    H.assert_cases(results, expect_cases=per_case * len(H.SPECS) * len(H.COUNTS))
+    checks.assert_cases(results, expect_cases=per_case * len(H.SPECS) * len(H.COUNTS))

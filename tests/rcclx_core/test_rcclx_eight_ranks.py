@@ -4,6 +4,7 @@ low-precision all_reduce / reduce_scatter against the model's bits. The two- to 
 cover every type and operator; this one checks that nothing assumes a small world (ring rounds,
 direct-arena slots, chunk indices, rank-order sums)."""
 
+import checks
 import lp_model as M
 import numpy as np
 import rcclx_cases
@@ -48,7 +49,7 @@ def test_every_collective_on_eight_ranks():
         + 2 * len(_cases()) * len(RS_COUNTS)  # reduce_scatter, reduce_scatter_v
         + (2 + 2 + 3) * len(SPECS) * len(COUNTS)  # all_gather, all_to_all, bcast/gather/scatter
     )
-    H.assert_cases(results, expect_cases=expected)
+    checks.assert_cases(results, expect_cases=expected)
 
 
 def _lp_rank(ctx):
@@ -62,14 +63,14 @@ def _lp_rank(ctx):
         got = np.empty_like(inputs[me])
         comm.all_reduce(inputs[me], got, low_precision=True)
         want = M.all_reduce(codec, inputs, False)
-        out[f"lp all_reduce count={count * n}"] = (H.digest(got), rcclx_cases.same_bits(got, want))
+        out[f"lp all_reduce count={count * n}"] = (checks.digest(got), checks.same_bits(got, want))
         part = np.empty(count, dtype=np.float32)
         comm.reduce_scatter(inputs[me], part, low_precision=True)
         want = M.reduce_scatter(codec, inputs, [count] * n, me, False)
         # Each rank holds its own block: compare with the model here, not across ranks.
         out[f"lp reduce_scatter count={count} rank={me}"] = (
             None,
-            rcclx_cases.same_bits(part, want),
+            checks.same_bits(part, want),
         )
     comm.destroy()
     return out

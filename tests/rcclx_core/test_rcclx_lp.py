@@ -19,6 +19,7 @@ Run as a script to print the measured error table:
 
 from __future__ import annotations
 
+import checks
 import lp_model as M
 import numpy as np
 import pytest
@@ -76,29 +77,13 @@ def values(a: np.ndarray, bf16: bool) -> np.ndarray:
     return M.to_f32(a, bf16).astype(np.float64)
 
 
-def same_bits(got: np.ndarray, want: np.ndarray) -> str | None:
-    if got.shape != want.shape:
-        return f"shape {got.shape} != {want.shape}"
-    g, w = got.view(np.uint8), want.view(np.uint8)
-    if np.array_equal(g, w):
-        return None
-    i = int(np.flatnonzero(g != w)[0]) // got.itemsize
-    bad = int(np.sum(got != want))
-    return f"{bad} elements differ from the model; first [{i}]: {got[i]!r} vs {want[i]!r}"
-
-
-def rel_error(got: np.ndarray, ref: np.ndarray) -> float:
-    den = np.linalg.norm(ref)
-    return float(np.linalg.norm(got - ref) / den) if den > 0 else float(np.linalg.norm(got))
-
-
 def worst_block_error(got: np.ndarray, ref: np.ndarray, seg: int) -> float:
     """The largest rel_error over the 256-element blocks of each `seg`-element segment."""
     worst = 0.0
     for s in range(0, got.size, seg):
         for b in range(s, s + seg, BLOCK):
             e = min(b + BLOCK, s + seg)
-            worst = max(worst, rel_error(got[b:e], ref[b:e]))
+            worst = max(worst, checks.relative_error(got[b:e], ref[b:e]))
     return worst
 
 
@@ -196,9 +181,9 @@ def _accuracy_rank(ctx):
                 dtype = "bfloat16" if bf16 else "float32"
                 key = f"{coll} {dtype} {dist} {'in' if inplace else 'out of'} place"
                 out[key] = (
-                    H.digest(got),
-                    same_bits(got, model),
-                    rel_error(g, ref),
+                    checks.digest(got),
+                    checks.same_bits(got, model),
+                    checks.relative_error(g, ref),
                     worst_block_error(g, ref, COUNT) if dist == "wide" else None,
                 )
     # Edge counts (zero, one element, block tails) and AVG: model bits only.
@@ -211,7 +196,7 @@ def _accuracy_rank(ctx):
             got = run_collective(comm, coll, inputs[me], False, j % 2 == 0, **kw)
             model, _ = model_and_reference(coll, codec, inputs, me, False, average=avg)
             key = f"{coll} float32 count={count}{' avg' if avg else ''}"
-            out[key] = (H.digest(got), same_bits(got, model), None, None)
+            out[key] = (checks.digest(got), checks.same_bits(got, model), None, None)
     # NaN and infinities in an all_reduce: carried to the same positions (section "Rules").
     inputs = [make_input("normal", p, 1000, seed=2) for p in range(n)]
     inputs[0][10] = np.inf
@@ -220,7 +205,7 @@ def _accuracy_rank(ctx):
     inputs[1][601] = np.inf
     got = run_collective(comm, "all_reduce", inputs[me], False, False)
     model = M.all_reduce(codec, inputs, False)
-    problems = [same_bits(got, model)]
+    problems = [checks.same_bits(got, model)]
     if not (
         got[10] == np.inf and np.isnan(got[300]) and got[600] == -np.inf and got[601] == np.inf
     ):
@@ -228,11 +213,11 @@ def _accuracy_rank(ctx):
     finite = np.ones(1000, dtype=bool)
     finite[[10, 300, 600, 601]] = False
     ref = np.sum([x.astype(np.float64) for x in inputs], axis=0)
-    err = rel_error(got[finite].astype(np.float64), ref[finite])
+    err = checks.relative_error(got[finite].astype(np.float64), ref[finite])
     if not np.isfinite(got[finite]).all() or err > BOUNDS["all_reduce"]:
         problems.append(f"finite elements disturbed (error {err:.3g})")
     out["all_reduce float32 nan/inf"] = (
-        H.digest(got),
+        checks.digest(got),
         "; ".join(p for p in problems if p) or None,
         None,
         None,
@@ -278,17 +263,23 @@ def _variants_rank(ctx):
     xs = [make_input("wide", p, counts[p], seed=3) for p in range(n)]
     got = np.empty(sum(counts), dtype=np.float32)
     comm.all_gather_v(xs[me], got, counts)
-    out["all_gather_v float32"] = (H.digest(got), same_bits(got, M.all_gather(codec, xs, False)))
+    out["all_gather_v float32"] = (
+        checks.digest(got),
+        checks.same_bits(got, M.all_gather(codec, xs, False)),
+    )
     xs = [storage(make_input("student_t2", p, sum(counts), seed=4), True) for p in range(n)]
     got = np.empty(counts[me], dtype=np.uint16)
     comm.reduce_scatter_v(xs[me], got, counts, dtype=DT.BFLOAT16)
     want = M.reduce_scatter(codec, xs, counts, me, True)
-    out["reduce_scatter_v bfloat16"] = (H.digest(got), same_bits(got, want))
+    out["reduce_scatter_v bfloat16"] = (checks.digest(got), checks.same_bits(got, want))
     # Asynchronous, then grouped: the same results as synchronous calls.
     xs = [make_input("normal", p, 5000, seed=5) for p in range(n)]
     got = np.empty(5000, dtype=np.float32)
     comm.all_reduce(xs[me], got, async_op=True).wait()
-    out["all_reduce async"] = (H.digest(got), same_bits(got, M.all_reduce(codec, xs, False)))
+    out["all_reduce async"] = (
+        checks.digest(got),
+        checks.same_bits(got, M.all_reduce(codec, xs, False)),
+    )
     a2a = [make_input("normal", p, 333 * n, seed=6) for p in range(n)]
     got_a2a = np.empty(333 * n, dtype=np.float32)
     got_ar = np.empty(5000, dtype=np.float32)
@@ -296,9 +287,9 @@ def _variants_rank(ctx):
         comm.all_to_all(a2a[me], got_a2a)
         comm.all_reduce(xs[me], got_ar, op=OP.AVG)
     want = M.all_to_all(codec, a2a, me, False)
-    out["all_to_all grouped"] = ("", same_bits(got_a2a, want))
+    out["all_to_all grouped"] = ("", checks.same_bits(got_a2a, want))
     want = M.all_reduce(codec, xs, False, average=True)
-    out["all_reduce avg grouped"] = (H.digest(got_ar), same_bits(got_ar, want))
+    out["all_reduce avg grouped"] = (checks.digest(got_ar), checks.same_bits(got_ar, want))
     comm.destroy()
     return out
 
@@ -351,7 +342,7 @@ def _fallback_rank(ctx):
         return acc
 
     def check(key, got, want):
-        out[key] = same_bits(got, want)
+        out[key] = checks.same_bits(got, want)
 
     xs = inputs_of(np.int32, big, 1)
     check(
@@ -497,7 +488,7 @@ def test_lp_wire_format_matches_model(block):
             x = x.astype(np.float32)
             wire = _quantize(x, block)
             assert np.array_equal(wire, M.quantize(x, block)), f"{name} count={count}"
-            assert H.digest(_dequantize(wire, count, block)) == H.digest(
+            assert checks.digest(_dequantize(wire, count, block)) == checks.digest(
                 M.dequantize(wire, count, block)
             ), f"{name} count={count}"
             # bfloat16 inputs encode as their float32 values do.
@@ -547,7 +538,7 @@ def test_lp_wire_format_rules():
     zr = _dequantize(_quantize(z), z.size)
     for b in range(11):
         sl = slice(b * 256, (b + 1) * 256)
-        assert rel_error(zr[sl].astype(np.float64), z[sl].astype(np.float64)) < 0.04
+        assert checks.relative_error(zr[sl].astype(np.float64), z[sl].astype(np.float64)) < 0.04
     with pytest.raises(rc.InvalidArgumentError, match="multiple of 32"):
         rc.lp_wire_bytes(10, 100)
     with pytest.raises(rc.InvalidArgumentError, match="float32 and bfloat16"):

@@ -2,9 +2,9 @@
 
 import time
 
+import checks
 import numpy as np
 import pytest
-import rcclx_cases
 import rcclx_helpers as H
 
 from launcher import launch
@@ -18,7 +18,7 @@ def _p2p_rank(ctx):
     comm = H.comm_of(ctx)
     n, me = comm.size, comm.rank
     nxt, prv = (me + 1) % n, (me - 1) % n
-    check = rcclx_cases.same_bits
+    check = checks.same_bits
     out = {}
     for spec in SPECS:
         kw = spec.kw()
@@ -29,7 +29,7 @@ def _p2p_rank(ctx):
             partner = me ^ 1
             problem = None  # (the last of an odd number of ranks has no partner)
             if partner < n:
-                got = np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage)
+                got = checks.poison(np.empty(count, dtype=spec.storage))
                 if me < partner:
                     comm.send(data[me], partner, **kw)
                     comm.recv(got, partner, **kw)
@@ -39,14 +39,14 @@ def _p2p_rank(ctx):
                 problem = check(got, data[partner])
             out[f"pair {spec.name} count={count}"] = ("", problem)
             # Ring exchange in a group: every rank sends and receives at once.
-            got = np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage)
+            got = checks.poison(np.empty(count, dtype=spec.storage))
             with comm.group():
                 comm.send(data[me], nxt, **kw)
                 comm.recv(got, prv, **kw)
             out[f"group ring {spec.name} count={count}"] = ("", check(got, data[prv]))
             # All-to-all by a group, self included.
             blocks = [H.make_bytes(spec, me * n + p, count, tag=11) for p in range(n)]
-            recv = [np.full(count, rcclx_cases.SENTINEL, dtype=spec.storage) for _ in range(n)]
+            recv = [checks.poison(np.empty(count, dtype=spec.storage)) for _ in range(n)]
             comm.group_start()
             for p in range(n):
                 comm.recv(recv[p], p, **kw)
@@ -58,7 +58,7 @@ def _p2p_rank(ctx):
             ]
             out[f"group all_to_all {spec.name} count={count}"] = (
                 "",
-                rcclx_cases.join_problems(*problems),
+                checks.join_problems(*problems),
             )
     # Several messages to one peer in one group match in order, and sizes may differ.
     sizes = [3, 0, 5000, 1]
@@ -71,7 +71,7 @@ def _p2p_rank(ctx):
     want = [np.arange(s, dtype=np.int32) * (prv + 1) + k for k, s in enumerate(sizes)]
     out["group ordered messages"] = (
         "",
-        rcclx_cases.join_problems(*[check(g, w) for g, w in zip(got, want)]),
+        checks.join_problems(*[check(g, w) for g, w in zip(got, want)]),
     )
     # Nested groups run when the outermost ends; a collective recorded in a group runs too.
     # The send buffer is a temporary: the binding must keep it alive until the group ends.
@@ -87,7 +87,7 @@ def _p2p_rank(ctx):
     comm.group_end()
     out["nested group"] = (
         "",
-        rcclx_cases.join_problems(
+        checks.join_problems(
             check(recorded, np.zeros(4), "ran before the outer group_end: "),
             check(got[:4], np.full(4, float(prv))),
             check(x, np.full(7, n * (n + 1) / 2)),
@@ -124,4 +124,4 @@ def _p2p_rank(ctx):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_send_recv_and_groups(nranks):
     results = launch(_p2p_rank, nranks, env=H.CHUNK_ENV, timeout=120)
-    H.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 5)
+    checks.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 5)

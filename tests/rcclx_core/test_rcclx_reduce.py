@@ -1,6 +1,7 @@
 """reduce, reduce_scatter and reduce_scatter_v: world size x dtype x op x count, roots moving,
 in place and out of place, against exact or float64 references."""
 
+import checks
 import pytest
 import rcclx_cases
 import rcclx_helpers as H
@@ -25,7 +26,7 @@ def _reduce_scatter_rank(ctx, variable):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_reduce(nranks):
     results = launch(_reduce_rank, nranks, env=H.CHUNK_ENV, timeout=120)
-    H.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(H.COUNTS))
+    checks.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(H.COUNTS))
     roots = {k.split("root=")[1].split()[0] for k in results[0].value}
     assert roots == {str(r) for r in range(nranks)}
 
@@ -34,4 +35,4 @@ def test_reduce(nranks):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_reduce_scatter(nranks, variable):
     results = launch(_reduce_scatter_rank, nranks, variable, env=H.CHUNK_ENV, timeout=120)
-    H.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(rcclx_cases.RS_COUNTS))
+    checks.assert_cases(results, expect_cases=len(H.reduction_cases()) * len(rcclx_cases.RS_COUNTS))

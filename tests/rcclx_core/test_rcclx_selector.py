@@ -188,7 +188,7 @@ def _create_rank(ctx):
         out = ("created", "")
     except rc.Error as e:
         out = (type(e).__name__, str(e))
-    H.settle(ctx, "tried")  # rank 0 hosts the bootstrap store: it stays until all have tried
+    ctx.barrier("tried")  # rank 0 hosts the bootstrap store: it stays until all have tried
     return out
 
 

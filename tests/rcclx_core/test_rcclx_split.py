@@ -1,9 +1,9 @@
 """split(color, key) and split_ranks(ranks): membership, order, and collectives on the
 sub-communicators (every allreduce algorithm), interleaved with the parent's."""
 
+import checks
 import numpy as np
 import pytest
-import rcclx_cases
 import rcclx_helpers as H
 
 from launcher import launch
@@ -11,7 +11,7 @@ from launcher import launch
 
 def _sub_collectives(sub, members, tag):
     """Runs collectives on `sub`, whose rank i is parent rank members[i]; returns problems."""
-    check = rcclx_cases.same_bits
+    check = checks.same_bits
     problems = []
     m = len(members)
     if sub.size != m or members[sub.rank] != tag:
@@ -34,7 +34,7 @@ def _sub_collectives(sub, members, tag):
 def _split_rank(ctx):
     comm = H.comm_of(ctx)
     n, me = comm.size, comm.rank
-    check, join = rcclx_cases.same_bits, rcclx_cases.join_problems
+    check, join = checks.same_bits, checks.join_problems
     out = {}
     # By parity, keys reversing the order: sub rank 0 is the highest parent rank of the color.
     sub = comm.split(me % 2, key=-me)
@@ -87,4 +87,4 @@ def _split_rank(ctx):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_split(nranks):
     results = launch(_split_rank, nranks, timeout=60)
-    H.assert_cases(results, expect_cases=6)
+    checks.assert_cases(results, expect_cases=6)

@@ -4,9 +4,9 @@ non-contiguous tensors and tensors that refuse DLPack get clear errors."""
 
 import importlib.util
 
+import checks
 import numpy as np
 import pytest
-import rcclx_cases
 import rcclx_helpers as H
 
 from launcher import launch
@@ -39,7 +39,7 @@ def _torch_rank(ctx):
 
     comm = H.comm_of(ctx)
     n, me = comm.size, comm.rank
-    check, join = rcclx_cases.same_bits, rcclx_cases.join_problems
+    check, join = checks.same_bits, checks.join_problems
     out = {}
 
     def as_tensor(spec, storage):
@@ -74,7 +74,10 @@ def _torch_rank(ctx):
                     check(got, x, "torch vs numpy: "),
                     H.check_reduction(spec, op, values, got, inputs, [1.0] * n),
                 )
-                out[f"all_reduce {spec.name} {op.name} count={count}"] = (H.digest(got), problem)
+                out[f"all_reduce {spec.name} {op.name} count={count}"] = (
+                    checks.digest(got),
+                    problem,
+                )
         # Data movement with torch tensors of this type, 2-D shapes included.
         mine = [H.make_bytes(spec, p, 6, tag=20) for p in range(n)]
         t = as_tensor(spec, mine[me]).reshape(2, 3)
@@ -112,7 +115,9 @@ def _torch_rank(ctx):
 
 def test_torch_tensors():
     results = launch(_torch_rank, 2, env=H.CHUNK_ENV, timeout=120)
-    H.assert_cases([r.value[0] for r in results], expect_cases=len(H.SPECS) * (3 * len(COUNTS) + 2))
+    checks.assert_cases(
+        [r.value[0] for r in results], expect_cases=len(H.SPECS) * (3 * len(COUNTS) + 2)
+    )
     for res in results:
         errors = res.value[1]
         want = {

@@ -2,6 +2,7 @@
 rank: tcp between hosts, shared memory within), every rank over tcp (RCCLX_TRANSPORT=tcp), and
 DDA disabled. The selector falls back to ring and refuses forced DDA with a clear error."""
 
+import checks
 import numpy as np
 import pytest
 import rcclx_cases
@@ -56,12 +57,12 @@ def _transport_rank(ctx, setup):
         half = [r for r in range(4) if r // 2 == ctx.rank // 2]
         out["sub-communicator dda_tree"] = (
             "",
-            rcclx_cases.same_bits(y, np.full(5000, float(sum(r + 1 for r in half)))),
+            checks.same_bits(y, np.full(5000, float(sum(r + 1 for r in half)))),
         )
         sub.destroy()
     comm.destroy()
     # Rank 0 hosts the bootstrap store the other half still uses to build its sub-communicator.
-    H.settle(ctx, "done")
+    ctx.barrier("done")
     return info, out
 
 
@@ -97,4 +98,4 @@ def test_collectives_without_direct_access(setup):
             assert (info["num_hosts"], info["local_size"]) == (1, n)
             assert "no direct access" in reason
             assert "without direct access" in msg
-    H.assert_cases([r.value[1] for r in results])
+    checks.assert_cases([r.value[1] for r in results])

@@ -1,19 +1,36 @@
-"""GPU allreduce under CUDA graph capture (part of allreduce_check.py): one graph holding every
-algorithm, replayed on fresh inputs with each replay checked; with graph registration
-(RCCLX_GPU_GRAPH_REGISTER, on by default) and without it. Outputs are ordinary tensors, a
-symmetric buffer, a tensor one element in on odd ranks (the outputs then differ modulo 16
-bytes, so the call must stay staged) and a tensor in one of torch's expandable segments (no IPC
-handle: staged). The calls that went zero-copy are counted at capture, and the mappings must be
-gone once the graph is.
+"""all_reduce under CUDA graph capture, 2 ranks: one graph holding every algorithm, replayed on
+fresh inputs with every replay checked against the float64 reference and across ranks, with
+graph registration (RCCLX_GPU_GRAPH_REGISTER=1: ordinary outputs mapped at capture) and without
+it. Outputs are ordinary tensors, a symmetric buffer, a tensor one element in on odd ranks (the
+outputs then differ modulo 16 bytes, so the call must stay staged) and a tensor in one of
+torch's expandable segments (no IPC handle: staged). The calls that went zero-copy are counted
+at capture, and the mappings must be gone once the graph is.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
-from gpu_cases import compare, digest, expandable_tensor, make_input, poison, reference
+import pytest
 
+torch = pytest.importorskip("torch")
+
+import checks  # noqa: E402
+from gpu_cases import (  # noqa: E402
+    Cases,
+    all_reduce_reference,
+    compare,
+    current_stream,
+    expandable_tensor,
+    make_input,
+    rank_device,
+)
+
+from launcher import launch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+NRANKS = 2
 # (algorithm, dtype, count, output): "plain" a tensor of its own, "symmetric" a slice of a
 # symmetric buffer, "skewed" a plain tensor one element in on odd ranks, "expandable" a tensor
 # in an expandable segment.
@@ -40,18 +57,8 @@ def _zero_copy(algo, dtype_bytes, count, output, register):
     return pays and register and output == "plain"
 
 
-def graph_rank(info, replays, register):
-    """One graph holding every algorithm, replayed on fresh inputs; each replay checked."""
-    os.environ["RCCLX_GPU_GRAPH_REGISTER"] = "1" if register else "0"
-    import torch
-
-    torch.cuda.set_device(info.device)
-    dev = torch.device("cuda", info.device)
-    comm = info.communicator()
-    n = info.nranks
-    mode = "registered" if register else "staged"
-    dtypes = [getattr(torch, t) for _, t, _, _ in PLAN]
-    ins = [torch.empty(c, dtype=d, device=dev) for (_, _, c, _), d in zip(PLAN, dtypes)]
+def _outputs(comm, ins, dtypes, rank, dev):
+    """The output of every PLAN entry, and the symmetric buffer the symmetric ones are in."""
     symmetric = [x for x, (*_, o) in zip(ins, PLAN) if o == "symmetric"]
     sym = comm.alloc_symmetric(sum(x.nbytes + 256 for x in symmetric))
     outs, at = [], 0
@@ -60,60 +67,63 @@ def graph_rank(info, replays, register):
             outs.append(sym.as_tensor(torch.uint8)[at : at + x.nbytes].view(d))
             at += (x.nbytes + 255) // 256 * 256
         elif output == "skewed":
-            outs.append(torch.empty(c + 1, dtype=d, device=dev)[info.rank % 2 :][:c])
+            outs.append(torch.empty(c + 1, dtype=d, device=dev)[rank % 2 :][:c])
         elif output == "expandable":
-            segment = expandable_tensor(torch, dev)
+            segment = expandable_tensor(dev)
             assert segment is not None, "torch did not put a tensor in an expandable segment"
             outs.append(segment[: c * d.itemsize].view(d))
         else:
             outs.append(torch.empty_like(x))
+    return outs, sym
+
+
+def _graph_rank(ctx, replays, register):
+    """One graph holding every PLAN call, replayed on fresh inputs; each replay checked."""
+    dev = rank_device(ctx)
+    comm = ctx.communicator()
+    n = ctx.nranks
+    dtypes = [getattr(torch, t) for _, t, _, _ in PLAN]
+    ins = [torch.empty(c, dtype=d, device=dev) for (_, _, c, _), d in zip(PLAN, dtypes)]
+    outs, sym = _outputs(comm, ins, dtypes, ctx.rank, dev)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # eager warm-up, off the capture
         for (algo, *_), x, o in zip(PLAN, ins, outs):
             x.normal_()
-            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+            comm.all_reduce(x, o, algo=algo, stream=current_stream())
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    results = []
-
-    def record(label, problem, out=None):
-        hashed = digest(out) if problem is None and out is not None else None
-        results.append({"case": f"graph ({mode}) {label}", "error": problem, "digest": hashed})
-
+    c = Cases()
     g = torch.cuda.CUDAGraph()
     before = comm.symmetric_calls
     with torch.cuda.graph(g):
         for (algo, *_), x, o in zip(PLAN, ins, outs):
-            comm.all_reduce(x, o, algo=algo, stream=torch.cuda.current_stream().cuda_stream)
+            comm.all_reduce(x, o, algo=algo, stream=current_stream())
     counted = comm.symmetric_calls - before
-    want = sum(_zero_copy(a, d.itemsize, c, o, register) for (a, _, c, o), d in zip(PLAN, dtypes))
-    record(
+    zero_copy = [
+        _zero_copy(a, d.itemsize, n_, o, register) for (a, _, n_, o), d in zip(PLAN, dtypes)
+    ]
+    want = sum(zero_copy)
+    c.record(
         "zero-copy calls counted at capture",
         None if counted == want else f"{counted} counted, expected {want}",
     )
     held = comm.graph_registrations
-    want_held = sum(
-        _zero_copy(a, d.itemsize, c, o, register) and o != "symmetric"
-        for (a, _, c, o), d in zip(PLAN, dtypes)
-    )
-    record(
+    want_held = sum(z and o != "symmetric" for z, (*_, o) in zip(zero_copy, PLAN))
+    c.record(
         "outputs mapped for the live graph",
         None if held == want_held else f"{held} held, expected {want_held}",
     )
     for rep in range(replays):
-        for i, ((_, _, c, _), x, o) in enumerate(zip(PLAN, ins, outs)):
-            x.copy_(make_input(torch, dtypes[i], c, "SUM", 5000 + rep * 20 + i, info.rank, dev))
-            poison(torch, o)
+        seeds = [5000 + rep * 20 + i for i in range(len(PLAN))]
+        for (_, _, count, _), d, x, o, seed in zip(PLAN, dtypes, ins, outs, seeds):
+            x.copy_(make_input(d, count, "SUM", seed, ctx.rank, dev))
+            checks.poison(o)
         g.replay()
         torch.cuda.synchronize()
-        for i, ((algo, t, c, output), o) in enumerate(zip(PLAN, outs)):
-            ref = reference(torch, dtypes[i], c, "SUM", 5000 + rep * 20 + i, n, dev)
-            record(
-                f"replay {rep} {algo} {t} n={c} {output}",
-                compare(torch, t, dtypes[i], o, ref, n),
-                o,
-            )
+        for (algo, t, count, output), d, o, seed in zip(PLAN, dtypes, outs, seeds):
+            ref = all_reduce_reference(d, count, "SUM", seed, n, dev)
+            c.record(f"replay {rep} {algo} {t} n={count} {output}", compare(o, ref, n), o)
     del g
     torch.cuda.synchronize()
     # The runtime reports a destroyed graph on a thread of its own, soon after.
@@ -121,10 +131,20 @@ def graph_rank(info, replays, register):
     while comm.graph_registrations and time.monotonic() < deadline:
         time.sleep(0.05)
     left = comm.graph_registrations
-    record(
+    c.record(
         "mappings closed once the graph is destroyed",
         None if left == 0 else f"{left} still held 10 s after the graph was destroyed",
     )
     sym.free()
     comm.destroy()
-    return results
+    return c.results
+
+
+@pytest.mark.parametrize(
+    "replays, register",
+    [pytest.param(100, True, id="registered"), pytest.param(10, False, id="staged")],
+)
+def test_graph_replays_on_changing_inputs(replays, register):
+    env = {"RCCLX_GPU_GRAPH_REGISTER": int(register)}
+    results = launch(_graph_rank, NRANKS, replays, register, env=env, timeout=240)
+    checks.assert_cases(results, expect_cases=3 + replays * len(PLAN))
