@@ -291,7 +291,16 @@ def gpu(session: nox.Session) -> None:
         *natives, env=env, external=True,
     )  # fmt: skip
     session.run(sys.executable, "-c", _GPU_BUILD_PROBE, env=env, external=True)
-    pytest = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider"]
+    pytest = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "gpu",
+        "-p",
+        "no:cacheprovider",
+        "--durations=8",
+    ]
     session.run(*pytest, "tests", env=env, external=True)
     perf = [sys.executable, "-m", "rcclx_core.perf", *(session.posargs or GPU_SWEEP_ARGS)]
     session.run(*perf, env=env, external=True)

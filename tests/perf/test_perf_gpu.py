@@ -24,9 +24,8 @@ def test_every_algorithm_on_two_ranks_sharing_a_gpu_is_right(tmp_path):
     assert all(r["host"]["mean"] > 0 for r in doc["rows"] if "time" in r)
 
 
-@pytest.mark.parametrize("ranks", ["1", "2"])
-def test_graph_mode_times_replays_and_checks_a_replay(tmp_path, ranks):
-    args = [*CUDA, "-g", ranks, "--graph", "5", "--algo", "all", "-b", "1K", "-e", "4M", "-f", "16"]
+def test_graph_mode_times_replays_and_checks_a_replay(tmp_path):
+    args = [*CUDA, "-g", "2", "--graph", "5", "--algo", "all", "-b", "1K", "-e", "4M", "-f", "16"]
     rows, out, doc = perf_json(tmp_path, *args, "-n", "3", "-w", "1", "--median")
     assert rows and all(r["#wrong"] == "0" for r in rows), out
     assert "mode: graph: 5 ops captured in one CUDA graph" in out and doc["mode"] == "graph of 5"
@@ -36,15 +35,13 @@ def test_graph_mode_times_replays_and_checks_a_replay(tmp_path, ranks):
 @pytest.mark.parametrize(
     "collective, extra",
     [
+        # The collectives new to the tool, and one captured; the others' GPU kernels are
+        # checked by tests/gpu, their buffer layouts by the CPU tests of tests/perf.
         ("all_to_all_v", []),
         ("send_recv", []),
         ("gather", ["--inplace"]),
         ("scatter", []),
-        ("all_gather", ["--inplace", "-d", "bf16"]),
-        ("reduce_scatter", ["--redop", "max"]),
-        ("broadcast", ["--graph", "3"]),
-        ("reduce", ["-d", "int32"]),
-        ("all_to_all", []),
+        ("reduce_scatter", ["--redop", "max", "--graph", "3"]),
     ],
 )
 def test_every_collective_on_two_ranks_is_right(tmp_path, collective, extra):
@@ -53,7 +50,7 @@ def test_every_collective_on_two_ranks_is_right(tmp_path, collective, extra):
     assert len(rows) == 3 and all(r["#wrong"] == "0" for r in rows), out
 
 
-@pytest.mark.parametrize("collective", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"])
+@pytest.mark.parametrize("collective", ["all_reduce", "all_to_all"])
 def test_low_precision_on_gpu_within_the_fp8_bound(tmp_path, collective):
     args = [*CUDA, "-g", "2", "--collective", collective, "--low-precision", "-b", "1M", "-e", "4M"]
     rows, out = perf(tmp_path, *args, "-n", "3", "-w", "1", "--graph", "2")
