@@ -282,7 +282,7 @@ def gpu(session: nox.Session) -> None:
     shutil.rmtree(site, ignore_errors=True)
     # The same pip build as the other sessions, into a folder of this session's own, so the
     # machine's Python and its packages (torch) stay as they were.
-    natives = [f"./{n}" for n in _available(session, PERF_PACKAGES)]
+    natives = [f"./{n}" for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
     session.run(
         sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
         "--no-index", "--target", str(site),
