@@ -1,7 +1,8 @@
 """all_reduce on GPU buffers, 2 ranks (sharing a GPU where the machine has one): every algorithm
 and kernel variant over dtypes, operators (PREMUL_SUM with a scalar per rank, BAND / BOR / BXOR
 on integers of every width) and odd counts, misaligned and in place, against a float64
-reference (two ranks: exact), with bitwise-identical outputs on every rank; messages of several
+reference (two ranks: exact), with bitwise-identical outputs on every rank; the main algorithms
+on three ranks too (the n-rank paths, floats within their rounding bound); messages of several
 rounds through the staging; the two-shot kernel on line-sized messages; clear errors for what
 GPU reductions refuse; a one-rank communicator (PREMUL_SUM still scales); no device memory left
 after destroy; a peer that never joins becomes an error within the timeout.
@@ -153,6 +154,18 @@ def test_all_reduce_sweep(variant, counts, with_views):
     ops = sum(len(ops) for _, ops in TYPE_OPS)
     views = len(MISALIGNED) * len(MISALIGNED_COUNTS) + len(IN_PLACE) if with_views else 0
     checks.assert_cases(results, expect_cases=ops * len(counts) + views)
+
+
+# Three ranks: every kernel's n-rank paths (ranks beyond a pair, floats within the bound of
+# several roundings instead of bit-exact), on however many GPUs the machine has.
+THREE_RANK_COUNTS = (1, 1001, 65537)
+
+
+@pytest.mark.parametrize("variant", list(MAIN_VARIANTS))
+def test_all_reduce_sweep_on_three_ranks(variant):
+    results = launch(_sweep_rank, 3, variant, THREE_RANK_COUNTS, False, timeout=240)
+    ops = sum(len(ops) for _, ops in TYPE_OPS)
+    checks.assert_cases(results, expect_cases=ops * len(THREE_RANK_COUNTS))
 
 
 # Several rounds through the staging (36 MB of fp32 > RCCLX_GPU_STAGING_BYTES / 2).
