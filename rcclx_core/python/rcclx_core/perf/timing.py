@@ -13,7 +13,7 @@ microseconds per op: mean, median, min, max over the timed iterations; the eager
   call gives the host's enqueue time per call.
 - ``CudaGraphTimer`` (``--graph N``): N ops captured in one CUDA graph; each timed iteration is
   one replay queued behind a short GPU sleep, so the host's launch of the replay is not timed;
-  time per op = replay time / N. The method of the retired tools/gpu/*_bench.py scripts.
+  time per op = replay time / N (the method of the GPU figures in docs/measurements/).
 """
 
 from __future__ import annotations
