@@ -1,6 +1,7 @@
-"""``--compare symm_mem``: torch symmetric memory's two all_reduce kernels on GPU tensors: one-shot (``one_shot_all_reduce_out``: the input
-in a symmetric buffer, the output an ordinary tensor) and two-shot (``two_shot_all_reduce_``:
-in place on the symmetric buffer). all_reduce with sum only; inputs up to ``BUFFER_BYTES``.
+"""``--compare symm_mem``: torch symmetric memory's two all_reduce kernels on GPU tensors:
+one-shot (``one_shot_all_reduce_out``: the input in a symmetric buffer, the output an ordinary
+tensor) and two-shot (``two_shot_all_reduce_``: in place on the symmetric buffer). all_reduce
+with sum only; inputs up to ``BUFFER_BYTES``.
 """
 
 from __future__ import annotations
