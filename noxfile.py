@@ -85,11 +85,18 @@ def _available(session: nox.Session, names: tuple[str, ...]) -> list[str]:
     return present
 
 
+def _build_dir(session: nox.Session) -> Path:
+    """The session's one CMake build directory, kept between runs. Every native package of the
+    session builds in it, in dependency order: each configures the same top-level project with
+    its own RCCLX_PACKAGE, so what an earlier package compiled (ctran, for rcclx_core and
+    nccl_compat) is not compiled again."""
+    return ROOT / "build" / f"nox-{session.name}"
+
+
 def _build_dir_setting(session: nox.Session, name: str) -> list[str]:
-    """A per-session CMake build directory, kept under <package>/build/ between runs."""
     if name not in NATIVE_PACKAGES:
         return []
-    return [f"--config-settings=build-dir=build/nox-{session.name}-{{wheel_tag}}"]
+    return [f"--config-settings=build-dir={_build_dir(session)}"]
 
 
 def visible_gpus() -> list[str]:
@@ -286,7 +293,7 @@ def gpu(session: nox.Session) -> None:
     session.run(
         sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
         "--no-index", "--target", str(site),
-        f"--config-settings=build-dir=build/nox-{session.name}-{{wheel_tag}}",
+        f"--config-settings=build-dir={_build_dir(session)}",
         f"--config-settings=cmake.define.RCCLX_CUDA_ARCHITECTURES={env['RCCLX_CUDA_ARCHITECTURES']}",
         *natives, env=env, external=True,
     )  # fmt: skip
