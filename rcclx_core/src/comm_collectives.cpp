@@ -6,13 +6,13 @@
 #include <memory>
 #include <numeric>
 
-#include "collectives/collectives.hpp"
-#include "cpu/reduce.hpp"
+#include "host/collectives/collectives.hpp"
+#include "host/cpu/reduce.hpp"
 #include "ctran/checks.hpp"
-#include "executor.hpp"
-#include "gpu/gpu_collectives.hpp"
-#include "lp/low_precision.hpp"
-#include "p2p/channels.hpp"
+#include "host/executor.hpp"
+#include "device/collectives/gpu_collectives.hpp"
+#include "host/lp/low_precision.hpp"
+#include "host/p2p/channels.hpp"
 #include "rcclx/communicator.hpp"
 #include "tags.hpp"
 

@@ -5,20 +5,20 @@
 #include <cstring>
 #include <map>
 
-#include "allreduce/allreduce.hpp"
-#include "collectives/collectives.hpp"
-#include "cpu/reduce.hpp"
+#include "host/allreduce/allreduce.hpp"
+#include "host/collectives/collectives.hpp"
+#include "host/cpu/reduce.hpp"
 #include "ctran/checks.hpp"
 #include "ctran/device.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
-#include "direct/direct_arena.hpp"
-#include "executor.hpp"
-#include "gpu/gpu_allreduce.hpp"
-#include "gpu/gpu_collectives.hpp"
-#include "lp/low_precision.hpp"
-#include "p2p/channels.hpp"
-#include "rcclx/config.hpp"
+#include "host/direct/direct_arena.hpp"
+#include "host/executor.hpp"
+#include "device/allreduce/gpu_allreduce.hpp"
+#include "device/collectives/gpu_collectives.hpp"
+#include "host/lp/low_precision.hpp"
+#include "host/p2p/channels.hpp"
+#include "config.hpp"
 #include "tags.hpp"
 
 namespace rcclx {

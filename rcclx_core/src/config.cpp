@@ -1,5 +1,5 @@
 // Registration of rcclx_core's knob table.
-#include "rcclx/config.hpp"
+#include "config.hpp"
 
 namespace rcclx {
 namespace {
@@ -7,7 +7,7 @@ namespace {
 const ctran::KnobSpec kKnobs[] = {
 #define RCCLX_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION) \
   {#NAME, ctran::KnobType::k##TYPE, DEFAULT, CHOICES, DESCRIPTION},
-#include "rcclx/knobs.def"
+#include "knobs.def"
 #undef RCCLX_KNOB
 };
 

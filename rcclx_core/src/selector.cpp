@@ -1,8 +1,8 @@
 // Implementation of selector.hpp.
-#include "rcclx/selector.hpp"
+#include "selector.hpp"
 
 #include "ctran/checks.hpp"
-#include "rcclx/config.hpp"
+#include "config.hpp"
 
 namespace rcclx {
 

@@ -24,7 +24,7 @@
 
 #include "ctran/bootstrap.hpp"
 #include "ctran/topology.hpp"
-#include "rcclx/selector.hpp"
+#include "../../src/selector.hpp"
 #include "rcclx/types.hpp"
 #include "rcclx/work.hpp"
 

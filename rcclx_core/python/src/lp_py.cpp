@@ -8,9 +8,9 @@
 
 #include "buffer_view.hpp"
 #include "ctran/checks.hpp"
-#include "rcclx/lp_codec.hpp"
-#include "rcclx/lp_gpu_shape.hpp"
-#include "rcclx/lp_policy.hpp"
+#include "lp/lp_codec.hpp"
+#include "device/lp/lp_gpu_shape.hpp"
+#include "lp/lp_policy.hpp"
 
 namespace py = pybind11;
 

@@ -6,8 +6,8 @@
 #include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "errors_py.hpp"
-#include "rcclx/config.hpp"
-#include "rcclx/selector.hpp"
+#include "config.hpp"
+#include "selector.hpp"
 #include "rcclx/types.hpp"
 
 namespace py = pybind11;

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "lp_wire_format.hpp"
+#include "lp/lp_wire_format.hpp"
 
 namespace rcclx::lp {
 

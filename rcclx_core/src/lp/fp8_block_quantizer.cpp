@@ -1,7 +1,7 @@
 // Implementation of fp8_block_quantizer.hpp: block loops around fp8_block_codec.hpp. The common
 // case (a block of finite values) runs branch-free loops that vectorise with baseline SSE2;
 // blocks with NaN or inf take the element-by-element path.
-#include "fp8_block_quantizer.hpp"
+#include "lp/fp8_block_quantizer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,10 +10,10 @@
 #include <emmintrin.h>
 #endif
 
-#include "../cpu/numeric.hpp"
+#include "host/cpu/numeric.hpp"
 #include "ctran/checks.hpp"
-#include "fp8_block_codec.hpp"
-#include "rcclx/lp_codec.hpp"
+#include "lp/fp8_block_codec.hpp"
+#include "lp/lp_codec.hpp"
 
 namespace rcclx::lp {
 namespace {

@@ -1,10 +1,10 @@
 // Implementation of lp_policy.hpp.
-#include "rcclx/lp_policy.hpp"
+#include "lp/lp_policy.hpp"
 
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
-#include "lp_wire_format.hpp"
-#include "rcclx/config.hpp"
+#include "lp/lp_wire_format.hpp"
+#include "config.hpp"
 
 namespace rcclx::lp {
 namespace {

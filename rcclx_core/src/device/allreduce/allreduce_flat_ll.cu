@@ -1,0 +1,105 @@
+// dda_flat on GPU buffers: one-shot push with LL lines, for small messages (from
+// flat_lines_min_bytes, where the line staging holds them, dda_flat runs flat_lines.cu).
+//
+// Each rank stores its input, 16 bytes at a time, straight into every peer's LL slot for it
+// (two LL lines per unit, each carrying the call's epoch as its flag), then reduces locally:
+// for every unit it takes the ranks' values in rank order (its own from its input, the peers'
+// from its own LL slots, polled until their flags show this epoch) and writes the result. One
+// one-way NVLink trip, no fence and no second exchange: the flags travel with the data. The LL
+// slots of parity half e % 2 are reused by call e + 2, by which time every peer has finished e.
+// PREMUL_SUM scales the input as it is loaded, so peers receive it scaled.
+#include "device/allreduce/kernel_common.cuh"
+
+namespace rcclx::gpu {
+namespace {
+
+struct FlatArgs {
+  Buffers buf;
+  ctran::DeviceWindowHandle win;
+  size_t halfBytes;
+  size_t llOffset;
+  size_t llSlotBytes;
+  uint64_t timeoutNs;
+};
+
+template <typename T, Op O>
+__global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
+  awaitPrecedingKernel();
+  const ctran::DeviceWindowHandle& h = a.win;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // The thread's first unit is loaded once, before (and overlapping) the epoch load; most
+  // small calls have one unit per thread.
+  const uint4 own0 = first < a.buf.units
+                         ? loadOwn<T, O>(a.buf.send, first, a.buf.count, a.buf.aligned, a.buf.scale)
+                         : make_uint4(0, 0, 0, 0);
+  const uint32_t epoch = ctran::device::epochLoad(h);
+  const size_t half = epoch & 1u;
+  const int me = h.rank;
+  const int n = h.nranks;
+  const size_t slotOffset = half * a.halfBytes + a.llOffset;
+
+  // Push: my units into every peer's slot `me`.
+  for (size_t u = first; u < a.buf.units; u += stride) {
+    const uint4 v =
+        u == first ? own0 : loadOwn<T, O>(a.buf.send, u, a.buf.count, a.buf.aligned, a.buf.scale);
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      char* dst =
+          h.data[p] + slotOffset + static_cast<size_t>(me) * a.llSlotBytes + u * kLlBytesPerUnit;
+      llStoreUnit(dst, v, epoch);
+    }
+  }
+  // Reduce: every rank's unit, in rank order.
+  const char* mine = h.data[me] + slotOffset;
+  for (size_t u = first; u < a.buf.units; u += stride) {
+    UnitReducer<T, O> r;
+    for (int q = 0; q < n; ++q) {
+      const uint4 v =
+          q == me
+              ? (u == first ? own0
+                            : loadOwn<T, O>(a.buf.send, u, a.buf.count, a.buf.aligned, a.buf.scale))
+              : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes + u * kLlBytesPerUnit,
+                           epoch, me, q, a.timeoutNs);
+      if (q == 0) {
+        r.first(v);
+      } else {
+        r.add(v);
+      }
+    }
+    storeUnit<T>(a.buf.recv, u, a.buf.count, a.buf.aligned, r.result(a.buf.avgDivisor));
+  }
+  __syncthreads();
+  ctran::device::epochAdvance(h, epoch);
+}
+
+}  // namespace
+
+void launchDdaFlat(const LaunchArgs& args) {
+  FlatArgs a;
+  a.buf = buffersOf(args);
+  a.win = args.window;
+  a.halfBytes = args.layout.halfBytes;
+  a.llOffset = args.layout.llOffset;
+  a.llSlotBytes = args.layout.llSlotBytes;
+  a.timeoutNs = args.timeoutNs;
+  CTRAN_CHECK(a.buf.units * kLlBytesPerUnit <= a.llSlotBytes, ctran::InvalidArgument,
+              "dda_flat: ", a.buf.units * kUnitBytes, " bytes exceed the flat slot of ",
+              a.llSlotBytes / 2, " bytes");
+  // Small calls launch only the warps they need.
+  constexpr size_t kWarp = ctran::kWarpSize;
+  const size_t needThreads = (a.buf.units + kWarp - 1) / kWarp * kWarp;
+  const int threads = static_cast<int>(needThreads < static_cast<size_t>(args.tuning.flatThreads)
+                                           ? needThreads
+                                           : args.tuning.flatThreads);
+  const size_t want = (a.buf.units + threads - 1) / threads;
+  const int blocks = static_cast<int>(
+      want < static_cast<size_t>(args.tuning.flatMaxBlocks) ? want : args.tuning.flatMaxBlocks);
+  dispatch(args.type, args.op, [&](auto t, auto o) {
+    using T = decltype(t);
+    launchKernel(ddaFlatKernel<T, decltype(o)::value>, blocks, threads, args.stream, args.pdl, a);
+  });
+  checkLaunch("dda_flat", blocks, threads);
+}
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,197 @@
+// Implementation of gpu_low_precision.hpp.
+#include "device/lp/gpu_low_precision.hpp"
+
+#include <algorithm>
+
+#include "ctran/checks.hpp"
+#include "ctran/config.hpp"
+#include "ctran/device_window.hpp"
+#include "ctran/peer_group.hpp"
+#include "device/lp/lp_gpu_shape.hpp"
+
+#ifdef RCCLX_HAVE_GPU
+#include "ctran/gpu_runtime.hpp"
+#endif
+
+namespace rcclx::lp {
+namespace {
+
+size_t ceilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+void checkType(DataType type, const char* what) {
+  CTRAN_CHECK(type == DataType::kFloat32 || type == DataType::kBfloat16, ctran::InvalidArgument,
+              what, ": low precision takes float32 or bfloat16, not ", dataTypeName(type));
+}
+
+}  // namespace
+
+GpuLowPrecision::GpuLowPrecision(ctran::PeerGroup& group, int device, size_t stagingBytes,
+                                 int maxBlocks, size_t chunkBlocks)
+    : device_(device),
+      nranks_(group.nranks()),
+      rank_(group.rank()),
+      halfBytes_((stagingBytes + 255) / 256 * 256),
+      maxBlocks_(maxBlocks),
+      chunkBlocks_(chunkBlocks) {
+  CTRAN_CHECK(maxBlocks >= 1 && maxBlocks <= kLpMaxBlocks, ctran::InvalidArgument,
+              "RCCLX_LP_GPU_BLOCKS=", maxBlocks, " must be from 1 to ", kLpMaxBlocks);
+  CTRAN_CHECK(chunkBlocks >= 1, ctran::InvalidArgument, "RCCLX_LP_GPU_CHUNK_BLOCKS=", chunkBlocks,
+              " must be at least 1");
+  CTRAN_CHECK(nranks_ <= kLpMaxRanks, ctran::InvalidArgument,
+              "low precision on GPU buffers: ", nranks_, " ranks exceed the ", kLpMaxRanks,
+              "-rank limit");
+  const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
+  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
+  window_ = std::make_unique<ctran::DeviceWindow>(group, device, 2 * halfBytes_, kLpNumSignals);
+}
+
+GpuLowPrecision::~GpuLowPrecision() = default;
+
+void GpuLowPrecision::destroy(bool collective) {
+  if (window_ && !window_->destroyed()) window_->destroy(collective);
+  window_.reset();
+}
+
+bool GpuLowPrecision::capturing(void* stream) {
+#ifdef RCCLX_HAVE_GPU
+#if RCCLX_GPU_HIP
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  CTRAN_GPU_CHECK(hipStreamIsCapturing(static_cast<gpuStream_t>(stream), &status),
+                  "low precision: querying the stream's capture status");
+  return status != hipStreamCaptureStatusNone;
+#else
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CTRAN_GPU_CHECK(cudaStreamIsCapturing(static_cast<gpuStream_t>(stream), &status),
+                  "low precision: querying the stream's capture status");
+  return status != cudaStreamCaptureStatusNone;
+#endif
+#else
+  (void)stream;
+  return false;
+#endif
+}
+
+LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool oneSlot) const {
+  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
+              "low precision on GPU buffers: the GPU state was already released");
+  const LpShape shape = lpLaunchShape(segmentBlocks, blockElems, nranks_, halfBytes_, maxBlocks_,
+                                      chunkBlocks_, oneSlot);
+  LpStaging s;
+  s.window = window_->handle();
+  s.halfBytes = halfBytes_;
+  s.timeoutNs = timeoutNs_;
+  s.threads = kLpThreads;
+  s.blocks = shape.blocks;
+  s.slots = shape.slots;
+  s.chunkBlocks = shape.chunkBlocks;
+  s.chunkBytes = shape.chunkBytes;
+  return s;
+}
+
+void GpuLowPrecision::allReduce(size_t blockElems, const void* send, void* recv, size_t count,
+                                DataType type, bool average, void* stream) {
+  checkType(type, "all_reduce");
+  if (count == 0) return;
+  const size_t nb = ceilDiv(count, blockElems);
+  size_t maxShard = 0;
+  for (int p = 0; p < nranks_; ++p) {
+    const size_t n = static_cast<size_t>(nranks_);
+    maxShard = std::max(maxShard, nb * (p + 1) / n - nb * p / n);
+  }
+  LpAllReduceArgs a;
+  a.send = send;
+  a.recv = recv;
+  a.count = count;
+  a.bf16 = type == DataType::kBfloat16;
+  a.average = average;
+  a.blockElems = static_cast<int>(blockElems);
+  a.staging = shape(maxShard, blockElems, true);
+#ifdef RCCLX_HAVE_GPU
+  ctran::GpuDeviceGuard on(device_, "low-precision all_reduce");
+  launchLpAllReduce(a, stream);
+#else
+  (void)stream;
+  throw ctran::CudaError("low precision on GPU buffers: this build has no GPU code");
+#endif
+}
+
+namespace {
+
+/// Fills the exchange arguments common to the three collectives and launches.
+void launchExchange(LpExchangeArgs& a, DataType type, size_t blockElems, int device,
+                    const char* what, void* stream) {
+  a.bf16 = type == DataType::kBfloat16;
+  a.blockElems = static_cast<int>(blockElems);
+#ifdef RCCLX_HAVE_GPU
+  ctran::GpuDeviceGuard on(device, what);
+  launchLpExchange(a, stream);
+#else
+  (void)device, (void)what, (void)stream;
+  throw ctran::CudaError("low precision on GPU buffers: this build has no GPU code");
+#endif
+}
+
+}  // namespace
+
+void GpuLowPrecision::reduceScatterV(size_t blockElems, const void* send, void* recv,
+                                     const std::vector<size_t>& counts,
+                                     const std::vector<size_t>& displs, DataType type, bool average,
+                                     void* stream) {
+  checkType(type, "reduce_scatter");
+  LpExchangeArgs a;
+  a.send = send;
+  a.recv = recv;
+  size_t maxCount = 0;
+  for (int p = 0; p < nranks_; ++p) {
+    a.sendOffset[p] = displs[p];
+    a.sendCount[p] = counts[p];
+    a.recvCount[p] = counts[rank_];  // every rank sends this rank its block rank_
+    maxCount = std::max(maxCount, counts[p]);
+  }
+  if (maxCount == 0) return;
+  a.reduce = true;
+  a.average = average;
+  a.maxBlocks = ceilDiv(maxCount, blockElems);
+  a.staging = shape(a.maxBlocks, blockElems, false);
+  launchExchange(a, type, blockElems, device_, "low-precision reduce_scatter", stream);
+}
+
+void GpuLowPrecision::allGatherV(size_t blockElems, const void* send, void* recv,
+                                 const std::vector<size_t>& counts,
+                                 const std::vector<size_t>& displs, DataType type, void* stream) {
+  checkType(type, "all_gather");
+  LpExchangeArgs a;
+  a.send = send;
+  a.recv = recv;
+  size_t maxCount = 0;
+  for (int p = 0; p < nranks_; ++p) {
+    a.recvOffset[p] = displs[p];
+    a.recvCount[p] = counts[p];
+    maxCount = std::max(maxCount, counts[p]);
+  }
+  if (maxCount == 0) return;
+  a.sendOffset[0] = 0;
+  a.sendCount[0] = counts[rank_];
+  a.sameSegment = true;
+  a.maxBlocks = ceilDiv(maxCount, blockElems);
+  a.staging = shape(a.maxBlocks, blockElems, false);
+  launchExchange(a, type, blockElems, device_, "low-precision all_gather", stream);
+}
+
+void GpuLowPrecision::allToAll(size_t blockElems, const void* send, void* recv, size_t countPerRank,
+                               DataType type, void* stream) {
+  checkType(type, "all_to_all");
+  if (countPerRank == 0) return;
+  LpExchangeArgs a;
+  a.send = send;
+  a.recv = recv;
+  for (int p = 0; p < nranks_; ++p) {
+    a.sendOffset[p] = a.recvOffset[p] = static_cast<size_t>(p) * countPerRank;
+    a.sendCount[p] = a.recvCount[p] = countPerRank;
+  }
+  a.maxBlocks = ceilDiv(countPerRank, blockElems);
+  a.staging = shape(a.maxBlocks, blockElems, false);
+  launchExchange(a, type, blockElems, device_, "low-precision all_to_all", stream);
+}
+
+}  // namespace rcclx::lp

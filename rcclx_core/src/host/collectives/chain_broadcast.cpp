@@ -1,0 +1,43 @@
+// Pipelined chain broadcast: root -> root+1 -> ... -> root-1, one slot-sized chunk at a time.
+#include <algorithm>
+#include <cstring>
+
+#include "host/p2p/channels.hpp"
+#include "host/collectives/collectives.hpp"
+
+namespace rcclx {
+
+void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
+                    uint64_t tag) {
+  const int n = ch.nranks();
+  const int r = ch.rank();
+  char* out = static_cast<char*>(recv);
+  if (r == root && send != recv && bytes) std::memcpy(recv, send, bytes);
+  if (n == 1) return;
+  const int pos = (r - root + n) % n;  // 0 at the root
+  const int next = (r + 1) % n;
+  const int prev = (r + n - 1) % n;
+  const bool last = pos == n - 1;
+  const char* src = static_cast<const char*>(r == root ? send : recv);
+  size_t off = 0;
+  do {  // a zero-byte broadcast still sends one empty chunk, so peers check they agree
+    size_t len = std::min(ch.slotBytes(), bytes - off);
+    if (pos == 0) {
+      void* dst = ch.acquireSend(next);
+      std::memcpy(dst, src + off, len);
+      ch.commitSend(next, len, tag);
+    } else {
+      const void* in = ch.acquireRecv(prev, len, tag);
+      std::memcpy(out + off, in, len);
+      if (!last) {
+        void* dst = ch.acquireSend(next);
+        std::memcpy(dst, in, len);
+        ch.commitSend(next, len, tag);
+      }
+      ch.releaseRecv(prev);
+    }
+    off += len;
+  } while (off < bytes);
+}
+
+}  // namespace rcclx

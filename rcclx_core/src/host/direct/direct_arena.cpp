@@ -1,0 +1,96 @@
+// Implementation of direct_arena.hpp.
+#include "host/direct/direct_arena.hpp"
+
+#include "ctran/checks.hpp"
+#include "tags.hpp"
+
+namespace rcclx {
+
+DirectArena::DirectArena(ctran::PeerGroup& group, size_t slotBytes)
+    : group_(group), rank_(group.rank()), nranks_(group.nranks()) {
+  slotBytes_ = (slotBytes + 63) / 64 * 64;
+  size_t slotStride = sizeof(StepHeader) + 2 * slotBytes_;
+  window_ = group.createWindow(kSlots * slotStride, 4);
+  for (int p = 0; p < nranks_; ++p) {
+    char* base = static_cast<char*>(window_->peerData(p));
+    ctran::SignalCell* sig = window_->peerSignals(p);
+    CTRAN_CHECK(base != nullptr && sig != nullptr, ctran::InvalidUsage,
+                "direct algorithms need every rank on this host over shared memory, but rank ", p,
+                " is reached by ", ctran::transportName(group.transportTo(p)));
+    bases_.push_back(base);
+    signals_.push_back(sig);
+  }
+}
+
+void DirectArena::destroy() {
+  if (window_ && !window_->destroyed()) window_->destroy();
+}
+
+char* DirectArena::slotBase(int peer, uint64_t step) {
+  size_t slotStride = sizeof(StepHeader) + 2 * slotBytes_;
+  return bases_[peer] + (step % kSlots) * slotStride;
+}
+
+void DirectArena::waitOn(ctran::SignalCell* cell, uint64_t value, int peer, const char* what) {
+  ctran::signalWait(
+      cell, value, ctran::Deadline::after(),
+      [&] { return ctran::strCat("rank ", peer, " to ", what, " step ", value); },
+      [&] { group_.checkPeer(peer); });
+}
+
+uint64_t DirectArena::beginStep(uint64_t tag, size_t bytes) {
+  CTRAN_ASSERT(bytes <= slotBytes_);
+  uint64_t s = ++step_;
+  // Every peer reads this slot during step s-2 and then bumps our CONSUMED once.
+  if (s > kSlots) {
+    waitOn(&signals_[rank_][kConsumed], (s - kSlots) * (nranks_ - 1), rank_,
+           "see every peer finish reading its slot before");
+  }
+  auto* h = reinterpret_cast<StepHeader*>(slotBase(rank_, s));
+  h->tag = tag;
+  h->bytes = bytes;
+  return s;
+}
+
+void DirectArena::publish(int phase, uint64_t step) {
+  // Only this rank writes its READY cells: raise the counter to exactly `step` (an algorithm
+  // that skips phase 1 leaves it behind, and the next one catches it up).
+  ctran::SignalCell* cell = &signals_[rank_][phase == 0 ? kReady0 : kReady1];
+  uint64_t cur = cell->value.load(std::memory_order_relaxed);
+  CTRAN_ASSERT(step > cur, "step ", step, " published twice");
+  ctran::signalAdd(cell, step - cur);
+}
+
+void DirectArena::waitPeers(int phase, uint64_t step) {
+  const auto* mine = reinterpret_cast<const StepHeader*>(slotBase(rank_, step));
+  for (int i = 1; i < nranks_; ++i) {
+    int p = (rank_ + i) % nranks_;
+    waitOn(&signals_[p][phase == 0 ? kReady0 : kReady1], step, p, "publish");
+    if (phase != 0) continue;
+    const auto* theirs = reinterpret_cast<const StepHeader*>(slotBase(p, step));
+    if (theirs->tag != mine->tag) {
+      throw ctran::InvalidUsage(ctran::strCat("mismatched calls: rank ", p, " is in ",
+                                              describeTag(theirs->tag), " but rank ", rank_, " in ",
+                                              describeTag(mine->tag),
+                                              " (do all ranks call the same collectives in the same"
+                                              " order?)"));
+    }
+    if (theirs->bytes != mine->bytes) {
+      throw ctran::InvalidArgument(ctran::strCat(describeTag(mine->tag), ": rank ", p,
+                                                 " passed a buffer of different size than rank ",
+                                                 rank_, " (", theirs->bytes, " vs ", mine->bytes,
+                                                 " bytes in this chunk; counts or "
+                                                 "datatypes differ between ranks)"));
+    }
+  }
+}
+
+void DirectArena::endStep(uint64_t step) {
+  (void)step;
+  for (int i = 1; i < nranks_; ++i) {
+    int p = (rank_ + i) % nranks_;
+    ctran::signalAdd(&signals_[p][kConsumed], 1);
+  }
+}
+
+}  // namespace rcclx

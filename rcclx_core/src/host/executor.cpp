@@ -1,0 +1,113 @@
+// Implementation of executor.hpp and work.hpp.
+#include "host/executor.hpp"
+
+#include <chrono>
+
+#include "ctran/checks.hpp"
+#include "ctran/logging.hpp"
+
+namespace rcclx {
+
+bool Work::isCompleted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_;
+}
+
+void Work::wait(int64_t timeoutMs) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeoutMs < 0) {
+    done_.wait(lock, [&] { return completed_; });
+  } else if (!done_.wait_for(lock, std::chrono::milliseconds(timeoutMs),
+                             [&] { return completed_; })) {
+    throw ctran::TimeoutError(ctran::strCat(description_, ": not completed after ", timeoutMs,
+                                            " ms (the operation is still running)"));
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Work::complete(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    completed_ = true;
+    error_ = std::move(error);
+  }
+  done_.notify_all();
+}
+
+Executor::~Executor() {
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    CTRAN_WARN("executor stop: ", e.what());
+  }
+}
+
+WorkPtr Executor::submit(std::string description, std::function<void()> fn, bool async) {
+  auto work = std::make_shared<Work>(std::move(description));
+  std::unique_lock<std::mutex> lock(mu_);
+  CTRAN_CHECK(!stopping_, ctran::InvalidUsage, work->description(),
+              ": the communicator was destroyed");
+  if (!async && queue_.empty() && !running_) {
+    lock.unlock();
+    try {
+      fn();
+    } catch (...) {
+      work->complete(std::current_exception());
+      throw;
+    }
+    work->complete(nullptr);
+    return work;
+  }
+  if (!worker_.joinable()) {
+    // The worker's log lines name the rank of the thread that started it (a process may run
+    // several ranks, one thread each).
+    worker_ = std::thread([this, rank = ctran::log::rank()] {
+      ctran::log::setThreadRank(rank);
+      workerLoop();
+    });
+  }
+  queue_.push_back({work, std::move(fn)});
+  lock.unlock();
+  changed_.notify_all();
+  if (!async) work->wait();
+  return work;
+}
+
+void Executor::workerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping and drained
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = true;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      task.fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    task.work->complete(error);
+    lock.lock();
+    running_ = false;
+    changed_.notify_all();
+  }
+}
+
+void Executor::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+}
+
+void Executor::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+}  // namespace rcclx
