@@ -110,10 +110,10 @@ class Codec:
         if self.rc is None:
             return dequantize(quantize(to_f32(x, bf16), self.block), x.size, self.block)
         kw = {"dtype": self.rc.DataType.BFLOAT16} if bf16 else {}
-        wire = np.empty(self.rc.lp_wire_bytes(x.size, self.block), dtype=np.uint8)
-        self.rc.lp_quantize(np.ascontiguousarray(x), wire, block_elems=self.block, **kw)
+        wire = np.empty(self.rc._testing.lp_wire_bytes(x.size, self.block), dtype=np.uint8)
+        self.rc._testing.lp_quantize(np.ascontiguousarray(x), wire, block_elems=self.block, **kw)
         out = np.empty(x.size, dtype=np.float32)
-        self.rc.lp_dequantize(wire, out, block_elems=self.block)
+        self.rc._testing.lp_dequantize(wire, out, block_elems=self.block)
         return out
 
 

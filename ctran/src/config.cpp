@@ -56,8 +56,22 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// Effective raw value: the environment's when set (and non-empty), else the default.
-std::string raw(const KnobSpec& s, bool* fromEnv = nullptr) {
+// Effective raw value: the override's when there is one, else the environment's when set (and
+// non-empty), else the default. `source` says which, for error messages.
+std::string raw(const KnobSpec& s, const Overrides* overrides, const char** source = nullptr) {
+  if (overrides != nullptr) {
+    auto it = overrides->find(s.name);
+    if (it != overrides->end()) {
+      if (source) *source = "hint";
+      return trim(it->second);
+    }
+  }
+  if (source) *source = "environment variable";
+  const char* env = std::getenv(s.name);
+  return env != nullptr && *env != '\0' ? trim(env) : std::string(s.defaultValue);
+}
+
+std::string raw(const KnobSpec& s, bool* fromEnv) {
   const char* env = std::getenv(s.name);
   bool set = env != nullptr && *env != '\0';
   if (fromEnv) *fromEnv = set;
@@ -79,8 +93,9 @@ std::vector<std::string> splitChoices(const char* choices) {
   return out;
 }
 
-[[noreturn]] void badValue(const KnobSpec& s, const std::string& v, const char* expected) {
-  throw InvalidArgument(strCat("environment variable ", s.name, "='", v, "' is not ", expected));
+[[noreturn]] void badValue(const char* source, const KnobSpec& s, const std::string& v,
+                           const char* expected) {
+  throw InvalidArgument(strCat(source, " ", s.name, "='", v, "' is not ", expected));
 }
 
 }  // namespace
@@ -100,6 +115,18 @@ const KnobSpec& spec(const std::string& name) {
   throw InvalidArgument(strCat("unknown knob '", name, "'"));
 }
 
+void checkOverrides(const Overrides& overrides) {
+  for (const auto& [name, value] : overrides) {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    bool known = false;
+    for (const auto& s : r.specs) known |= name == s.name;
+    CTRAN_CHECK(known, InvalidArgument, "hint ", name, "='", value,
+                "' names no knob (hints take knob names, e.g. RCCLX_ALLREDUCE_ALGO; see "
+                "config_dump())");
+  }
+}
+
 std::vector<KnobValue> dump() {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -112,29 +139,32 @@ std::vector<KnobValue> dump() {
   return out;
 }
 
-bool getBool(const char* name) {
+bool getBool(const char* name, const Overrides* overrides) {
   const KnobSpec& s = spec(name);
-  std::string v = lower(raw(s));
+  const char* source = nullptr;
+  std::string v = lower(raw(s, overrides, &source));
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
-  badValue(s, v, "a boolean (0/1, true/false, yes/no, on/off)");
+  badValue(source, s, v, "a boolean (0/1, true/false, yes/no, on/off)");
 }
 
-int64_t getInt(const char* name) {
+int64_t getInt(const char* name, const Overrides* overrides) {
   const KnobSpec& s = spec(name);
-  std::string v = raw(s);
+  const char* source = nullptr;
+  std::string v = raw(s, overrides, &source);
   try {
     size_t used = 0;
     long long x = std::stoll(v, &used, 0);
     if (used == v.size()) return x;
   } catch (const std::exception&) {
   }
-  badValue(s, v, "an integer");
+  badValue(source, s, v, "an integer");
 }
 
-int64_t getBytes(const char* name) {
+int64_t getBytes(const char* name, const Overrides* overrides) {
   const KnobSpec& s = spec(name);
-  std::string v = raw(s);
+  const char* source = nullptr;
+  std::string v = raw(s, overrides, &source);
   try {
     size_t used = 0;
     long long x = std::stoll(v, &used, 0);
@@ -147,23 +177,26 @@ int64_t getBytes(const char* name) {
     else if (suffix == "g" || suffix == "gb" || suffix == "gib")
       mult = int64_t{1} << 30;
     else if (!suffix.empty())
-      badValue(s, v, "a byte size (e.g. 4096, 64K, 16M, 1G)");
+      badValue(source, s, v, "a byte size (e.g. 4096, 64K, 16M, 1G)");
     if (x >= 0) return x * mult;
   } catch (const std::invalid_argument&) {
   } catch (const std::out_of_range&) {
   }
-  badValue(s, v, "a non-negative byte size (e.g. 4096, 64K, 16M, 1G)");
+  badValue(source, s, v, "a non-negative byte size (e.g. 4096, 64K, 16M, 1G)");
 }
 
-std::string getString(const char* name) { return raw(spec(name)); }
+std::string getString(const char* name, const Overrides* overrides) {
+  return raw(spec(name), overrides);
+}
 
-std::string getEnum(const char* name) {
+std::string getEnum(const char* name, const Overrides* overrides) {
   const KnobSpec& s = spec(name);
-  std::string v = lower(raw(s));
+  const char* source = nullptr;
+  std::string v = lower(raw(s, overrides, &source));
   for (const auto& c : splitChoices(s.choices)) {
     if (c == v) return v;
   }
-  badValue(s, v, strCat("one of ", s.choices).c_str());
+  badValue(source, s, v, strCat("one of ", s.choices).c_str());
 }
 
 }  // namespace ctran::config

@@ -56,14 +56,20 @@ Deadline Deadline::after(int64_t ms) {
   return d;
 }
 
+Deadline Deadline::afterKnob(int64_t knobMs) {
+  Deadline d;
+  d.fromKnob_ = true;
+  d.timeoutMs_ = knobMs;
+  d.at_ = Clock::now() + std::chrono::milliseconds(knobMs);
+  return d;
+}
+
 void throwTimeout(const Deadline& deadline, const std::string& what) {
   std::string knob =
       deadline.fromKnob() ? strCat(" (RCCLX_TIMEOUT_MS=", deadline.timeoutMs(), ")") : "";
   throw TimeoutError(
       strCat("timed out after ", deadline.timeoutMs(), " ms waiting for ", what, knob));
 }
-
-Backoff::Backoff() : start_(Clock::now()), spinUs_(knob::RCCLX_SPIN_US()) {}
 
 void Backoff::reset() {
   start_ = Clock::now();
@@ -80,6 +86,8 @@ void Backoff::pause() {
     cpuRelax();
     return;
   }
+  // Read here, not per Backoff: most polls end before their first clock check.
+  if (spinUs_ < 0) spinUs_ = knob::RCCLX_SPIN_US();
   int64_t waited = waitedUs();
   if (waited < spinUs_) {
     cpuRelax();

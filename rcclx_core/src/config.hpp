@@ -8,12 +8,14 @@ namespace rcclx {
 /// Adds rcclx_core's knobs to the registry (idempotent; accessors call it themselves).
 void declareKnobs();
 
-/// Typed accessors: rcclx::knob::RCCLX_ALLREDUCE_ALGO() and so on.
+/// Typed accessors: rcclx::knob::RCCLX_ALLREDUCE_ALGO(hints) and so on (hints: a
+/// communicator's overrides, or null for the environment alone). Read at communicator
+/// creation (settings.hpp), not per call.
 namespace knob {
-#define RCCLX_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION) \
-  inline auto NAME() {                                        \
-    declareKnobs();                                           \
-    return ::ctran::config::get##TYPE(#NAME);                 \
+#define RCCLX_KNOB(NAME, TYPE, DEFAULT, CHOICES, DESCRIPTION)           \
+  inline auto NAME(const ::ctran::config::Overrides* hints = nullptr) { \
+    declareKnobs();                                                     \
+    return ::ctran::config::get##TYPE(#NAME, hints);                    \
   }
 #include "knobs.def"
 #undef RCCLX_KNOB

@@ -1,8 +1,8 @@
 // Implementation of selector.hpp.
 #include "selector.hpp"
 
-#include "ctran/checks.hpp"
 #include "config.hpp"
+#include "ctran/checks.hpp"
 
 namespace rcclx {
 
@@ -27,24 +27,50 @@ AllReduceAlgo parseAlgo(const std::string& name, const std::string& what) {
                     "' (choose auto, ring, dda_flat, dda_tree or dda_large)"));
 }
 
-SelectorConfig selectorConfigFromEnv(const std::string& hint) {
+SelectorConfig selectorConfigFrom(const ctran::config::Overrides* hints) {
   SelectorConfig cfg;
-  cfg.flatMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES());
-  cfg.treeMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES());
-  cfg.gpuFlatMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_MAX_BYTES());
-  cfg.gpuTreeMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_TREE_MAX_BYTES());
-  if (!hint.empty() && hint != "auto") {
-    cfg.forced = parseAlgo(hint, "all_reduce algo hint");
-    cfg.forcedBy = "algo='" + hint + "'";
-  } else if (hint.empty()) {
-    std::string env = knob::RCCLX_ALLREDUCE_ALGO();
-    cfg.forced = parseAlgo(env, "RCCLX_ALLREDUCE_ALGO");
-    cfg.forcedBy = "RCCLX_ALLREDUCE_ALGO=" + env;
-  }
+  cfg.flatMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES(hints));
+  cfg.treeMaxBytes = static_cast<size_t>(knob::RCCL_DDA_ALL_REDUCE_TREE_MAX_BYTES(hints));
+  cfg.gpuFlatMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_FLAT_MAX_BYTES(hints));
+  cfg.gpuTreeMaxBytes = static_cast<size_t>(knob::RCCLX_GPU_TREE_MAX_BYTES(hints));
+  const std::string algo = knob::RCCLX_ALLREDUCE_ALGO(hints);
+  cfg.forced = parseAlgo(algo, "RCCLX_ALLREDUCE_ALGO");
+  cfg.forcedBy = "RCCLX_ALLREDUCE_ALGO=" + algo;
   return cfg;
 }
 
+SelectorConfig withCallHint(const SelectorConfig& cfg, const std::string& hint) {
+  SelectorConfig out = cfg;
+  if (hint.empty()) return out;
+  out.forced = hint == "auto" ? AllReduceAlgo::kAuto : parseAlgo(hint, "all_reduce algo hint");
+  out.forcedBy = "algo='" + hint + "'";
+  return out;
+}
+
+std::string Selection::reason() const {
+  switch (rule) {
+    case SelectRule::kForced: return ctran::strCat("forced by ", forcedBy);
+    case SelectRule::kGpuFlatMax:
+      return ctran::strCat("GPU, ", bytes, " bytes <= flat max ", limit);
+    case SelectRule::kGpuTreeMax:
+      return ctran::strCat("GPU, ", bytes, " bytes <= tree max ", limit);
+    case SelectRule::kGpuAboveTree:
+      return ctran::strCat("GPU, ", bytes, " bytes > tree max ", limit);
+    case SelectRule::kMultiHost: return ctran::strCat("ranks span ", limit, " hosts");
+    case SelectRule::kNoDirectAccess:
+      return "no direct access to peers (tcp transport or DDA disabled)";
+    case SelectRule::kFlatMax: return ctran::strCat(bytes, " bytes <= flat max ", limit);
+    case SelectRule::kTreeMax: return ctran::strCat(bytes, " bytes <= tree max ", limit);
+    case SelectRule::kAboveTree: return ctran::strCat(bytes, " bytes > tree max ", limit);
+  }
+  return "?";
+}
+
 namespace {
+
+Selection forced(const SelectorConfig& cfg) {
+  return {cfg.forced, SelectRule::kForced, 0, 0, cfg.forcedBy.c_str()};
+}
 
 // Device buffers: dda_flat, dda_tree, dda_large on one host; nothing else yet.
 Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
@@ -59,17 +85,12 @@ Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
         ctran::strCat("all_reduce: algorithm ring is not implemented on GPU buffers (",
                       cfg.forcedBy, "); use auto, dda_flat, dda_tree or dda_large"));
   }
-  if (cfg.forced != AllReduceAlgo::kAuto) return {cfg.forced, "forced by " + cfg.forcedBy};
-  if (in.bytes <= cfg.gpuFlatMaxBytes) {
-    return {AllReduceAlgo::kDdaFlat,
-            ctran::strCat("GPU, ", in.bytes, " bytes <= flat max ", cfg.gpuFlatMaxBytes)};
-  }
-  if (in.bytes <= cfg.gpuTreeMaxBytes) {
-    return {AllReduceAlgo::kDdaTree,
-            ctran::strCat("GPU, ", in.bytes, " bytes <= tree max ", cfg.gpuTreeMaxBytes)};
-  }
-  return {AllReduceAlgo::kDdaLarge,
-          ctran::strCat("GPU, ", in.bytes, " bytes > tree max ", cfg.gpuTreeMaxBytes)};
+  if (cfg.forced != AllReduceAlgo::kAuto) return forced(cfg);
+  if (in.bytes <= cfg.gpuFlatMaxBytes)
+    return {AllReduceAlgo::kDdaFlat, SelectRule::kGpuFlatMax, in.bytes, cfg.gpuFlatMaxBytes};
+  if (in.bytes <= cfg.gpuTreeMaxBytes)
+    return {AllReduceAlgo::kDdaTree, SelectRule::kGpuTreeMax, in.bytes, cfg.gpuTreeMaxBytes};
+  return {AllReduceAlgo::kDdaLarge, SelectRule::kGpuAboveTree, in.bytes, cfg.gpuTreeMaxBytes};
 }
 
 }  // namespace
@@ -95,23 +116,19 @@ Selection selectAllReduce(const SelectorInput& in, const SelectorConfig& cfg) {
                                           "RCCLX_DDA_ENABLE=0)",
                         " (", cfg.forcedBy, ")"));
     }
-    return {cfg.forced, "forced by " + cfg.forcedBy};
+    return forced(cfg);
   }
   if (!ddaPossible) {
-    return {AllReduceAlgo::kRing,
-            in.nHosts > 1
-                ? ctran::strCat("ranks span ", in.nHosts, " hosts")
-                : std::string("no direct access to peers (tcp transport or DDA disabled)")};
+    if (in.nHosts > 1)
+      return {AllReduceAlgo::kRing, SelectRule::kMultiHost, in.bytes,
+              static_cast<size_t>(in.nHosts)};
+    return {AllReduceAlgo::kRing, SelectRule::kNoDirectAccess, in.bytes, 0};
   }
-  if (in.bytes <= cfg.flatMaxBytes) {
-    return {AllReduceAlgo::kDdaFlat,
-            ctran::strCat(in.bytes, " bytes <= flat max ", cfg.flatMaxBytes)};
-  }
-  if (in.bytes <= cfg.treeMaxBytes) {
-    return {AllReduceAlgo::kDdaTree,
-            ctran::strCat(in.bytes, " bytes <= tree max ", cfg.treeMaxBytes)};
-  }
-  return {AllReduceAlgo::kRing, ctran::strCat(in.bytes, " bytes > tree max ", cfg.treeMaxBytes)};
+  if (in.bytes <= cfg.flatMaxBytes)
+    return {AllReduceAlgo::kDdaFlat, SelectRule::kFlatMax, in.bytes, cfg.flatMaxBytes};
+  if (in.bytes <= cfg.treeMaxBytes)
+    return {AllReduceAlgo::kDdaTree, SelectRule::kTreeMax, in.bytes, cfg.treeMaxBytes};
+  return {AllReduceAlgo::kRing, SelectRule::kAboveTree, in.bytes, cfg.treeMaxBytes};
 }
 
 }  // namespace rcclx

@@ -120,7 +120,7 @@ def _sweep_rank(ctx, variant, counts, with_views):
     dev = rank_device(ctx)
     comm = ctx.communicator()
     algo, tuning = VARIANTS[variant]
-    comm.set_gpu_tuning(tuning)
+    rc._testing.set_gpu_tuning(comm, tuning)
     c = AllReduceCases(ctx, comm, dev)
     for name, ops in TYPE_OPS:
         for op in ops:
@@ -187,7 +187,7 @@ def _listed_rank(ctx, algo, tuning, listed):
     """The cases of `listed` [(dtype, op, count, mode)] through one algorithm and tuning."""
     dev = rank_device(ctx)
     comm = ctx.communicator()
-    comm.set_gpu_tuning(tuning)
+    rc._testing.set_gpu_tuning(comm, tuning)
     c = AllReduceCases(ctx, comm, dev)
     for name, op, count, mode in listed:
         c.check(
@@ -320,7 +320,7 @@ def _stalled_peer_rank(ctx, algo, tuning, symmetric, capture):
     torch.empty(1, device=dev)  # the CUDA context exists before the communicator's clock runs
     ctx.barrier("contexts")
     comm = ctx.communicator()
-    comm.set_gpu_tuning(tuning)
+    rc._testing.set_gpu_tuning(comm, tuning)
     buf = comm.alloc_symmetric(4096 * 4) if symmetric else None
     if capture:
         x = torch.ones(2 << 20, device=dev)

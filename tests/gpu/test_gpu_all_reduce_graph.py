@@ -26,6 +26,7 @@ from gpu_cases import (  # noqa: E402
     rank_device,
 )
 
+import rcclx_core as rc  # noqa: E402
 from launcher import launch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -95,11 +96,11 @@ def _graph_rank(ctx, replays, register):
     torch.cuda.synchronize()
     c = Cases()
     g = torch.cuda.CUDAGraph()
-    before = comm.symmetric_calls
+    before = rc._testing.symmetric_calls(comm)
     with torch.cuda.graph(g):
         for (algo, *_), x, o in zip(PLAN, ins, outs):
             comm.all_reduce(x, o, algo=algo, stream=current_stream())
-    counted = comm.symmetric_calls - before
+    counted = rc._testing.symmetric_calls(comm) - before
     zero_copy = [
         _zero_copy(a, d.itemsize, n_, o, register) for (a, _, n_, o), d in zip(PLAN, dtypes)
     ]
@@ -108,7 +109,7 @@ def _graph_rank(ctx, replays, register):
         "zero-copy calls counted at capture",
         None if counted == want else f"{counted} counted, expected {want}",
     )
-    held = comm.graph_registrations
+    held = rc._testing.graph_registrations(comm)
     want_held = sum(z and o != "symmetric" for z, (*_, o) in zip(zero_copy, PLAN))
     c.record(
         "outputs mapped for the live graph",
@@ -128,9 +129,9 @@ def _graph_rank(ctx, replays, register):
     torch.cuda.synchronize()
     # The runtime reports a destroyed graph on a thread of its own, soon after.
     deadline = time.monotonic() + 10
-    while comm.graph_registrations and time.monotonic() < deadline:
+    while rc._testing.graph_registrations(comm) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = comm.graph_registrations
+    left = rc._testing.graph_registrations(comm)
     c.record(
         "mappings closed once the graph is destroyed",
         None if left == 0 else f"{left} still held 10 s after the graph was destroyed",

@@ -109,7 +109,7 @@ def _symmetric_outputs_rank(ctx, group):
     whole, release = _output_of(group, comm, buf, ctx.rank, dev)
     c = Cases()
     for i, (algo, tuning, name, op, count, mode, zero_copy) in enumerate(GROUPS[group]):
-        comm.set_gpu_tuning(tuning)
+        rc._testing.set_gpu_tuning(comm, tuning)
         dtype, seed = getattr(torch, name), 90_000 + i
         extra = 1 if mode == "misaligned" else 0
         x = make_input(dtype, count + extra, op, seed, ctx.rank, dev)
@@ -117,14 +117,14 @@ def _symmetric_outputs_rank(ctx, group):
         out = whole(dtype, count + extra)
         if mode == "misaligned":
             x, ref, out = x[1:], ref[1:], out[1:]
-        before = comm.symmetric_calls
+        before = rc._testing.symmetric_calls(comm)
         problem = all_reduce_problem(comm, algo, op, x, out, ref, mode, ctx.rank)
-        counted = comm.symmetric_calls - before
+        counted = rc._testing.symmetric_calls(comm) - before
         if problem is None and counted != int(zero_copy):
             problem = f"{counted} zero-copy calls counted, expected {int(zero_copy)}"
         c.record(f"{group} {algo} {tuning or '-'} {name} {op} n={count} {mode}", problem, out)
         release()
-    comm.set_gpu_tuning("")
+    rc._testing.set_gpu_tuning(comm, "")
     if buf is not None:
         buf.free()
     comm.destroy()

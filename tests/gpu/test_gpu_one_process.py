@@ -325,10 +325,13 @@ def test_captured_all_reduce_maps_outputs_of_threads_of_one_process(two_gpus):
             comm.all_reduce(x, out, algo="dda_tree", stream=side.cuda_stream)
         torch.cuda.synchronize(dev)
         g = torch.cuda.CUDAGraph()
-        before = comm.symmetric_calls
+        before = rc._testing.symmetric_calls(comm)
         with torch.cuda.graph(g, stream=side, capture_error_mode="thread_local"):
             comm.all_reduce(x, out, algo="dda_tree", stream=side.cuda_stream)
-        counted, held = comm.symmetric_calls - before, comm.graph_registrations
+        counted, held = (
+            rc._testing.symmetric_calls(comm) - before,
+            rc._testing.graph_registrations(comm),
+        )
         problems = []
         for rep in range(3):
             x.copy_(_input(r, count, torch.bfloat16, 500 + rep).to(dev))
@@ -343,9 +346,9 @@ def test_captured_all_reduce_maps_outputs_of_threads_of_one_process(two_gpus):
         del g
         torch.cuda.synchronize(dev)
         deadline = time.monotonic() + 10
-        while comm.graph_registrations and time.monotonic() < deadline:
+        while rc._testing.graph_registrations(comm) and time.monotonic() < deadline:
             time.sleep(0.05)
-        return counted, held, problems, comm.graph_registrations
+        return counted, held, problems, rc._testing.graph_registrations(comm)
 
     results = run_threads(rank_main, N, timeout=120)
     _destroy(comms)

@@ -91,8 +91,8 @@ def _argument_errors(comm):
         "all_to_all_v counts length": lambda: comm.all_to_all_v(f32, f32, [1] * (n + 1), [1] * n),
         "split_ranks out of range": lambda: comm.split_ranks([0, n]),
         "group_end without group_start": lambda: comm.group_end(),
-        "select_all_reduce bad op": lambda: comm.select_all_reduce(
-            64, int(rc.DataType.FLOAT32), int(rc.RedOp.BAND)
+        "select_all_reduce bad op": lambda: rc._testing.selection(
+            comm, 64, int(rc.DataType.FLOAT32), int(rc.RedOp.BAND)
         ),
         "alloc_symmetric without a device": lambda: comm.alloc_symmetric(4096),
         "register_symmetric without a device": lambda: comm.register_symmetric(_DeviceArray()),

@@ -21,20 +21,22 @@ KIB, MIB = 1 << 10, 1 << 20
     ],
 )
 def test_gpu_thresholds(nbytes, algo):
-    assert rc.select_all_reduce(nbytes, gpu=True)[0] == algo
+    assert rc._testing.select_all_reduce(nbytes, gpu=True)[0] == algo
 
 
 def test_gpu_thresholds_are_configurable():
-    assert rc.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=2 * MIB)[0] == "dda_flat"
+    assert rc._testing.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=2 * MIB)[0] == "dda_flat"
     assert (
-        rc.select_all_reduce(MIB, gpu=True, gpu_flat_max_bytes=KIB, gpu_tree_max_bytes=KIB)[0]
+        rc._testing.select_all_reduce(
+            MIB, gpu=True, gpu_flat_max_bytes=KIB, gpu_tree_max_bytes=KIB
+        )[0]
         == "dda_large"
     )
 
 
 def test_forced_gpu_algorithms():
     for algo in ("dda_flat", "dda_tree", "dda_large"):
-        assert rc.select_all_reduce(64, gpu=True, forced=algo) == (
+        assert rc._testing.select_all_reduce(64, gpu=True, forced=algo) == (
             algo,
             f"forced by forced='{algo}'",
         )
@@ -42,14 +44,14 @@ def test_forced_gpu_algorithms():
 
 def test_ring_is_refused_on_gpu_and_dda_large_on_host():
     with pytest.raises(rc.InvalidArgumentError, match="ring is not implemented on GPU"):
-        rc.select_all_reduce(64, gpu=True, forced="ring")
+        rc._testing.select_all_reduce(64, gpu=True, forced="ring")
     with pytest.raises(rc.InvalidArgumentError, match="dda_large runs on GPU buffers only"):
-        rc.select_all_reduce(64, forced="dda_large")
+        rc._testing.select_all_reduce(64, forced="dda_large")
 
 
 def test_gpu_needs_one_host():
     with pytest.raises(rc.InvalidArgumentError, match="one host"):
-        rc.select_all_reduce(64, gpu=True, num_hosts=2)
+        rc._testing.select_all_reduce(64, gpu=True, num_hosts=2)
 
 
 def _comm_with_device(ctx):

@@ -464,14 +464,14 @@ def test_lp_logs_decisions(tmp_path):
 
 
 def _quantize(x, block=BLOCK, bf16=False):
-    wire = np.empty(rc.lp_wire_bytes(x.size, block), dtype=np.uint8)
-    rc.lp_quantize(x, wire, block_elems=block, **({"dtype": DT.BFLOAT16} if bf16 else {}))
+    wire = np.empty(rc._testing.lp_wire_bytes(x.size, block), dtype=np.uint8)
+    rc._testing.lp_quantize(x, wire, block_elems=block, **({"dtype": DT.BFLOAT16} if bf16 else {}))
     return wire
 
 
 def _dequantize(wire, count, block=BLOCK):
     out = np.empty(count, dtype=np.float32)
-    rc.lp_dequantize(wire, out, block_elems=block)
+    rc._testing.lp_dequantize(wire, out, block_elems=block)
     return out
 
 
@@ -500,9 +500,9 @@ def test_lp_wire_format_matches_model(block):
 
 def test_lp_wire_format_rules():
     # Layout: 4 scales (16 bytes), then 1000 codes padded to 1008.
-    assert rc.lp_wire_bytes(1000) == 16 + 1008
-    assert rc.lp_wire_bytes(0) == 0
-    assert rc.lp_wire_bytes(257) == 16 + 272
+    assert rc._testing.lp_wire_bytes(1000) == 16 + 1008
+    assert rc._testing.lp_wire_bytes(0) == 0
+    assert rc._testing.lp_wire_bytes(257) == 16 + 272
     x = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
     x[0:256] = 0.0  # a block of zeros: scale 1, codes 0
     x[1] = -0.0
@@ -540,7 +540,7 @@ def test_lp_wire_format_rules():
         sl = slice(b * 256, (b + 1) * 256)
         assert checks.relative_error(zr[sl].astype(np.float64), z[sl].astype(np.float64)) < 0.04
     with pytest.raises(rc.InvalidArgumentError, match="multiple of 32"):
-        rc.lp_wire_bytes(10, 100)
+        rc._testing.lp_wire_bytes(10, 100)
     with pytest.raises(rc.InvalidArgumentError, match="float32 and bfloat16"):
         _quantize(np.zeros(4, dtype=np.float64))
 
@@ -562,7 +562,7 @@ LP_KNOBS = [
 def test_lp_policy(monkeypatch):
     for k in LP_KNOBS:
         monkeypatch.delenv(k, raising=False)
-    d = rc.low_precision_decision
+    d = rc._testing.low_precision_decision
     big = 16 << 20
     assert d("all_reduce", big) == (False, "not enabled (RCCL_LOW_PRECISION_ENABLE=0)")
     assert d("all_reduce", 64, hint=True)[0]  # the hint ignores knobs and threshold
@@ -630,7 +630,7 @@ def test_lp_gpu_launch_shape():
     """The GPU kernels' launch shape (a pure function): chunks always fit the staging, cover the
     segment, spread over the grid before growing, shrink for more ranks; too little staging is
     a clear error."""
-    shape = rc.lp_gpu_launch_shape
+    shape = rc._testing.lp_gpu_launch_shape
     for seg in (1, 7, 255, 256, 257, 4096, 32768, 65536, 1 << 20):
         for nranks in (2, 3, 8):
             for one_slot in (False, True):

@@ -19,7 +19,7 @@ F32, SUM = int(rc.DataType.FLOAT32), int(rc.RedOp.SUM)
 def select(nbytes, **kw):
     kw.setdefault("dtype", F32)
     kw.setdefault("op", SUM)
-    return rc.select_all_reduce(nbytes, **kw)
+    return rc._testing.select_all_reduce(nbytes, **kw)
 
 
 @pytest.mark.parametrize(
@@ -114,9 +114,9 @@ def _selection_rank(ctx, probes, run_sizes, hint):
     rc.refresh_logging()
     comm = H.comm_of(ctx)
     n = comm.size
-    chosen = [comm.select_all_reduce(p) for p in probes]
+    chosen = [rc._testing.selection(comm, p) for p in probes]
     if hint is not None:
-        chosen += [comm.select_all_reduce(p, algo=hint) for p in probes]
+        chosen += [rc._testing.selection(comm, p, algo=hint) for p in probes]
     problems = []
     for count in run_sizes:
         x = np.full(count, ctx.rank + 1.0, dtype=np.float32)

@@ -33,7 +33,7 @@ def _transport_rank(ctx, setup):
         "local_size": comm.local_size,
         "local_rank": comm.local_rank,
         "direct_access": comm.direct_access,
-        "selected": comm.select_all_reduce(1024),
+        "selected": rc._testing.selection(comm, 1024),
     }
     x = np.ones(8, dtype=np.float32)
     try:

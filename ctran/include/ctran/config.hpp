@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,13 +42,23 @@ std::vector<KnobValue> dump();
 /// The declaration of `name`; throws InvalidArgument for an undeclared knob.
 const KnobSpec& spec(const std::string& name);
 
-bool getBool(const char* name);
-int64_t getInt(const char* name);
+/// Per-communicator values that take precedence over the environment: knob name -> value, as it
+/// would be written in the environment (the hints of a torchcomms communicator, the fields of an
+/// ncclConfig_t). A bad value is reported as "hint NAME='value'".
+using Overrides = std::map<std::string, std::string>;
+
+/// Throws InvalidArgument naming the key when `overrides` holds a name no table declares.
+void checkOverrides(const Overrides& overrides);
+
+// The typed reads: the override when `overrides` holds the name, else the environment, else
+// the default; a value that does not parse throws InvalidArgument naming the knob and value.
+bool getBool(const char* name, const Overrides* overrides = nullptr);
+int64_t getInt(const char* name, const Overrides* overrides = nullptr);
 /// Byte sizes accept suffixes K, M, G (powers of 1024), e.g. "16M".
-int64_t getBytes(const char* name);
-std::string getString(const char* name);
+int64_t getBytes(const char* name, const Overrides* overrides = nullptr);
+std::string getString(const char* name, const Overrides* overrides = nullptr);
 /// Returns the value lower-cased after checking it is one of the declared choices.
-std::string getEnum(const char* name);
+std::string getEnum(const char* name, const Overrides* overrides = nullptr);
 
 }  // namespace config
 

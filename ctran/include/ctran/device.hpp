@@ -12,6 +12,10 @@ namespace ctran::device {
 bool builtWithCuda();
 /// Number of usable GPUs; 0 when there are none, with the reason in `why` if given.
 int count(std::string* why = nullptr);
+/// The GPU whose device memory holds `ptr`, or -1 when it is host memory (pageable, pinned or
+/// unknown to the GPU runtime, and always in builds without GPU code). Managed memory counts
+/// as its device's.
+int pointerDevice(const void* ptr);
 /// Runs a one-thread kernel on `dev` that stores `value` in device memory and returns what it
 /// read back; throws CudaError when no GPU is usable.
 int64_t probe(int dev, int64_t value);

@@ -302,7 +302,8 @@ inline const char* gpuRuntimeName() {
 /// the device cannot be made current; restoring is best effort (a failure is cleared).
 class GpuDeviceGuard {
  public:
-  GpuDeviceGuard(int device, const std::string& context) : device_(device) {
+  /// `context` is read only on failure (no string is built per call).
+  GpuDeviceGuard(int device, const char* context) : device_(device) {
     gpuError_t err = gpuGetDevice(&previous_);
     if (err != gpuSuccess) throwGpuError(err, "gpuGetDevice", context);
     if (previous_ != device_) {
@@ -316,6 +317,8 @@ class GpuDeviceGuard {
       (void)gpuGetLastError();
     }
   }
+  GpuDeviceGuard(int device, const std::string& context)
+      : GpuDeviceGuard(device, context.c_str()) {}
   GpuDeviceGuard(const GpuDeviceGuard&) = delete;
   GpuDeviceGuard& operator=(const GpuDeviceGuard&) = delete;
 

@@ -19,6 +19,9 @@ class Deadline {
  public:
   /// Deadline `ms` milliseconds from now (RCCLX_TIMEOUT_MS when ms < 0).
   static Deadline after(int64_t ms = -1);
+  /// Deadline `knobMs` from now, where `knobMs` is RCCLX_TIMEOUT_MS as a communicator read it
+  /// at creation (timeout messages name the knob).
+  static Deadline afterKnob(int64_t knobMs);
   bool expired() const { return std::chrono::steady_clock::now() >= at_; }
   int64_t timeoutMs() const { return timeoutMs_; }
   std::chrono::steady_clock::time_point at() const { return at_; }
@@ -34,7 +37,7 @@ class Deadline {
 /// Escalating pause for polling loops: spin, then sched_yield, then sleep in growing naps.
 class Backoff {
  public:
-  Backoff();
+  Backoff() : start_(std::chrono::steady_clock::now()) {}
   /// Pauses once; call after each poll that found nothing to do.
   void pause();
   /// Call after a poll that made progress.
@@ -44,7 +47,7 @@ class Backoff {
 
  private:
   std::chrono::steady_clock::time_point start_;
-  int64_t spinUs_;
+  int64_t spinUs_ = -1;  ///< RCCLX_SPIN_US, read at the first pause that looks at the clock
   uint32_t rounds_ = 0;
 };
 

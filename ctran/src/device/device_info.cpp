@@ -33,6 +33,22 @@ int count(std::string* why) {
 #endif
 }
 
+int pointerDevice(const void* ptr) {
+#ifdef RCCLX_HAVE_GPU
+  if (ptr == nullptr) return -1;
+  gpuPointerAttributes attr{};
+  const gpuError_t err = gpuPointerGetAttributes(&attr, ptr);
+  if (err != gpuSuccess) {
+    (void)gpuGetLastError();  // memory the runtime never saw: host memory
+    return -1;
+  }
+  return gpuPointerIsDevice(attr) ? attr.device : -1;
+#else
+  (void)ptr;
+  return -1;
+#endif
+}
+
 void withDevice(int dev, const std::function<void()>& fn) {
 #ifdef RCCLX_HAVE_GPU
   GpuDeviceGuard guard(dev, "withDevice");

@@ -1,13 +1,13 @@
-"""rcclx_core: communicators and collectives on host memory.
+"""rcclx_core: communicators and collectives on host and GPU buffers.
 
 Create a communicator on every rank (by unique id, the torchrun environment, or a store), then
-call collectives on any contiguous array (numpy, torch CPU tensors, anything with DLPack or the
-buffer protocol). Calls run synchronously unless ``async_op=True``, which returns a ``Work``.
+call collectives on any contiguous array (numpy, torch, cupy: anything with DLPack or the
+buffer protocol). Host buffers run synchronously unless ``async_op=True``, which returns a
+``Work``; GPU buffers (a communicator created with ``device=``) are enqueued on ``stream=``.
+Test and tool hooks live in :mod:`rcclx_core._testing`.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 from ctran import (
     Error,
@@ -17,48 +17,18 @@ from ctran import (
     SystemCallError,
     TimeoutError,
 )
+from rcclx_core import _testing  # noqa: F401  (rcclx_core._testing without an import)
 from rcclx_core._C import (
-    Communicator,
     DataType,
     RedOp,
     Work,
     config_dump,
     create_unique_id,
     datatype_size,
-    low_precision_decision,
-    lp_dequantize,
-    lp_gpu_launch_shape,
-    lp_quantize,
-    lp_wire_bytes,
     refresh_logging,
-    select_all_reduce,
 )
-from rcclx_core.symmetric import SymmetricBuffer, alloc_symmetric, register_symmetric
-
-
-class GroupHandle:
-    """What ``with comm.group(async_op=True) as g:`` binds: after the block, ``g.work`` is the
-    group's Work (None for a synchronous group or one nested in another)."""
-
-    work: Work | None = None
-
-
-@contextlib.contextmanager
-def _group(self: Communicator, async_op: bool = False):
-    """Records the calls made inside the ``with`` block and runs them together on exit."""
-    handle = GroupHandle()
-    self.group_start()
-    try:
-        yield handle
-    except BaseException:
-        self.group_end()
-        raise
-    handle.work = self.group_end(async_op=async_op)
-
-
-Communicator.group = _group
-Communicator.alloc_symmetric = alloc_symmetric
-Communicator.register_symmetric = register_symmetric
+from rcclx_core._communicator import Communicator, GroupHandle
+from rcclx_core.symmetric import SymmetricBuffer
 
 __all__ = [
     "Communicator",
@@ -76,12 +46,6 @@ __all__ = [
     "config_dump",
     "create_unique_id",
     "datatype_size",
-    "low_precision_decision",
-    "lp_dequantize",
-    "lp_gpu_launch_shape",
-    "lp_quantize",
-    "lp_wire_bytes",
     "refresh_logging",
-    "select_all_reduce",
 ]
 __version__ = "0.1.0"

@@ -124,17 +124,3 @@ def _device_span(obj) -> tuple[int, int]:
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
     return ptr + low * itemsize, (high - low + 1) * itemsize
-
-
-def alloc_symmetric(self, nbytes: int) -> SymmetricBuffer:
-    """Collective: a :class:`SymmetricBuffer` of ``nbytes`` on this communicator's GPU."""
-    return SymmetricBuffer(self, nbytes)
-
-
-def register_symmetric(self, tensor) -> SymmetricBuffer:
-    """Collective: makes the memory ``tensor`` spans (a CUDA tensor on this communicator's GPU,
-    or any object with ``__cuda_array_interface__``) a :class:`SymmetricBuffer` that every
-    rank maps; every rank passes the same number of bytes. The buffer keeps ``tensor`` alive
-    until :meth:`SymmetricBuffer.deregister`. The memory must come from one ``cudaMalloc``
-    allocation (torch's caching allocator; not its expandable segments)."""
-    return SymmetricBuffer(self, source=tensor)

@@ -5,10 +5,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
+#include <string>
+
 #include "bootstrap_py.hpp"
 #include "ctran/checks.hpp"
 #include "py_communicator.hpp"
 #include "rcclx/communicator.hpp"
+#include "testing_access.hpp"
 
 namespace rcclx::python {
 namespace {
@@ -16,6 +20,15 @@ namespace {
 std::unique_ptr<PyCommunicator> wrap(std::unique_ptr<Communicator> c) {
   if (!c) return nullptr;
   return std::make_unique<PyCommunicator>(std::move(c));
+}
+
+using Hints = std::optional<std::map<std::string, std::string>>;
+
+CommConfig configOf(std::optional<int> device, const Hints& hints) {
+  CommConfig c;
+  c.device = device.value_or(-1);
+  if (hints) c.hints = *hints;
+  return c;
 }
 
 }  // namespace
@@ -36,42 +49,55 @@ void registerCommunicator(py::module_& m) {
 
   using PC = PyCommunicator;
   py::class_<PC> cls(m, "Communicator", "A rank's membership in a group running collectives.");
+  cls.def(py::init([](PC& other) { return std::make_unique<PC>(std::move(other)); }),
+          py::arg("other"),
+          "Takes over `other`'s communicator (which is left empty): how a subclass adopts one "
+          "a factory or split() made.");
   cls.def_static(
          "from_unique_id",
-         [](const py::bytes& uid, int rank, int nranks, std::optional<int> device) {
+         [](const py::bytes& uid, int rank, int nranks, std::optional<int> device, Hints hints) {
            ctran::UniqueId id = ctran::python::uniqueIdFromPy(uid);
            py::gil_scoped_release nogil;
            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromUniqueId(id, rank, nranks),
-                                                   device.value_or(-1));
+                                                   configOf(device, hints));
            py::gil_scoped_acquire gil;
            return wrap(std::move(c));
          },
          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"), py::arg("device") = py::none(),
+         py::arg("hints") = py::none(),
          "Joins the group named by unique_id. With device (a GPU index; every rank passes one, "
-         "or none), the communicator also runs every collective on that GPU's buffers.")
+         "or none), the communicator also runs every collective on that GPU's buffers. hints: "
+         "knob values for this communicator only ({'RCCLX_ALLREDUCE_ALGO': 'dda_tree'}), "
+         "overriding the environment; the configuration is read once, here.")
       .def_static(
           "from_env",
-          [](std::optional<int> device) {
+          [](std::optional<int> device, Hints hints) {
             py::gil_scoped_release nogil;
-            auto c =
-                std::make_unique<Communicator>(ctran::Bootstrap::fromEnv(), device.value_or(-1));
+            auto c = std::make_unique<Communicator>(ctran::Bootstrap::fromEnv(),
+                                                    configOf(device, hints));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
           },
-          py::arg("device") = py::none())
+          py::arg("device") = py::none(), py::arg("hints") = py::none(),
+          "Joins the group torchrun's environment describes (RANK, WORLD_SIZE, MASTER_ADDR, "
+          "MASTER_PORT); device and hints as from_unique_id.")
       .def_static(
           "from_store",
-          [](py::object store, int rank, int nranks, std::string prefix,
-             std::optional<int> device) {
+          [](py::object store, int rank, int nranks, std::string prefix, std::optional<int> device,
+             Hints hints) {
             auto s = ctran::python::storeFromPy(store);
             py::gil_scoped_release nogil;
             auto c = std::make_unique<Communicator>(
-                std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix), device.value_or(-1));
+                std::make_unique<ctran::Bootstrap>(s, rank, nranks, prefix),
+                configOf(device, hints));
             py::gil_scoped_acquire gil;
             return wrap(std::move(c));
           },
           py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "rcclx",
-          py::arg("device") = py::none())
+          py::arg("device") = py::none(), py::arg("hints") = py::none(),
+          "Joins the group rendezvousing in `store` (a ctran store, or any object with "
+          "set/get like torch.distributed's stores) under `prefix`; device and hints as "
+          "from_unique_id.")
       .def_property_readonly("rank", [](PC& c) { return c.comm().rank(); })
       .def_property_readonly("size", [](PC& c) { return c.comm().size(); })
       .def_property_readonly("local_rank", [](PC& c) { return c.comm().topology().localRank; })
@@ -92,19 +118,6 @@ void registerCommunicator(py::module_& m) {
             return reinterpret_cast<uintptr_t>(c.comm().allocSymmetric(nbytes));
           },
           py::arg("nbytes"), "Collective; the device pointer (see alloc_symmetric).")
-      .def_property_readonly(
-          "symmetric_calls", [](PC& c) { return c.comm().symmetricCalls(); },
-          "GPU all_reduce calls so far that stored their all-gather straight into the peers' "
-          "outputs: symmetric buffers (alloc_symmetric, register_symmetric), or outputs mapped "
-          "while a graph was captured (RCCLX_GPU_GRAPH_REGISTER).")
-      .def_property_readonly(
-          "graph_registrations",
-          [](PC& c) {
-            py::gil_scoped_release nogil;
-            return c.comm().graphRegistrations();
-          },
-          "Outputs of captured GPU all_reduce calls mapped on every rank for CUDA graphs still "
-          "alive (RCCLX_GPU_GRAPH_REGISTER); the mappings of destroyed graphs are closed first.")
       .def(
           "_free_symmetric",
           [](PC& c, uintptr_t ptr) {
@@ -118,12 +131,7 @@ void registerCommunicator(py::module_& m) {
             py::gil_scoped_release nogil;
             c.comm().registerSymmetric(reinterpret_cast<void*>(ptr), nbytes);
           },
-          py::arg("ptr"), py::arg("nbytes"), "Collective (see register_symmetric).")
-      .def(
-          "set_gpu_tuning", [](PC& c, const std::string& spec) { c.comm().setGpuTuning(spec); },
-          py::arg("spec"),
-          "Replaces the GPU kernels' launch shapes ('name=value,...', as "
-          "RCCLX_GPU_TUNING); for tuning tools.");
+          py::arg("ptr"), py::arg("nbytes"), "Collective (see register_symmetric).");
   registerCollectives(cls);
   cls.def(
          "split",
@@ -148,17 +156,6 @@ void registerCommunicator(py::module_& m) {
             return wrap(std::move(sub));
           },
           py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
-      .def(
-          "select_all_reduce",
-          [](PC& c, size_t nbytes, int dtype, int op, py::object algo, bool gpu) {
-            DataType t = checkDataType(dtype, "select_all_reduce");
-            Selection s =
-                c.comm().selectAllReduce(nbytes, t, checkRedOp(op, t, "select_all_reduce"),
-                                         algo.is_none() ? "" : algo.cast<std::string>(), gpu);
-            return py::make_tuple(algoName(s.algo), s.reason);
-          },
-          py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("algo") = py::none(),
-          py::arg("gpu") = false)
       .def("finalize",
            [](PC& c) {
              py::gil_scoped_release nogil;

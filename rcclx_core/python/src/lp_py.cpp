@@ -8,8 +8,8 @@
 
 #include "buffer_view.hpp"
 #include "ctran/checks.hpp"
-#include "lp/lp_codec.hpp"
 #include "device/lp/lp_gpu_shape.hpp"
+#include "lp/lp_codec.hpp"
 #include "lp/lp_policy.hpp"
 
 namespace py = pybind11;
@@ -79,7 +79,7 @@ void registerLowPrecision(py::module_& m) {
         req.nranks = nranks;
         req.hint = hint;
         req.onDevice = gpu;
-        lp::LpDecision d = lp::decideLowPrecision(req, lp::lpConfigFromEnv());
+        lp::LpDecision d = lp::decideLowPrecision(req, lp::lpConfigFrom(nullptr));
         return py::make_tuple(d.use, d.reason);
       },
       py::arg("collective"), py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0,

@@ -1,13 +1,13 @@
-// rcclx_core._C: enums, configuration, the pure selector, and the Communicator binding.
+// rcclx_core._C: enums, configuration, the Communicator binding, and (in _C._testing) the hooks
+// tests and tools use.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "config.hpp"
 #include "ctran/bootstrap.hpp"
 #include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "errors_py.hpp"
-#include "config.hpp"
-#include "selector.hpp"
 #include "rcclx/types.hpp"
 
 namespace py = pybind11;
@@ -16,6 +16,7 @@ namespace rcclx::python {
 
 void registerCommunicator(py::module_& m);
 void registerLowPrecision(py::module_& m);
+void registerTesting(py::module_& m);
 
 namespace {
 
@@ -46,39 +47,6 @@ void registerTypes(py::module_& m) {
   m.def(
       "datatype_size", [](int t) { return dataTypeSize(checkDataType(t, "datatype_size")); },
       py::arg("dtype"));
-}
-
-void registerSelector(py::module_& m) {
-  m.def(
-      "select_all_reduce",
-      [](size_t nbytes, int dtype, int op, int nranks, int nHosts, bool directAccess,
-         std::string forced, size_t flatMax, size_t treeMax, bool gpu, size_t gpuFlatMax,
-         size_t gpuTreeMax) {
-        SelectorInput in;
-        in.bytes = nbytes;
-        in.type = checkDataType(dtype, "select_all_reduce");
-        in.op = checkRedOp(op, in.type, "select_all_reduce");
-        in.nranks = nranks;
-        in.nHosts = nHosts;
-        in.directAccess = directAccess;
-        in.gpu = gpu;
-        SelectorConfig cfg;
-        cfg.forced = parseAlgo(forced, "select_all_reduce");
-        cfg.forcedBy = "forced='" + forced + "'";
-        cfg.flatMaxBytes = flatMax;
-        cfg.treeMaxBytes = treeMax;
-        cfg.gpuFlatMaxBytes = gpuFlatMax;
-        cfg.gpuTreeMaxBytes = gpuTreeMax;
-        Selection s = selectAllReduce(in, cfg);
-        return py::make_tuple(algoName(s.algo), s.reason);
-      },
-      py::arg("nbytes"), py::arg("dtype") = 7, py::arg("op") = 0, py::arg("nranks") = 2,
-      py::arg("num_hosts") = 1, py::arg("direct_access") = true, py::arg("forced") = "auto",
-      py::arg("flat_max_bytes") = SelectorConfig().flatMaxBytes,
-      py::arg("tree_max_bytes") = SelectorConfig().treeMaxBytes, py::arg("gpu") = false,
-      py::arg("gpu_flat_max_bytes") = SelectorConfig().gpuFlatMaxBytes,
-      py::arg("gpu_tree_max_bytes") = SelectorConfig().gpuTreeMaxBytes,
-      "The pure allreduce selector: (algorithm, reason) for the given call and thresholds.");
 }
 
 void registerConfig(py::module_& m) {
@@ -121,7 +89,7 @@ PYBIND11_MODULE(_C, m) {
   ctran::python::registerErrorTranslator();
   rcclx::python::registerTypes(m);
   rcclx::python::registerConfig(m);
-  rcclx::python::registerSelector(m);
   rcclx::python::registerCommunicator(m);
-  rcclx::python::registerLowPrecision(m);
+  py::module_ testing = m.def_submodule("_testing", "Hooks into the core for tests and tools.");
+  rcclx::python::registerTesting(testing);
 }

@@ -1,17 +1,16 @@
 // PyCommunicator: a Communicator as Python holds it, with the arrays of its unfinished calls
-// kept alive, and the two ways a binding runs a call (on the host without the GIL, or enqueued
-// on a GPU stream).
+// kept alive. Every call runs without the GIL (a call may wait on peers that are threads of
+// this process, and the first low-precision GPU call allocates collectively).
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
-#include <functional>
+#include <initializer_list>
 #include <memory>
-#include <optional>
+#include <utility>
 #include <vector>
 
-#include "call_args.hpp"
 #include "ctran/checks.hpp"
 #include "rcclx/communicator.hpp"
 
@@ -19,10 +18,10 @@ namespace rcclx::python {
 
 namespace py = pybind11;
 
-// A communicator plus the arrays its unfinished asynchronous calls use.
 class PyCommunicator {
  public:
   explicit PyCommunicator(std::unique_ptr<Communicator> c) : comm_(std::move(c)) {}
+  PyCommunicator(PyCommunicator&&) = default;
   ~PyCommunicator() {
     if (comm_ && !comm_->destroyed()) {
       py::gil_scoped_release nogil;
@@ -37,53 +36,31 @@ class PyCommunicator {
     return *comm_;
   }
 
-  // Runs `call` without the GIL. `arrays` stay alive until the call's work completes: an
-  // async Work keeps them; a call recorded in a group (no Work yet) keeps them until the group
-  // ends.
-  py::object run(bool async, std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
-    prune();
+  /// Runs `call` without the GIL. The arrays stay referenced until the call's work completes:
+  /// an async host call's Work keeps them; a call recorded in a group keeps them until the group
+  /// ends. A synchronous call, or one enqueued on a GPU stream (keeping its arrays alive until
+  /// the kernel ran is the caller's job, as with NCCL), returns None.
+  template <typename Call>
+  py::object run(std::initializer_list<py::handle> arrays, Call&& call) {
     WorkPtr work;
     {
       py::gil_scoped_release nogil;
       work = call();
     }
-    if (!work) {
-      for (auto& a : arrays) grouped_.push_back(std::move(a));
+    if (comm_->inGroup()) {
+      for (py::handle a : arrays) grouped_.push_back(py::reinterpret_borrow<py::object>(a));
       return py::none();
     }
-    if (!async) return py::none();
-    pending_.push_back({work, std::move(arrays)});
+    if (!work) return py::none();
+    prune();
+    Pending p{work, {}};
+    for (py::handle a : arrays) p.arrays.push_back(py::reinterpret_borrow<py::object>(a));
+    pending_.push_back(std::move(p));
     return py::cast(work);
   }
 
-  // Enqueues a call on GPU buffers (returns None: the stream orders it). Inside a group the
-  // arrays stay referenced until the group ends (grouped device sends and receives are
-  // enqueued then); otherwise keeping them alive until the kernel ran is the caller's job, as
-  // with NCCL.
-  py::object runDevice(std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
-    {
-      py::gil_scoped_release nogil;
-      call();
-    }
-    if (comm().inGroup()) {
-      for (auto& a : arrays) grouped_.push_back(std::move(a));
-    }
-    return py::none();
-  }
-
-  // Runs `call` where its buffers are (placeCall): enqueued on the GPU stream (runDevice), or
-  // on the host (run). Device calls too run without the GIL: the first low-precision call
-  // allocates its staging collectively, and the other ranks may be threads of this process.
-  py::object dispatch(const char* op,
-                      std::initializer_list<std::pair<const char*, const BufferView*>> bufs,
-                      const std::optional<uintptr_t>& stream, CallOptions& opts,
-                      std::vector<py::object> arrays, const std::function<WorkPtr()>& call) {
-    if (placeCall(op, bufs, stream, opts)) return runDevice(std::move(arrays), call);
-    return run(opts.async, std::move(arrays), call);
-  }
-
-  // Ends a group; when it was the outermost, its calls run, and their arrays are released
-  // once they complete.
+  /// Ends a group; when it was the outermost, its calls run, and their arrays are released
+  /// once they complete.
   py::object groupEnd(bool async) {
     prune();
     WorkPtr work;
@@ -91,17 +68,18 @@ class PyCommunicator {
       py::gil_scoped_release nogil;
       work = comm().groupEnd(async);
     } catch (...) {
-      grouped_.clear();
+      if (!comm().inGroup()) grouped_.clear();
       throw;
     }
-    if (!work) return py::none();  // an inner group: the outermost one runs everything
+    if (comm().inGroup()) return py::none();  // an inner group: the outermost one runs all
     std::vector<py::object> arrays = std::move(grouped_);
     grouped_.clear();
-    if (!async) return py::none();
+    if (!work) return py::none();
     pending_.push_back({work, std::move(arrays)});
     return py::cast(work);
   }
 
+  /// Drops the arrays of completed asynchronous calls.
   void prune() {
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [](const Pending& p) { return p.work->isCompleted(); }),

@@ -8,6 +8,10 @@
 
 namespace rcclx {
 
+std::string Work::description() const {
+  return seq_ == 0 ? std::string(what_) : ctran::strCat(what_, " #", seq_);
+}
+
 bool Work::isCompleted() const {
   std::lock_guard<std::mutex> lock(mu_);
   return completed_;
@@ -19,7 +23,7 @@ void Work::wait(int64_t timeoutMs) {
     done_.wait(lock, [&] { return completed_; });
   } else if (!done_.wait_for(lock, std::chrono::milliseconds(timeoutMs),
                              [&] { return completed_; })) {
-    throw ctran::TimeoutError(ctran::strCat(description_, ": not completed after ", timeoutMs,
+    throw ctran::TimeoutError(ctran::strCat(description(), ": not completed after ", timeoutMs,
                                             " ms (the operation is still running)"));
   }
   if (error_) std::rethrow_exception(error_);
@@ -42,22 +46,16 @@ Executor::~Executor() {
   }
 }
 
-WorkPtr Executor::submit(std::string description, std::function<void()> fn, bool async) {
-  auto work = std::make_shared<Work>(std::move(description));
+bool Executor::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.empty() && !running_ && !stopping_;
+}
+
+WorkPtr Executor::enqueue(const char* what, uint64_t seq, std::function<void()> fn, bool async) {
+  auto work = std::make_shared<Work>(what, seq);
   std::unique_lock<std::mutex> lock(mu_);
   CTRAN_CHECK(!stopping_, ctran::InvalidUsage, work->description(),
               ": the communicator was destroyed");
-  if (!async && queue_.empty() && !running_) {
-    lock.unlock();
-    try {
-      fn();
-    } catch (...) {
-      work->complete(std::current_exception());
-      throw;
-    }
-    work->complete(nullptr);
-    return work;
-  }
   if (!worker_.joinable()) {
     // The worker's log lines name the rank of the thread that started it (a process may run
     // several ranks, one thread each).
@@ -69,8 +67,9 @@ WorkPtr Executor::submit(std::string description, std::function<void()> fn, bool
   queue_.push_back({work, std::move(fn)});
   lock.unlock();
   changed_.notify_all();
-  if (!async) work->wait();
-  return work;
+  if (async) return work;
+  work->wait();
+  return nullptr;
 }
 
 void Executor::workerLoop() {

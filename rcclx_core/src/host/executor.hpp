@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "rcclx/work.hpp"
 
@@ -15,9 +16,17 @@ namespace rcclx {
 class Executor {
  public:
   ~Executor();
-  /// Runs `fn`. Synchronous: returns once done (rethrowing its error). Asynchronous: returns
-  /// at once; the Work completes later.
-  WorkPtr submit(std::string description, std::function<void()> fn, bool async);
+  /// Runs `fn` (an operation named `what` #`seq`, see Work). Synchronous: returns nullptr once
+  /// done, rethrowing its error; with nothing pending it runs on the caller's thread, without
+  /// allocating. Asynchronous: returns at once; the Work completes later.
+  template <typename Fn>
+  WorkPtr submit(const char* what, uint64_t seq, Fn&& fn, bool async) {
+    if (!async && idle()) {
+      fn();
+      return nullptr;
+    }
+    return enqueue(what, seq, std::function<void()>(std::forward<Fn>(fn)), async);
+  }
   /// Waits until everything submitted so far has run.
   void drain();
   /// Drains, then stops the worker thread.
@@ -29,6 +38,9 @@ class Executor {
     std::function<void()> fn;
   };
   void workerLoop();
+  /// Nothing queued or running, and not stopping: a synchronous call may run inline.
+  bool idle();
+  WorkPtr enqueue(const char* what, uint64_t seq, std::function<void()> fn, bool async);
 
   std::mutex mu_;
   std::condition_variable changed_;

@@ -1,10 +1,11 @@
 // Implementation of lp_policy.hpp.
 #include "lp/lp_policy.hpp"
 
+#include "config.hpp"
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
+#include "ctran/logging.hpp"
 #include "lp/lp_wire_format.hpp"
-#include "config.hpp"
 
 namespace rcclx::lp {
 namespace {
@@ -16,7 +17,9 @@ constexpr const char* kKnobs[kNumLpCollectives] = {
     "RCCL_LOW_PRECISION_ENABLE_REDUCESCATTER", "RCCL_LOW_PRECISION_ENABLE_ALLTOALL"};
 
 /// Whether collective i's own switch is set (else it follows the global one).
-bool ownSwitchSet(int i) { return !ctran::config::getString(kKnobs[i]).empty(); }
+bool ownSwitchSet(int i, const ctran::config::Overrides* hints) {
+  return !ctran::config::getString(kKnobs[i], hints).empty();
+}
 
 bool reduces(LpCollective c) {
   return c == LpCollective::kAllReduce || c == LpCollective::kReduceScatter;
@@ -43,23 +46,19 @@ bool LpConfig::anyEnabled() const {
   return false;
 }
 
-bool lpSwitchedOn(LpCollective collective) {
-  declareKnobs();
-  const int i = static_cast<int>(collective);
-  // Unset (or empty): follows the global switch; set: overrides it either way.
-  return ownSwitchSet(i) ? ctran::config::getBool(kKnobs[i]) : knob::RCCL_LOW_PRECISION_ENABLE();
-}
-
-LpConfig lpConfigFromEnv() {
+LpConfig lpConfigFrom(const ctran::config::Overrides* hints) {
   declareKnobs();
   LpConfig cfg;
   for (int i = 0; i < kNumLpCollectives; ++i) {
-    cfg.enabled[i] = lpSwitchedOn(static_cast<LpCollective>(i));
-    cfg.enabledBy[i] = ctran::strCat(ownSwitchSet(i) ? kKnobs[i] : "RCCL_LOW_PRECISION_ENABLE", "=",
-                                     cfg.enabled[i] ? 1 : 0);
+    // Unset (or empty): follows the global switch; set: overrides it either way.
+    const bool own = ownSwitchSet(i, hints);
+    cfg.enabled[i] =
+        own ? ctran::config::getBool(kKnobs[i], hints) : knob::RCCL_LOW_PRECISION_ENABLE(hints);
+    cfg.enabledBy[i] =
+        ctran::strCat(own ? kKnobs[i] : "RCCL_LOW_PRECISION_ENABLE", "=", cfg.enabled[i] ? 1 : 0);
   }
-  cfg.minBytes = static_cast<size_t>(knob::RCCLX_LP_MIN_BYTES());
-  const int64_t block = knob::RCCLX_LP_BLOCK_ELEMS();
+  cfg.minBytes = static_cast<size_t>(knob::RCCLX_LP_MIN_BYTES(hints));
+  const int64_t block = knob::RCCLX_LP_BLOCK_ELEMS(hints);
   CTRAN_CHECK(block >= static_cast<int64_t>(kMinBlockElems) &&
                   block <= static_cast<int64_t>(kMaxBlockElems) && block % kMinBlockElems == 0,
               ctran::InvalidArgument, "RCCLX_LP_BLOCK_ELEMS=", block,
@@ -92,6 +91,27 @@ LpDecision decideLowPrecision(const LpRequest& req, const LpConfig& cfg) {
           forced
               ? by
               : ctran::strCat(by, ", ", req.bytes, " bytes >= RCCLX_LP_MIN_BYTES=", cfg.minBytes)};
+}
+
+}  // namespace rcclx::lp
+
+namespace rcclx::lp {
+
+std::optional<LpPlan> planLowPrecision(const LpConfig& cfg, const LpRequest& req, const char* what,
+                                       uint64_t seq) {
+  const bool asked =
+      req.hint.has_value() ? *req.hint : cfg.enabled[static_cast<int>(req.collective)];
+  if (!asked) return std::nullopt;
+  const LpDecision d = decideLowPrecision(req, cfg);
+  if (!d.use) {
+    if (d.requested)
+      CTRAN_INFO(what, seq ? ctran::strCat(" #", seq) : "", ": full precision: ", d.reason);
+    return std::nullopt;
+  }
+  CTRAN_INFO(what, seq ? ctran::strCat(" #", seq) : "", ": low precision",
+             req.onDevice ? " on GPU" : "", " (fp8 e4m3, ", cfg.blockElems,
+             "-element blocks): ", d.reason);
+  return LpPlan{cfg.blockElems};
 }
 
 }  // namespace rcclx::lp

@@ -1,11 +1,14 @@
 // When a collective runs in low precision: a pure function of the call and the configuration
-// (the knobs, read by lpConfigFromEnv), unit-testable without processes, like the selector.
+// (the knobs, read once per communicator by lpConfigFrom), unit-testable without processes, like
+// the selector.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
+#include "ctran/config.hpp"
 #include "rcclx/types.hpp"
 
 namespace rcclx::lp {
@@ -29,14 +32,10 @@ struct LpConfig {
   bool anyEnabled() const;
 };
 
-/// Whether the knobs switch low precision on for `collective` (its RCCL_LOW_PRECISION_ENABLE_<COLL>
-/// when set, else RCCL_LOW_PRECISION_ENABLE): the two reads a call needs when it passes no hint,
-/// without the rest of lpConfigFromEnv() (calls on the hot path ask this first).
-bool lpSwitchedOn(LpCollective collective);
-
 /// Reads RCCL_LOW_PRECISION_ENABLE, the per-collective RCCL_LOW_PRECISION_ENABLE_<COLL>
-/// (which override it when set), RCCLX_LP_MIN_BYTES and RCCLX_LP_BLOCK_ELEMS (checked).
-LpConfig lpConfigFromEnv();
+/// (which override it when set), RCCLX_LP_MIN_BYTES and RCCLX_LP_BLOCK_ELEMS (checked), each
+/// from `hints` when it holds it, else the environment. Called once per communicator.
+LpConfig lpConfigFrom(const ctran::config::Overrides* hints);
 
 /// What the policy knows about one call.
 struct LpRequest {
@@ -59,5 +58,20 @@ struct LpDecision {
 /// or bfloat16, SUM or AVG for the reductions, more than one rank, host buffers (for now), and
 /// (unless the hint forces it) at least RCCLX_LP_MIN_BYTES.
 LpDecision decideLowPrecision(const LpRequest& req, const LpConfig& cfg);
+
+}  // namespace rcclx::lp
+
+namespace rcclx::lp {
+
+/// What a back-end runs for one call that goes low precision: the quantizer's block size.
+struct LpPlan {
+  size_t blockElems = 0;
+};
+
+/// The decision for one call of `what` ("all_reduce"; `seq` its number, 0 for none), logged at INFO
+/// when low precision was asked for (used, or fallen back with the reason); nullopt: full
+/// precision. Cheap when not asked for (no hint, knob off): no formatting, no allocation.
+std::optional<LpPlan> planLowPrecision(const LpConfig& cfg, const LpRequest& req, const char* what,
+                                       uint64_t seq = 0);
 
 }  // namespace rcclx::lp

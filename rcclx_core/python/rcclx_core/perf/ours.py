@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rcclx_core import Communicator, InvalidArgumentError
+from rcclx_core import Communicator, InvalidArgumentError, _testing
 from rcclx_core.perf.spec import REDOPS, ROOT, Config, a2av_counts
 
 
@@ -82,7 +82,8 @@ class OursColumn:
             return out
         hint = None if self.algo == "auto" else self.algo
         try:
-            out["selected"], out["reason"] = self.comm.select_all_reduce(
+            out["selected"], out["reason"] = _testing.selection(
+                self.comm,
                 nbytes,
                 int(self.cfg.dtype.rcclx),
                 int(REDOPS[self.cfg.redop]),

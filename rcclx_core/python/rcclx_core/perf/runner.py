@@ -12,7 +12,7 @@ import dataclasses
 import json
 from typing import Any, Callable
 
-from rcclx_core import Communicator, Error
+from rcclx_core import Communicator, Error, _testing
 from rcclx_core.perf import check
 from rcclx_core.perf.buffers import Workspace, make_placement, torch_dtype
 from rcclx_core.perf.ours import OursColumn
@@ -162,7 +162,7 @@ def _apply_tuning(cfg: Config, comm: Communicator) -> None:
     if cfg.tuning is None:
         return
     try:
-        comm.set_gpu_tuning(cfg.tuning)
+        _testing.set_gpu_tuning(comm, cfg.tuning)
     except Error as e:
         raise UsageError(f"--tuning '{cfg.tuning}': {e}") from None
 

@@ -1,5 +1,5 @@
 // dda_flat on GPU buffers, in 128-byte lines (the protocol: lines.cuh), for medium messages:
-// the one-shot of dda_flat.cu with 1/16 of flag bytes instead of LL's half.
+// the one-shot of allreduce_flat_ll.cu with 1/16 of flag bytes instead of LL's half.
 //
 // Every rank stores its whole input, as lines, into every peer's slot for it, then reduces
 // locally: each word from every rank in rank order (its own from its input, the peers' from
@@ -9,8 +9,8 @@
 // between the phases. Warp w handles the same line groups in both steps, so in place is safe: a
 // word of my output is written only by the warp that already read it. The region of parity
 // half e % 2 is reused by call e + 2, by which time every peer has finished call e.
-// The batch loops repeat tree_lines.cu's on purpose: as shared helpers they changed the register
-// allocation (more registers, int8 spills) and both kernels ran 2-4% slower.
+// The batch loops repeat allreduce_tree_lines.cu's on purpose: as shared helpers they changed the
+// register allocation (more registers, int8 spills) and both kernels ran 2-4% slower.
 #include "device/allreduce/lines.cuh"
 
 namespace rcclx::gpu {
@@ -28,11 +28,6 @@ struct FlatLinesArgs {
   bool aligned8;       ///< send and recv are 8-byte aligned
   uint64_t timeoutNs;
 };
-
-size_t messageLines(size_t bytes) {
-  const size_t words = (bytes + kWordBytes - 1) / kWordBytes;
-  return (words + kLinePayloadWords - 1) / kLinePayloadWords;
-}
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) {
@@ -94,7 +89,7 @@ __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) 
     };
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
-    // kernels run on two ranks or more: see the fit test below.)
+    // kernels run on two ranks or more: the plan gives them no other.)
     uint2 res0[kBatch], res1[kBatch];
     {
       uint64_t lo0[kBatch], hi0[kBatch], lo1[kBatch], hi1[kBatch];
@@ -146,21 +141,7 @@ __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) 
 
 }  // namespace
 
-bool flatLinesFit(const LaunchArgs& args) {
-#if RCCLX_GPU_HIP
-  (void)args;
-  return false;  // whole-line arrival is an NVLink property; AMD keeps the LL lines
-#else
-  // The kernel combines ranks 0 and 1 together, so it needs two ranks at least (one rank runs
-  // a kernel only for PREMUL_SUM's scaling, in LL lines).
-  const size_t bytes = args.count * dataTypeSize(args.type);
-  return args.window.nranks >= 2 && args.layout.linesSlotBytes > 0 &&
-         bytes >= args.tuning.flatLinesMinBytes &&
-         messageLines(bytes) * kLineBytes <= 2 * args.layout.linesSlotBytes;
-#endif
-}
-
-void launchFlatLines(const LaunchArgs& args) {
+void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape) {
   const size_t bytes = args.count * dataTypeSize(args.type);
   const size_t lines = messageLines(bytes);
   CTRAN_CHECK(lines * kLineBytes <= 2 * args.layout.linesSlotBytes, ctran::InvalidArgument,
@@ -177,13 +158,12 @@ void launchFlatLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  const LinesGrid grid = linesGrid(lines, args.tuning);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(flatLinesKernel<T, decltype(o)::value>, grid.blocks, grid.threads, args.stream,
+    launchKernel(flatLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
                  args.pdl, a);
   });
-  checkLaunch("dda_flat (lines)", grid.blocks, grid.threads);
+  checkLaunch("dda_flat (lines)", shape.blocks, shape.threads);
 }
 
 }  // namespace rcclx::gpu

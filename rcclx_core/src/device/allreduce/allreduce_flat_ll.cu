@@ -1,5 +1,6 @@
 // dda_flat on GPU buffers: one-shot push with LL lines, for small messages (from
-// flat_lines_min_bytes, where the line staging holds them, dda_flat runs flat_lines.cu).
+// flat_lines_min_bytes, where the line staging holds them, dda_flat runs
+// allreduce_flat_lines.cu; plan.cpp decides).
 //
 // Each rank stores its input, 16 bytes at a time, straight into every peer's LL slot for it
 // (two LL lines per unit, each carrying the call's epoch as its flag), then reduces locally:
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
 
 }  // namespace
 
-void launchDdaFlat(const LaunchArgs& args) {
+void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape) {
   FlatArgs a;
   a.buf = buffersOf(args);
   a.win = args.window;
@@ -86,20 +87,12 @@ void launchDdaFlat(const LaunchArgs& args) {
   CTRAN_CHECK(a.buf.units * kLlBytesPerUnit <= a.llSlotBytes, ctran::InvalidArgument,
               "dda_flat: ", a.buf.units * kUnitBytes, " bytes exceed the flat slot of ",
               a.llSlotBytes / 2, " bytes");
-  // Small calls launch only the warps they need.
-  constexpr size_t kWarp = ctran::kWarpSize;
-  const size_t needThreads = (a.buf.units + kWarp - 1) / kWarp * kWarp;
-  const int threads = static_cast<int>(needThreads < static_cast<size_t>(args.tuning.flatThreads)
-                                           ? needThreads
-                                           : args.tuning.flatThreads);
-  const size_t want = (a.buf.units + threads - 1) / threads;
-  const int blocks = static_cast<int>(
-      want < static_cast<size_t>(args.tuning.flatMaxBlocks) ? want : args.tuning.flatMaxBlocks);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(ddaFlatKernel<T, decltype(o)::value>, blocks, threads, args.stream, args.pdl, a);
+    launchKernel(ddaFlatKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
+                 args.pdl, a);
   });
-  checkLaunch("dda_flat", blocks, threads);
+  checkLaunch("dda_flat", shape.blocks, shape.threads);
 }
 
 }  // namespace rcclx::gpu

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     };
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
-    // kernels run on two ranks or more: see the fit test below.)
+    // kernels run on two ranks or more: the plan gives them no other.)
     uint64_t res0[kBatch], res1[kBatch];
     {
       uint64_t lo0[kBatch], hi0[kBatch], lo1[kBatch], hi1[kBatch];
@@ -192,21 +192,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
 
 }  // namespace
 
-bool treeLinesFit(const LaunchArgs& args) {
-#if RCCLX_GPU_HIP
-  (void)args;
-  return false;  // whole-line arrival is an NVLink property; AMD takes the two-shot kernel
-#else
-  // The kernel combines ranks 0 and 1 together, so it needs two ranks at least (one rank runs
-  // a kernel only for PREMUL_SUM's scaling, in the two-shot kernel).
-  const size_t bytes = args.count * dataTypeSize(args.type);
-  return args.window.nranks >= 2 && args.layout.linesSlotBytes > 0 &&
-         bytes <= args.tuning.treeLinesMaxBytes &&
-         linesPerSegment(bytes, args.window.nranks) * kLineBytes <= args.layout.linesSlotBytes;
-#endif
-}
-
-void launchTreeLines(const LaunchArgs& args) {
+void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape) {
   const size_t bytes = args.count * dataTypeSize(args.type);
   const size_t n = static_cast<size_t>(args.window.nranks);
   const size_t lines = linesPerSegment(bytes, args.window.nranks);
@@ -224,13 +210,12 @@ void launchTreeLines(const LaunchArgs& args) {
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
   a.timeoutNs = args.timeoutNs;
-  const LinesGrid grid = linesGrid(lines, args.tuning);
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(treeLinesKernel<T, decltype(o)::value>, grid.blocks, grid.threads, args.stream,
+    launchKernel(treeLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
                  args.pdl, a);
   });
-  checkLaunch("dda_tree (lines)", grid.blocks, grid.threads);
+  checkLaunch("dda_tree (lines)", shape.blocks, shape.threads);
 }
 
 }  // namespace rcclx::gpu

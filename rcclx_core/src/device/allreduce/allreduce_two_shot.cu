@@ -1,5 +1,5 @@
 // The two-shot push allreduce kernel shared by dda_tree (few blocks, one round when the message
-// fits the staging) and dda_large (many blocks, pipelined rounds).
+// fits the staging) and dda_large (many blocks, pipelined rounds); plan.cpp shapes it.
 //
 // The units are split into nranks segments; rank s reduces segment s. Block b of a grid of G
 // handles, in round k, units [(k*G + b)*C, +C) of every segment (C = chunk units):
@@ -222,7 +222,8 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
 
 }  // namespace
 
-void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what) {
+void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroCopy,
+                   const char* what) {
   CTRAN_CHECK(shape.chunkUnits > 0 && shape.blocks > 0 && shape.blocks <= kMaxBlocks &&
                   (shape.slots == 1 || shape.slots == 2),
               ctran::InvalidArgument, what, ": no launch shape fits (", shape.blocks,
@@ -232,7 +233,8 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
               ctran::InvalidArgument, what, ": a staggered start (", shape.staggerBlocks,
               " blocks first) needs one round and more blocks (", shape.slots, " slots, ",
               shape.blocks, " blocks)");
-  CTRAN_CHECK(shape.chunkUnits <= twoShotMaxChunkUnits(args, shape.blocks, shape.slots),
+  CTRAN_CHECK(shape.chunkUnits <= twoShotMaxChunkUnits(args.layout.rawBytes, args.window.nranks,
+                                                       shape.blocks, shape.slots),
               ctran::InvalidArgument, what, ": chunk of ", shape.chunkUnits, " units x ",
               shape.blocks, " blocks x ", shape.slots, " slots exceeds the staging of ",
               args.layout.rawBytes, " bytes");
@@ -241,12 +243,13 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char
   a.win = args.window;
   a.halfBytes = args.layout.halfBytes;
   a.rawOffset = args.layout.rawOffset;
-  a.segUnits = twoShotSegmentUnits(args);
+  a.segUnits = shape.segUnits;
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
   a.staggerBlocks = shape.staggerBlocks;
   a.timeoutNs = args.timeoutNs;
-  a.zeroCopy = args.symmetricOutput();
+  CTRAN_ASSERT(!zeroCopy || args.symmetricOutput(), "zero-copy ", what, " without mapped outputs");
+  a.zeroCopy = zeroCopy;
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);

@@ -1,9 +1,7 @@
-// Implementation of gpu_allreduce.hpp, and the host-side helpers of launch.hpp (layout,
-// tuning, supported types). The kernels are in dda_flat.cu, flat_lines.cu, tree_lines.cu and
-// two_shot.cu.
+// Implementation of gpu_allreduce.hpp, and gpuSupports (launch.hpp). The plan is plan.cpp, the
+// tuning and layout tuning.cpp, the kernels allreduce_{flat_ll,flat_lines,tree_lines,two_shot}.cu.
 #include "device/allreduce/gpu_allreduce.hpp"
 
-#include <cstdlib>
 #include <utility>
 
 #include "ctran/checks.hpp"
@@ -17,123 +15,6 @@
 #endif
 
 namespace rcclx::gpu {
-namespace {
-
-size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
-
-/// Launch sizes are whole warps (wavefronts on AMD); a build without GPU code runs none.
-#ifdef RCCLX_HAVE_GPU
-constexpr int kThreadsMultiple = ctran::kWarpSize;
-#else
-constexpr int kThreadsMultiple = 32;
-#endif
-
-}  // namespace
-
-StagingLayout StagingLayout::of(int nranks, size_t flatBytes, size_t rawBytes, size_t linesBytes) {
-  StagingLayout l;
-  l.llSlotBytes = roundUp(flatBytes, kUnitBytes) / kUnitBytes * kLlBytesPerUnit;
-  l.llOffset = 0;
-  l.rawOffset = roundUp(static_cast<size_t>(nranks) * l.llSlotBytes, 256);
-  l.rawBytes = roundUp(rawBytes, 256);
-  l.linesOffset = l.rawOffset + l.rawBytes;
-  l.linesMaxBytes = linesBytes;
-  l.linesSlotBytes = linesBytes ? linesPerSegment(linesBytes, nranks) * kLineBytes : 0;
-  l.halfBytes = l.linesOffset + 2 * static_cast<size_t>(nranks) * l.linesSlotBytes;
-  return l;
-}
-
-LinesGrid linesGrid(size_t lines, const Tuning& tu) {
-  const size_t minLines = tu.linesMinWarpLines > 0 ? tu.linesMinWarpLines : 1;
-  const size_t warps = (lines + minLines - 1) / minLines;
-  const size_t maxBlocks =
-      static_cast<size_t>(tu.linesMaxBlocks < kMaxLineBlocks ? tu.linesMaxBlocks : kMaxLineBlocks);
-  const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
-  const size_t maxWarpsPerBlock = static_cast<size_t>(tu.linesThreads) / kThreadsMultiple;
-  size_t perBlock = (warps + blocks - 1) / blocks;
-  if (perBlock > maxWarpsPerBlock) perBlock = maxWarpsPerBlock;
-  if (perBlock < 1) perBlock = 1;
-  LinesGrid g;
-  g.blocks = static_cast<int>(blocks);
-  g.threads = static_cast<int>(perBlock) * kThreadsMultiple;
-  return g;
-}
-
-void Tuning::apply(const std::string& spec) {
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find(',', pos);
-    if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    CTRAN_CHECK(eq != std::string::npos, ctran::InvalidArgument, "GPU tuning: '", item,
-                "' is not name=value (in '", spec, "')");
-    const std::string name = item.substr(0, eq);
-    const std::string text = item.substr(eq + 1);
-    char* stop = nullptr;
-    const long long v = std::strtoll(text.c_str(), &stop, 10);
-    const bool zeroOk = name == "tree_lines_max_bytes" || name == "tree_symmetric_min_bytes" ||
-                        name == "tree_stagger_bytes" || name == "pdl";
-    CTRAN_CHECK(!text.empty() && *stop == '\0' && (v > 0 || (zeroOk && v == 0)),
-                ctran::InvalidArgument, "GPU tuning: ", name, "=", text, " must be a ",
-                zeroOk ? "non-negative" : "positive", " integer");
-    auto threads = [&](int& field) {
-      CTRAN_CHECK(v % kThreadsMultiple == 0 && v <= kMaxThreads, ctran::InvalidArgument,
-                  "GPU tuning: ", name, "=", v, " must be a multiple of ", kThreadsMultiple,
-                  " up to ", kMaxThreads);
-      field = static_cast<int>(v);
-    };
-    auto blocks = [&](int& field, int limit = kMaxBlocks) {
-      CTRAN_CHECK(v <= limit, ctran::InvalidArgument, "GPU tuning: ", name, "=", v, " exceeds the ",
-                  limit, "-block limit");
-      field = static_cast<int>(v);
-    };
-    if (name == "flat_threads")
-      threads(flatThreads);
-    else if (name == "flat_max_blocks")
-      blocks(flatMaxBlocks);
-    else if (name == "tree_threads")
-      threads(treeThreads);
-    else if (name == "tree_max_blocks")
-      blocks(treeMaxBlocks);
-    else if (name == "lines_threads")
-      threads(linesThreads);
-    else if (name == "lines_max_blocks")
-      blocks(linesMaxBlocks, kMaxLineBlocks);
-    else if (name == "tree_min_block_units")
-      treeMinBlockUnits = static_cast<size_t>(v);
-    else if (name == "lines_min_warp_lines")
-      linesMinWarpLines = static_cast<size_t>(v);
-    else if (name == "flat_lines_min_bytes")
-      flatLinesMinBytes = static_cast<size_t>(v);
-    else if (name == "tree_lines_max_bytes")
-      treeLinesMaxBytes = static_cast<size_t>(v);
-    else if (name == "tree_symmetric_min_bytes")
-      treeSymmetricMinBytes = static_cast<size_t>(v);
-    else if (name == "tree_stagger_bytes")
-      treeStaggerBytes = static_cast<size_t>(v);
-    else if (name == "large_threads")
-      threads(largeThreads);
-    else if (name == "large_blocks")
-      blocks(largeBlocks);
-    else if (name == "large_chunk_units")
-      largeChunkUnits = static_cast<size_t>(v);
-    else if (name == "pdl") {
-      CTRAN_CHECK(v <= 1, ctran::InvalidArgument, "GPU tuning: pdl=", v, " must be 0 or 1");
-      pdl = v == 1;
-    } else
-      throw ctran::InvalidArgument(
-          ctran::strCat("GPU tuning: unknown name '", name,
-                        "' (flat_threads, flat_max_blocks, flat_lines_min_bytes, tree_threads, "
-                        "tree_max_blocks, tree_min_block_units, lines_threads, "
-                        "lines_max_blocks, lines_min_warp_lines, "
-                        "tree_lines_max_bytes, tree_symmetric_min_bytes, large_threads, "
-                        "large_blocks, "
-                        "large_chunk_units, tree_stagger_bytes, pdl)"));
-  }
-}
 
 bool gpuSupports(DataType type, RedOp op, std::string* why) {
   std::string reason;
@@ -169,6 +50,8 @@ GpuAllReduce::GpuAllReduce(ctran::PeerGroup& group, int device, size_t flatBytes
   CTRAN_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
                   "reading the compute capability of GPU ", device);
   pdlCapable_ = major >= 9;
+  // Whole-line arrival (lines.cuh) is an NVLink property; AMD keeps the LL and two-shot kernels.
+  linesAvailable_ = true;
 #endif
 }
 
@@ -267,6 +150,42 @@ void GpuAllReduce::findSymmetricOutput(const void* recv, size_t bytes, LaunchArg
   }
 }
 
+#ifdef RCCLX_HAVE_GPU
+namespace {
+
+/// Launches what `plan` says, with `a` holding the call (its count and type the caller's).
+void launchPlan(const GpuAllReducePlan& plan, LaunchArgs& a) {
+  a.count = plan.count;
+  a.type = plan.type;
+  a.pdl = plan.pdl;
+  switch (plan.kernel) {
+    case GpuKernel::kFlatLl: {
+      const size_t elem = dataTypeSize(plan.type);
+      const char* send = static_cast<const char*>(a.send);
+      char* recv = static_cast<char*>(a.recv);
+      for (size_t i = 0; i < plan.pieces; ++i) {
+        const size_t done = i * plan.pieceCount;
+        const bool last = i + 1 == plan.pieces;
+        a.send = send + done * elem;
+        a.recv = recv + done * elem;
+        a.count = last ? plan.count - done : plan.pieceCount;
+        launchFlatLl(a, last ? plan.lastShape : plan.shape);
+      }
+      break;
+    }
+    case GpuKernel::kFlatLines: launchFlatLines(a, plan.shape); break;
+    case GpuKernel::kTreeLines: launchTreeLines(a, plan.shape); break;
+    case GpuKernel::kTwoShot:
+      launchTwoShot(a, plan.twoShot, plan.zeroCopy, algoName(plan.family));
+      break;
+    case GpuKernel::kNone:
+    case GpuKernel::kCopy: break;  // run() handles them
+  }
+}
+
+}  // namespace
+#endif
+
 void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t count,
                        DataType type, RedOp op, double premulScalar, void* stream) {
   CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
@@ -275,75 +194,56 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   CTRAN_CHECK(gpuSupports(type, op, &why), ctran::InvalidArgument, "all_reduce: ", why);
   if (count == 0) return;
 #ifdef RCCLX_HAVE_GPU
-  // Launches on this communicator's GPU; the caller's current device is back on return.
-  ctran::GpuDeviceGuard guard(device_, "all_reduce on GPU buffers");
-  // Bitwise operators run on the bytes (kernelType), whatever the integer width.
-  const DataType ktype = kernelType(type, op);
-  count = count * dataTypeSize(type) / dataTypeSize(ktype);
-  type = ktype;
-  const size_t elem = dataTypeSize(type);
-  if (nranks_ == 1 && op != RedOp::kPreMulSum) {  // PREMUL_SUM scales even on one rank
-    if (send != recv) {
-      CTRAN_GPU_CHECK(gpuMemcpyAsync(recv, send, count * elem, gpuMemcpyDeviceToDevice,
-                                     static_cast<gpuStream_t>(stream)),
-                      "all_reduce on one rank: copying ", count * elem, " bytes");
-    }
-    return;
-  }
   LaunchArgs a;
   a.send = send;
   a.recv = recv;
-  a.count = count;
-  a.type = type;
   a.op = op;
   a.premulScalar = premulScalar;
   a.window = window_->handle();
   a.layout = layout_;
-  a.tuning = tuning_;
   a.stream = stream;
   a.timeoutNs = timeoutNs_;
-  a.pdl = tuning_.pdl && pdlCapable_;
-  findSymmetricOutput(recv, count * elem, a);
+  GpuPlanInput in;
+  in.family = algo;
+  in.count = count;
+  in.type = type;
+  in.op = op;
+  in.nranks = nranks_;
+  in.inPlace = send == recv;
+  in.linesAvailable = linesAvailable_;
+  in.pdlCapable = pdlCapable_;
+  in.layout = layout_;
+  in.tuning = tuning_;
+  findSymmetricOutput(recv, count * dataTypeSize(type), a);
+  in.symmetricOutput = a.symmetricOutput();
+  GpuAllReducePlan plan = planGpuAllReduce(in);
+  if (plan.kernel == GpuKernel::kNone) {
+    CTRAN_CHECK(plan.why != PlanReason::kNotOnGpu, ctran::InvalidArgument,
+                "all_reduce on GPU buffers: algorithm ", algoName(algo),
+                " is not implemented on GPU (use auto, dda_flat, dda_tree or dda_large)");
+    return;
+  }
+  // Launches on this communicator's GPU; the caller's current device is back on return.
+  ctran::GpuDeviceGuard guard(device_, "all_reduce on GPU buffers");
+  if (plan.kernel == GpuKernel::kCopy) {
+    CTRAN_GPU_CHECK(gpuMemcpyAsync(recv, send, plan.bytes, gpuMemcpyDeviceToDevice,
+                                   static_cast<gpuStream_t>(stream)),
+                    "all_reduce on one rank: copying ", plan.bytes, " bytes");
+    return;
+  }
   if (graphOutputs_) {
     graphOutputs_->closeReleased();
-    const bool pays = algo == AllReduceAlgo::kDdaLarge ||
-                      (algo == AllReduceAlgo::kDdaTree && treeZeroCopyPays(a));
-    if (pays && !a.symmetricOutput())
-      graphOutputs_->mapCapturedOutput(recv, count * elem, stream, a.peerRecv);
-  }
-  switch (algo) {
-    case AllReduceAlgo::kDdaFlat: {
-      if (flatLinesFit(a)) {  // one launch, whatever the size
-        launchFlatLines(a);
-        break;
-      }
-      // Pieces of whole 16-byte units, so every piece keeps the buffers' alignment.
-      const size_t piece = flatCapacityBytes() / kUnitBytes * (kUnitBytes / elem);
-      // Pieces launch plainly: overlapped launches let all of a call's pieces be scheduled at
-      // once, each waiting on the one before (1.3-1.5x slower at 4-256 MiB, measured).
-      if (count > piece) a.pdl = false;
-      for (size_t done = 0; done < count; done += piece) {
-        a.send = static_cast<const char*>(send) + done * elem;
-        a.recv = static_cast<char*>(recv) + done * elem;
-        a.count = count - done < piece ? count - done : piece;
-        launchDdaFlat(a);
-      }
-      break;
+    // A captured output mapped on every rank is a symmetric output from here on, which changes
+    // the plan (zero-copy two-shot): plan again with that fact.
+    if (plan.registrationPays &&
+        graphOutputs_->mapCapturedOutput(recv, plan.bytes, stream, a.peerRecv)) {
+      in.symmetricOutput = true;
+      plan = planGpuAllReduce(in);
     }
-    case AllReduceAlgo::kDdaTree:
-      launchDdaTree(a);
-      zeroCopyCalls_ += treeZeroCopy(a) ? 1 : 0;
-      break;
-    case AllReduceAlgo::kDdaLarge:
-      launchDdaLarge(a);
-      zeroCopyCalls_ += a.symmetricOutput() ? 1 : 0;
-      break;
-    default:
-      throw ctran::InvalidArgument(ctran::strCat("all_reduce on GPU buffers: algorithm ",
-                                                 algoName(algo),
-                                                 " is not implemented on GPU "
-                                                 "(use auto, dda_flat, dda_tree or dda_large)"));
   }
+  CTRAN_INFO("all_reduce on GPU buffers: ", plan.describe());
+  launchPlan(plan, a);
+  zeroCopyCalls_ += plan.zeroCopy ? 1 : 0;
 #else
   (void)send, (void)recv, (void)stream, (void)algo, (void)premulScalar;
   throw ctran::CudaError("all_reduce on GPU buffers: this build has no GPU code");

@@ -1,8 +1,8 @@
 // GpuAllReduce: a communicator's GPU allreduce state (the device window with its staging, the
-// layout and launch shapes) and the host side of a call: checks, then one kernel enqueued on
-// the caller's stream. Nothing here allocates or synchronises with the host per call, so calls
-// can be captured in a CUDA graph. Builds without GPU code compile this too: the constructor
-// then throws CudaError.
+// layout and launch shapes) and the host side of a call: checks, the plan (plan.hpp), then what
+// it says enqueued on the caller's stream. Nothing here allocates or synchronises with the host per
+// call, so calls can be captured in a CUDA graph. Builds without GPU code compile this too: the
+// constructor then throws CudaError.
 #pragma once
 
 #include <cstddef>
@@ -10,10 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "device/graph_registration.hpp"
 #include "device/allreduce/launch.hpp"
-#include "selector.hpp"
+#include "device/allreduce/plan.hpp"
+#include "device/allreduce/tuning.hpp"
+#include "device/graph_registration.hpp"
 #include "rcclx/types.hpp"
+#include "selector.hpp"
 
 namespace ctran {
 class DeviceWindow;
@@ -36,11 +38,10 @@ class GpuAllReduce {
   GpuAllReduce& operator=(const GpuAllReduce&) = delete;
 
   int device() const { return device_; }
-  /// Payload bytes one dda_flat kernel handles; larger forced dda_flat calls run in pieces.
-  size_t flatCapacityBytes() const { return layout_.llSlotBytes / kLlBytesPerUnit * kUnitBytes; }
 
   /// Enqueues recv = op over ranks of send on `stream` (send and recv on this GPU; they may be
-  /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge. PREMUL_SUM multiplies this rank's input
+  /// equal). `algo` is kDdaFlat, kDdaTree or kDdaLarge; planGpuAllReduce() picks the kernel
+  /// (logged at INFO). PREMUL_SUM multiplies this rank's input
   /// by `premulScalar` (ignored for other operators) before the sum. Throws InvalidArgument for
   /// a type or operator the kernels lack, CudaError when the launch fails.
   void run(AllReduceAlgo algo, const void* send, void* recv, size_t count, DataType type, RedOp op,
@@ -95,7 +96,8 @@ class GpuAllReduce {
   Tuning tuning_;
   uint64_t timeoutNs_ = 0;
   uint64_t zeroCopyCalls_ = 0;
-  bool pdlCapable_ = false;  ///< the GPU has programmatic dependent launch (sm_90 and later)
+  bool pdlCapable_ = false;      ///< the GPU has programmatic dependent launch (sm_90 and later)
+  bool linesAvailable_ = false;  ///< the line kernels run here (NVIDIA builds)
 };
 
 }  // namespace rcclx::gpu

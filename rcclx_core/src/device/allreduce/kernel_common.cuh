@@ -33,6 +33,8 @@ using rcclx_bf16 = __nv_bfloat16;
 
 namespace rcclx::gpu {
 
+static_assert(kWarpThreads == ctran::kWarpSize, "host-side launch sizes assume this warp size");
+
 /// Reduction operators the kernels instantiate (AVG is SUM plus a division in the last step).
 /// kPreMulSum is SUM over inputs that each rank scales by its own scalar as it loads them
 /// (floating types only); the bitwise operators run on bytes whatever the integer type (see

@@ -1,6 +1,8 @@
 // The GPU allreduce kernels' host entry points, shared by gpu_allreduce.cpp (which fills the
-// arguments) and the .cu files (one algorithm each). No GPU runtime types appear here, so
-// host-only translation units can include it.
+// arguments from a plan, plan.hpp) and the .cu files (one kernel each): the staging layout the
+// host and the kernels agree on, the launch shapes, and one launcher per kernel. Launchers
+// launch what they are given and decide nothing. No GPU runtime types appear here, so host-only
+// translation units can include it.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,14 @@
 
 namespace rcclx::gpu {
 
+/// Threads per warp (wavefront on AMD) of the GPUs the build targets, as ctran::kWarpSize,
+/// known here without the GPU runtime so host-only code sizes launches alike (a build without
+/// GPU code sizes them as for NVIDIA). Launches take whole warps.
+#if defined(RCCLX_HAVE_HIP) || defined(__HIP_PLATFORM_AMD__)
+constexpr int kWarpThreads = 64;
+#else
+constexpr int kWarpThreads = 32;
+#endif
 /// Most thread blocks any GPU allreduce kernel launches (flags are laid out for this many).
 constexpr int kMaxBlocks = 128;
 static_assert(kMaxBlocks <= ctran::kMaxEpochSlots, "every block needs an epoch slot");
@@ -44,6 +54,8 @@ RCCLX_HOST_DEVICE inline constexpr size_t linesPerSegment(size_t bytes, int nran
   const size_t segWords = (words + static_cast<size_t>(nranks) - 1) / static_cast<size_t>(nranks);
   return (segWords + kLinePayloadWords - 1) / kLinePayloadWords;
 }
+/// Lines of a whole `bytes`-byte message (dda_flat's lines: one source's slot).
+inline constexpr size_t messageLines(size_t bytes) { return linesPerSegment(bytes, 1); }
 
 /// Phases of the two-shot algorithms, as indices into the signal layout.
 enum Phase : int { kReduceScatter = 0, kAllGather = 1 };
@@ -72,43 +84,11 @@ struct StagingLayout {
   size_t linesSlotBytes = 0;
   size_t linesMaxBytes = 0;  ///< the largest message that fits (0: no line region)
   size_t totalBytes() const { return 2 * halfBytes; }
+  /// Payload bytes one flat LL kernel handles (larger dda_flat calls run in pieces).
+  size_t flatPayloadBytes() const { return llSlotBytes / kLlBytesPerUnit * kUnitBytes; }
   /// Layout for `nranks` with flat slots of `flatBytes` payload, `rawBytes` of raw staging and
-  /// a line region for dda_tree messages up to `linesBytes` (0: none).
+  /// a line region for dda_tree messages up to `linesBytes` (0: none). Defined in tuning.cpp.
   static StagingLayout of(int nranks, size_t flatBytes, size_t rawBytes, size_t linesBytes);
-};
-
-/// Launch shapes (tuning; defaults measured on 2 x H200, see docs/gpu.rst).
-struct Tuning {
-  int flatThreads = 64;
-  int flatMaxBlocks = 128;
-  int treeThreads = 512;
-  int treeMaxBlocks = 128;
-  size_t treeMinBlockUnits = 512;  ///< tree (two-shot): at least this many units per block
-  /// flat: smallest message carried in 128-byte lines (flat_lines.cu) rather than LL lines,
-  /// where it fits the line region.
-  size_t flatLinesMinBytes = 256 << 10;
-  int linesThreads = 256;        ///< line kernels: threads per block, at most
-  int linesMaxBlocks = 256;      ///< line kernels: blocks, at most (two per SM of an H200)
-  size_t linesMinWarpLines = 4;  ///< line kernels: at least this many lines per warp and pass
-  /// tree: largest message carried in lines (capped by the line region); larger ones two-shot.
-  /// On 2 x H200 the lines win up to 7 MiB; past 7.5 MiB (two ranks) every warp of the largest
-  /// line grid takes a second batch, and the staggered two-shot wins (29.3 vs 30.6 us at 8 MiB).
-  size_t treeLinesMaxBytes = 7680 << 10;
-  /// tree: with the output in a symmetric buffer, the smallest message run as the zero-copy
-  /// two-shot rather than in lines (measured level at 6 MiB, 0.5 us ahead at 7 MiB).
-  size_t treeSymmetricMinBytes = 6 << 20;
-  int largeThreads = 512;
-  int largeBlocks = 128;
-  size_t largeChunkUnits = 4096;  ///< large: units per block, segment and round
-  /// Programmatic dependent launch of the allreduce kernels (1) or plain launches (0); used on
-  /// GPUs that have it (sm_90 and later) only.
-  bool pdl = true;
-  /// tree (two-shot, one round): about this many bytes of reduce-scatter go first, pushed by
-  /// the first X blocks; the others start once those have issued theirs (0: all at once).
-  size_t treeStaggerBytes = 1536 << 10;
-  /// Applies "name=value,name=value" (names as the fields, in snake_case); throws
-  /// InvalidArgument naming an unknown name or a bad value.
-  void apply(const std::string& spec);
 };
 
 /// One allreduce, as the launchers receive it.
@@ -122,7 +102,6 @@ struct LaunchArgs {
   double premulScalar = 1.0;
   ctran::DeviceWindowHandle window;
   StagingLayout layout;
-  Tuning tuning;
   void* stream = nullptr;  ///< cudaStream_t / hipStream_t
   uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
   bool pdl = false;        ///< launch with programmatic dependent launch (see launchKernel)
@@ -145,10 +124,17 @@ inline bool outputsAlike(char* const* outputs, int nranks) {
   return true;
 }
 
+/// Grid of a kernel without further shape: the flat LL kernel and the line kernels.
+struct LaunchShape {
+  int blocks = 1;
+  int threads = 32;
+};
+
 /// The two-shot kernel's launch shape (see two_shot.cu).
 struct TwoShotShape {
   int blocks = 1;
   int threads = 512;
+  size_t segUnits = 0;    ///< units in each of the nranks segments (the last may be shorter)
   size_t chunkUnits = 0;  ///< units per block, segment and round
   int slots = 1;          ///< 1 when one round covers the message, else 2
   /// X: blocks [0, X) start at once; block b >= X waits until block (b - X) % X has issued
@@ -156,18 +142,11 @@ struct TwoShotShape {
   int staggerBlocks = 0;
 };
 
-/// Units in each of the nranks segments of a call (the last may be shorter).
-inline size_t twoShotSegmentUnits(const LaunchArgs& a) {
-  const size_t per = kUnitBytes / dataTypeSize(a.type);
-  const size_t units = (a.count + per - 1) / per;
-  const size_t n = static_cast<size_t>(a.window.nranks);
-  return (units + n - 1) / n;
-}
-
-/// Most chunk units per block that `blocks` blocks with `slots` slots fit into the raw staging.
-inline size_t twoShotMaxChunkUnits(const LaunchArgs& a, int blocks, int slots) {
-  const size_t perUnit = kUnitBytes * 2 * static_cast<size_t>(a.window.nranks);
-  return a.layout.rawBytes / (perUnit * static_cast<size_t>(blocks) * static_cast<size_t>(slots));
+/// Most chunk units per block that `blocks` blocks with `slots` slots fit into `rawBytes` of
+/// two-shot staging for `nranks` ranks.
+inline size_t twoShotMaxChunkUnits(size_t rawBytes, int nranks, int blocks, int slots) {
+  const size_t perUnit = kUnitBytes * 2 * static_cast<size_t>(nranks);
+  return rawBytes / (perUnit * static_cast<size_t>(blocks) * static_cast<size_t>(slots));
 }
 
 /// Element types and operators the GPU kernels implement; false with the reason otherwise.
@@ -181,39 +160,18 @@ inline DataType kernelType(DataType type, RedOp op) {
   return bitwise ? DataType::kUint8 : type;
 }
 
-/// One-shot push with LL lines: count must fit the flat slot (the caller splits larger calls).
-void launchDdaFlat(const LaunchArgs& args);
-/// Whether a dda_flat call runs in 128-byte lines: two ranks or more, at least
-/// flatLinesMinBytes, its lines from every source fit the line region, and the build has lines
-/// (NVIDIA only).
-bool flatLinesFit(const LaunchArgs& args);
-/// One-shot push in 128-byte lines with in-line flags (flat_lines.cu).
-void launchFlatLines(const LaunchArgs& args);
-/// Runs the two-shot kernel with `shape`; `what` names the algorithm in errors.
-void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, const char* what);
-/// Two-shot push (reduce-scatter then all-gather) with few blocks; latency-oriented. Runs the
-/// line protocol (launchTreeLines) when treeLinesFit(), else the two-shot kernel.
-void launchDdaTree(const LaunchArgs& args);
-/// Whether the call can run as lines: two ranks or more, it fits the line region and tuning,
-/// and the build has them (NVIDIA only: they rely on a 128-byte warp store arriving whole over
-/// NVLink).
-bool treeLinesFit(const LaunchArgs& args);
-/// Whether a dda_tree call would gain from the zero-copy two-shot: the message is at least
-/// treeSymmetricMinBytes or does not fit the lines (smaller ones keep the lines where they fit).
-bool treeZeroCopyPays(const LaunchArgs& args);
-/// Whether a dda_tree call runs the zero-copy two-shot: its output is in a symmetric buffer
-/// (peerRecv set) and treeZeroCopyPays.
-bool treeZeroCopy(const LaunchArgs& args);
-/// Reduce-scatter then all-gather in 128-byte lines with in-line flags (tree_lines.cu).
-void launchTreeLines(const LaunchArgs& args);
-/// Grid of a line kernel that moves `lines` lines per pass: one warp per linesMinWarpLines
-/// lines, spread over up to linesMaxBlocks blocks of up to linesThreads threads.
-struct LinesGrid {
-  int blocks = 1;
-  int threads = 32;
-};
-LinesGrid linesGrid(size_t lines, const Tuning& tuning);
-/// Two-shot push with many blocks, pipelined through the staging in rounds; bandwidth-oriented.
-void launchDdaLarge(const LaunchArgs& args);
+/// One-shot push with LL lines (allreduce_flat_ll.cu): count must fit the flat slot (the plan
+/// splits larger calls into pieces).
+void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape);
+/// One-shot push in 128-byte lines with in-line flags (allreduce_flat_lines.cu): the message's
+/// lines from every source must fit the line region.
+void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape);
+/// Reduce-scatter then all-gather in 128-byte lines with in-line flags
+/// (allreduce_tree_lines.cu): a segment's lines must fit a line slot.
+void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape);
+/// The two-shot kernel (allreduce_two_shot.cu) with `shape`; `zeroCopy` stores the all-gather
+/// into args.peerRecv (which must be set). `what` names the algorithm in errors.
+void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroCopy,
+                   const char* what);
 
 }  // namespace rcclx::gpu

@@ -1,6 +1,6 @@
 // The collectives other than allreduce, on host memory, over point-to-point channels.
 // Counts are in elements; every function handles count 0 and a single rank. AVG and
-// PREMUL_SUM arrive lowered to SUM (see communicator.cpp).
+// PREMUL_SUM arrive lowered to SUM (see host_backend.cpp).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rcclx/types.hpp"
+#include "transfer_plan.hpp"
 
 namespace rcclx {
 
@@ -25,6 +26,10 @@ struct P2POp {
 /// peers, so any pattern of sends and receives completes). Messages to or from one peer are
 /// matched in order. All carry `tag`.
 void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag);
+
+/// Runs an exchange (all_to_all_v, gather, scatter, barrier: transfer_plan.hpp): the self
+/// block copied, then every send and receive together, all carrying `tag`.
+void runExchange(Channels& ch, const Exchange& exchange, uint64_t tag);
 
 /// Pipelined chain from `root`: rank root+1 receives first, forwards, and so on.
 void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,

@@ -3,11 +3,11 @@
 #include <cstring>
 #include <set>
 
-#include "host/p2p/channels.hpp"
-#include "tags.hpp"
-#include "host/collectives/collectives.hpp"
 #include "ctran/checks.hpp"
 #include "ctran/wait.hpp"
+#include "host/collectives/collectives.hpp"
+#include "host/p2p/channels.hpp"
+#include "tags.hpp"
 
 namespace rcclx {
 namespace {
@@ -32,7 +32,7 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag) {
     state.push_back(p);
   }
   size_t remaining = state.size();
-  ctran::Deadline deadline = ctran::Deadline::after();
+  ctran::Deadline deadline = ctran::Deadline::afterKnob(ch.timeoutMs());
   ctran::Backoff backoff;
   uint32_t idlePolls = 0;
   // One pass over every message, moving what the channels allow now; true if anything moved.

@@ -6,8 +6,8 @@
 
 namespace rcclx {
 
-DirectArena::DirectArena(ctran::PeerGroup& group, size_t slotBytes)
-    : group_(group), rank_(group.rank()), nranks_(group.nranks()) {
+DirectArena::DirectArena(ctran::PeerGroup& group, size_t slotBytes, int64_t timeoutMs)
+    : timeoutMs_(timeoutMs), group_(group), rank_(group.rank()), nranks_(group.nranks()) {
   slotBytes_ = (slotBytes + 63) / 64 * 64;
   size_t slotStride = sizeof(StepHeader) + 2 * slotBytes_;
   window_ = group.createWindow(kSlots * slotStride, 4);
@@ -33,7 +33,7 @@ char* DirectArena::slotBase(int peer, uint64_t step) {
 
 void DirectArena::waitOn(ctran::SignalCell* cell, uint64_t value, int peer, const char* what) {
   ctran::signalWait(
-      cell, value, ctran::Deadline::after(),
+      cell, value, ctran::Deadline::afterKnob(timeoutMs_),
       [&] { return ctran::strCat("rank ", peer, " to ", what, " step ", value); },
       [&] { group_.checkPeer(peer); });
 }

@@ -22,7 +22,8 @@ namespace rcclx {
 class DirectArena {
  public:
   /// Collective over `group`, whose ranks must all share this host (shm transport).
-  DirectArena(ctran::PeerGroup& group, size_t slotBytes);
+  /// `timeoutMs`: the deadline of every wait (RCCLX_TIMEOUT_MS, read at communicator creation).
+  DirectArena(ctran::PeerGroup& group, size_t slotBytes, int64_t timeoutMs);
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -45,6 +46,7 @@ class DirectArena {
   void destroy();
 
  private:
+  int64_t timeoutMs_;
   struct alignas(64) StepHeader {
     uint64_t tag;
     uint64_t bytes;

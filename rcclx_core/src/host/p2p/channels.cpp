@@ -9,8 +9,12 @@
 
 namespace rcclx {
 
-Channels::Channels(ctran::PeerGroup& group, size_t slotBytes, int numSlots)
-    : group_(group), rank_(group.rank()), nranks_(group.nranks()), numSlots_(numSlots) {
+Channels::Channels(ctran::PeerGroup& group, size_t slotBytes, int numSlots, int64_t timeoutMs)
+    : timeoutMs_(timeoutMs),
+      group_(group),
+      rank_(group.rank()),
+      nranks_(group.nranks()),
+      numSlots_(numSlots) {
   CTRAN_CHECK(slotBytes >= 4096 && numSlots >= 2, ctran::InvalidArgument, "channels: slot size ",
               slotBytes, " must be >= 4096 and slots ", numSlots, " >= 2");
   slotBytes_ = (slotBytes + 63) / 64 * 64;

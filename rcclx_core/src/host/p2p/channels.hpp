@@ -20,13 +20,16 @@ namespace rcclx {
 class Channels {
  public:
   /// Collective over `group`: allocates the FIFOs' window.
-  Channels(ctran::PeerGroup& group, size_t slotBytes, int numSlots);
+  /// `timeoutMs`: the deadline of every wait on these channels (RCCLX_TIMEOUT_MS, read at
+  /// communicator creation).
+  Channels(ctran::PeerGroup& group, size_t slotBytes, int numSlots, int64_t timeoutMs);
   ~Channels();
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   /// Largest payload one chunk carries.
   size_t slotBytes() const { return slotBytes_; }
+  int64_t timeoutMs() const { return timeoutMs_; }
 
   // --- Blocking zero-copy primitives (used by ring-style algorithms) ---
   /// Waits for credit toward `peer` and returns where to write up to slotBytes() bytes.
@@ -51,6 +54,7 @@ class Channels {
   void destroy();
 
  private:
+  int64_t timeoutMs_;
   struct alignas(64) ChunkHeader {
     uint64_t bytes;
     uint64_t tag;

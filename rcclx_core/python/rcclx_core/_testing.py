@@ -1,0 +1,34 @@
+"""Hooks into the core for tests and tuning tools; not a stable API.
+
+- ``select_all_reduce(nbytes, ...)``: the pure allreduce selector over given thresholds;
+- ``selection(comm, nbytes, ...)``: what a communicator's selector picks;
+- ``symmetric_calls(comm)``, ``graph_registrations(comm)``: zero-copy counters of GPU calls;
+- ``set_gpu_tuning(comm, spec)``: the GPU allreduce kernels' launch shapes;
+- ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy.
+"""
+
+from rcclx_core._C._testing import (
+    graph_registrations,
+    low_precision_decision,
+    lp_dequantize,
+    lp_gpu_launch_shape,
+    lp_quantize,
+    lp_wire_bytes,
+    select_all_reduce,
+    selection,
+    set_gpu_tuning,
+    symmetric_calls,
+)
+
+__all__ = [
+    "graph_registrations",
+    "low_precision_decision",
+    "lp_dequantize",
+    "lp_gpu_launch_shape",
+    "lp_quantize",
+    "lp_wire_bytes",
+    "select_all_reduce",
+    "selection",
+    "set_gpu_tuning",
+    "symmetric_calls",
+]

@@ -1,0 +1,40 @@
+// Communicator::Impl: what a communicator holds. The front door (front_door.cpp) validates a
+// call and places it; the back-ends run it: host buffers on `host`, GPU buffers on `device`.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ctran/peer_group.hpp"
+#include "device/device_backend.hpp"
+#include "host/host_backend.hpp"
+#include "rcclx/communicator.hpp"
+#include "settings.hpp"
+
+namespace rcclx {
+
+struct Communicator::Impl {
+  Settings settings;  ///< read once at creation; the back-ends keep references to it
+  int device = -1;
+  int rank = 0;
+  int nranks = 0;
+  std::unique_ptr<ctran::PeerGroup> group;
+  std::unique_ptr<HostBackend> host;
+  std::unique_ptr<DeviceBackend> gpu;  ///< null without a device
+  uint64_t splitSeq = 0;
+  int groupDepth = 0;
+  std::vector<DeviceTransfer> groupedDeviceP2P;  ///< device sends / receives of the open group
+  void* groupedDeviceStream = nullptr;
+  bool destroyed = false;
+
+  /// Releases every resource, waiting for peers (`collective`) or not (abort).
+  void release(bool collective);
+};
+
+/// What a call decided about where it runs.
+struct Placement {
+  bool onDevice = false;
+  void* stream = nullptr;  ///< with onDevice
+};
+
+}  // namespace rcclx

@@ -1,0 +1,195 @@
+// The device back-end of a build with GPU code: the allreduce kernels (GpuAllReduce), the
+// copy and reduce kernels of the other collectives (GpuCollectives) and the low-precision
+// kernels (GpuLowPrecision), behind DeviceBackend.
+#include "device/device_backend.hpp"
+
+#include "ctran/checks.hpp"
+#include "ctran/logging.hpp"
+#include "ctran/peer_group.hpp"
+#include "device/allreduce/gpu_allreduce.hpp"
+#include "device/collectives/gpu_collectives.hpp"
+#include "device/lp/gpu_low_precision.hpp"
+#include "lp/lp_policy.hpp"
+
+namespace rcclx {
+namespace {
+
+class GpuBackend final : public DeviceBackend {
+ public:
+  GpuBackend(ctran::PeerGroup& group, const Settings& settings, int device)
+      : group_(group), settings_(settings), device_(device), nranks_(group.nranks()) {
+    allReduce_ = std::make_unique<gpu::GpuAllReduce>(
+        group, device, settings.gpuFlatSlotBytes, settings.gpuStagingBytes, settings.gpuLinesBytes,
+        settings.gpuTuning, settings.gpuGraphRegister);
+    collectives_ = std::make_unique<gpu::GpuCollectives>(group, device, settings.gpuChannelBytes,
+                                                         settings.timeoutMs);
+    // The low-precision staging is allocated now when a knob enables it; otherwise the first
+    // call that asks for it allocates it (collectively).
+    if (settings.lp.anyEnabled()) lowPrecision(nullptr, "communicator creation");
+  }
+
+  Selection select(size_t bytes, DataType type, RedOp op,
+                   const SelectorConfig& cfg) const override {
+    SelectorInput in;
+    in.bytes = bytes;
+    in.type = type;
+    in.op = op;
+    in.nranks = nranks_;
+    in.nHosts = 1;
+    in.directAccess = true;
+    in.gpu = true;
+    return selectAllReduce(in, cfg);
+  }
+
+  void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                 const CallOptions& opts, void* stream) override {
+    const size_t bytes = count * dataTypeSize(type);
+    if (auto plan = lp::planLowPrecision(
+            settings_.lp, request(lp::LpCollective::kAllReduce, bytes, type, op, opts),
+            "all_reduce on GPU")) {
+      lowPrecision(stream, "all_reduce")
+          .allReduce(plan->blockElems, send, recv, count, type, op == RedOp::kAvg, stream);
+      return;
+    }
+    SelectorConfig hinted;
+    const SelectorConfig* cfg = &settings_.selector;
+    if (!opts.algo.empty()) cfg = &(hinted = withCallHint(settings_.selector, opts.algo));
+    const Selection sel = select(bytes, type, op, *cfg);
+    CTRAN_INFO("all_reduce on GPU ", device_, ": ", bytes, " bytes ", dataTypeName(type), " ",
+               redOpName(op), " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason(),
+               ")");
+    allReduce_->run(sel.algo, send, recv, count, type, op, opts.premulScalar, stream);
+  }
+
+  void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+              double premulScalar, int root, void* stream) override {
+    collectives_->reduce(send, recv, count, type, op, premulScalar, root, stream);
+  }
+
+  void allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
+                  const std::vector<size_t>& displs, DataType type, const CallOptions& opts,
+                  void* stream) override {
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    if (auto plan =
+            lp::planLowPrecision(settings_.lp,
+                                 request(lp::LpCollective::kAllGather, total * dataTypeSize(type),
+                                         type, RedOp::kSum, opts),
+                                 "all_gather on GPU")) {
+      lowPrecision(stream, "all_gather")
+          .allGatherV(plan->blockElems, send, recv, counts, displs, type, stream);
+      return;
+    }
+    collectives_->run(
+        allGatherVExchange(group_.rank(), nranks_, send, recv, counts, displs, dataTypeSize(type)),
+        "all_gather", stream);
+  }
+
+  void reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
+                      const std::vector<size_t>& displs, DataType type, RedOp op,
+                      const CallOptions& opts, void* stream) override {
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    if (auto plan = lp::planLowPrecision(
+            settings_.lp,
+            request(lp::LpCollective::kReduceScatter, total * dataTypeSize(type), type, op, opts),
+            "reduce_scatter on GPU")) {
+      lowPrecision(stream, "reduce_scatter")
+          .reduceScatterV(plan->blockElems, send, recv, counts, displs, type, op == RedOp::kAvg,
+                          stream);
+      return;
+    }
+    collectives_->reduceScatterV(send, recv, counts, displs, type, op, opts.premulScalar, stream);
+  }
+
+  void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
+                const CallOptions& opts, void* stream) override {
+    const size_t total = countPerRank * nranks_;
+    if (auto plan =
+            lp::planLowPrecision(settings_.lp,
+                                 request(lp::LpCollective::kAllToAll, total * dataTypeSize(type),
+                                         type, RedOp::kSum, opts),
+                                 "all_to_all on GPU")) {
+      lowPrecision(stream, "all_to_all")
+          .allToAll(plan->blockElems, send, recv, countPerRank, type, stream);
+      return;
+    }
+    std::vector<size_t> counts(nranks_, countPerRank), displs(nranks_);
+    for (int p = 0; p < nranks_; ++p) displs[p] = p * countPerRank;
+    collectives_->run(allToAllVExchange(group_.rank(), nranks_, send, counts, displs, recv, counts,
+                                        displs, dataTypeSize(type)),
+                      "all_to_all", stream);
+  }
+
+  void exchange(const Exchange& x, const char* what, void* stream) override {
+    collectives_->run(x, what, stream);
+  }
+
+  void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream) override {
+    collectives_->sendRecv(ops, stream);
+  }
+
+  void* allocSymmetric(size_t bytes) override { return allReduce_->allocSymmetric(bytes); }
+  void registerSymmetric(void* ptr, size_t bytes) override {
+    allReduce_->registerSymmetric(ptr, bytes);
+  }
+  void freeSymmetric(void* ptr) override { allReduce_->freeSymmetric(ptr); }
+  bool mayUseBootstrap(void* stream) const override {
+    return allReduce_->mayRegisterOutput(stream);
+  }
+  uint64_t symmetricCalls() const override { return allReduce_->zeroCopyCalls(); }
+  size_t graphRegistrations() override { return allReduce_->graphRegistrations(); }
+  void setTuning(const std::string& spec) override { allReduce_->setTuning(spec); }
+
+  void destroy(bool collective) override {
+    if (allReduce_) allReduce_->destroy(collective);
+    allReduce_.reset();
+    if (collectives_) collectives_->destroy(collective);
+    collectives_.reset();
+    if (lp_) lp_->destroy(collective);
+    lp_.reset();
+  }
+
+ private:
+  lp::LpRequest request(lp::LpCollective c, size_t bytes, DataType type, RedOp op,
+                        const CallOptions& opts) const {
+    lp::LpRequest r;
+    r.collective = c;
+    r.bytes = bytes;
+    r.type = type;
+    r.op = op;
+    r.nranks = nranks_;
+    r.hint = opts.lowPrecision;
+    r.onDevice = true;
+    return r;
+  }
+
+  lp::GpuLowPrecision& lowPrecision(void* stream, const char* what) {
+    if (lp_) return *lp_;
+    CTRAN_CHECK(!lp::GpuLowPrecision::capturing(stream), ctran::InvalidUsage, what,
+                ": the first low-precision call on GPU buffers allocates its device staging, "
+                "which cannot happen during graph capture; enable low precision with a "
+                "RCCL_LOW_PRECISION_* knob when creating the communicator (the staging is then "
+                "allocated there), or make one such call before capturing");
+    lp_ = std::make_unique<lp::GpuLowPrecision>(group_, device_, settings_.lpGpuStagingBytes,
+                                                settings_.lpGpuBlocks, settings_.lpGpuChunkBlocks);
+    return *lp_;
+  }
+
+  ctran::PeerGroup& group_;
+  const Settings& settings_;
+  int device_;
+  int nranks_;
+  std::unique_ptr<gpu::GpuAllReduce> allReduce_;
+  std::unique_ptr<gpu::GpuCollectives> collectives_;
+  std::unique_ptr<lp::GpuLowPrecision> lp_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup& group,
+                                                     const Settings& settings, int device) {
+  return std::make_unique<GpuBackend>(group, settings, device);
+}
+
+}  // namespace rcclx

@@ -1,0 +1,82 @@
+// DeviceBackend: every collective on GPU buffers, each enqueued on the caller's stream. Calls
+// arrive validated by the front door (front_door.cpp). A build with GPU code links
+// device_backend.cpp; a build without links null_device_backend.cpp, whose create() refuses,
+// so no host file carries GPU conditionals.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rcclx/buffer.hpp"
+#include "rcclx/types.hpp"
+#include "selector.hpp"
+#include "settings.hpp"
+#include "transfer_plan.hpp"
+
+namespace ctran {
+class PeerGroup;
+}
+
+namespace rcclx {
+
+/// One send or receive of a (grouped) device point-to-point call.
+struct DeviceTransfer {
+  bool send = true;
+  int peer = 0;
+  void* buf = nullptr;
+  size_t bytes = 0;
+};
+
+class DeviceBackend {
+ public:
+  /// Collective over `group` (every rank on one host, one GPU each): allocates and maps the
+  /// device staging on GPU `device`. Throws CudaError in a build without GPU code.
+  static std::unique_ptr<DeviceBackend> create(ctran::PeerGroup& group, const Settings& settings,
+                                               int device);
+  virtual ~DeviceBackend() = default;
+
+  /// The selector's choice for an allreduce of `bytes` on GPU buffers under `cfg`.
+  virtual Selection select(size_t bytes, DataType type, RedOp op,
+                           const SelectorConfig& cfg) const = 0;
+
+  virtual void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                         const CallOptions& opts, void* stream) = 0;
+  virtual void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                      double premulScalar, int root, void* stream) = 0;
+  virtual void allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
+                          const std::vector<size_t>& displs, DataType type, const CallOptions& opts,
+                          void* stream) = 0;
+  virtual void reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
+                              const std::vector<size_t>& displs, DataType type, RedOp op,
+                              const CallOptions& opts, void* stream) = 0;
+  /// Low precision when planned, else the exchange of equal blocks.
+  virtual void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
+                        const CallOptions& opts, void* stream) = 0;
+  /// broadcast, all_to_all_v, gather, scatter, barrier: one copy kernel over `exchange`;
+  /// `what` names the call in errors.
+  virtual void exchange(const Exchange& exchange, const char* what, void* stream) = 0;
+  /// Runs `ops` together: the k-th send to and the k-th receive from each peer go in launch k.
+  virtual void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream) = 0;
+
+  /// Symmetric buffers (see Communicator::allocSymmetric).
+  virtual void* allocSymmetric(size_t bytes) = 0;
+  virtual void registerSymmetric(void* ptr, size_t bytes) = 0;
+  virtual void freeSymmetric(void* ptr) = 0;
+  /// Whether an allreduce on `stream` may use the bootstrap (it maps a captured output): the
+  /// caller first drains host work, which owns the bootstrap while it runs.
+  virtual bool mayUseBootstrap(void* stream) const = 0;
+  /// Allreduce calls that stored their all-gather straight into the peers' outputs.
+  virtual uint64_t symmetricCalls() const = 0;
+  /// Captured outputs mapped for graphs still alive.
+  virtual size_t graphRegistrations() = 0;
+  /// Replaces the allreduce kernels' launch shapes (RCCLX_GPU_TUNING syntax).
+  virtual void setTuning(const std::string& spec) = 0;
+
+  /// Releases every device resource (collective unless `collective` is false, as for abort).
+  virtual void destroy(bool collective) = 0;
+};
+
+}  // namespace rcclx

@@ -1,0 +1,305 @@
+// Implementation of host_backend.hpp.
+#include "host/host_backend.hpp"
+
+#include <memory>
+
+#include "ctran/checks.hpp"
+#include "ctran/logging.hpp"
+#include "ctran/peer_group.hpp"
+#include "host/allreduce/allreduce.hpp"
+#include "host/cpu/reduce.hpp"
+#include "host/direct/direct_arena.hpp"
+#include "host/executor.hpp"
+#include "host/lp/low_precision.hpp"
+#include "host/p2p/channels.hpp"
+
+namespace rcclx {
+namespace {
+
+constexpr uint64_t kSeqMask = (uint64_t{1} << 56) - 1;
+
+// PREMUL_SUM: a scaled copy of this rank's input (owned by the returned buffer); AVG and
+// PREMUL_SUM then combine as SUM.
+std::shared_ptr<std::vector<char>> premulCopy(const void* send, size_t count, DataType type,
+                                              double scalar) {
+  auto buf = std::make_shared<std::vector<char>>(count * dataTypeSize(type));
+  cpu::scale(buf->data(), send, count, type, scalar);
+  return buf;
+}
+
+RedOp combineOp(RedOp op) {
+  return op == RedOp::kAvg || op == RedOp::kPreMulSum ? RedOp::kSum : op;
+}
+
+lp::LpRequest lpRequest(lp::LpCollective c, size_t bytes, DataType type, RedOp op, int nranks,
+                        const CallOptions& opts) {
+  lp::LpRequest r;
+  r.collective = c;
+  r.bytes = bytes;
+  r.type = type;
+  r.op = op;
+  r.nranks = nranks;
+  r.hint = opts.lowPrecision;
+  return r;
+}
+
+}  // namespace
+
+HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
+    : settings_(settings),
+      rank_(group.rank()),
+      nranks_(group.nranks()),
+      nHosts_(group.topology().nHosts) {
+  channels_ = std::make_unique<Channels>(group, settings.p2pChunkBytes, settings.p2pSlots,
+                                         settings.timeoutMs);
+  lp_ = std::make_unique<lp::HostLowPrecision>(*channels_, settings.lp.anyEnabled());
+  bool allShm = true;
+  for (int p = 0; p < nranks_; ++p) {
+    auto k = group.transportTo(p);
+    allShm &= k == ctran::TransportKind::kSelf || k == ctran::TransportKind::kShm;
+  }
+  if (settings.ddaEnable && allShm) {
+    arena_ = std::make_unique<DirectArena>(group, settings.ddaChunkBytes, settings.timeoutMs);
+  }
+  executor_ = std::make_unique<Executor>();
+}
+
+HostBackend::~HostBackend() = default;
+
+template <typename Fn>
+WorkPtr HostBackend::submit(OpKind kind, uint64_t tag, Fn&& fn, bool async) {
+  if (grouping_) {
+    groupedCollectives_.emplace_back(std::forward<Fn>(fn));
+    return nullptr;
+  }
+  return executor_->submit(opKindName(kind), tag & kSeqMask, std::forward<Fn>(fn), async);
+}
+
+Selection HostBackend::select(size_t bytes, DataType type, RedOp op,
+                              const SelectorConfig& cfg) const {
+  SelectorInput in;
+  in.bytes = bytes;
+  in.type = type;
+  in.op = op;
+  in.nranks = nranks_;
+  in.nHosts = nHosts_;
+  in.directAccess = arena_ != nullptr;
+  in.gpu = false;
+  return selectAllReduce(in, cfg);
+}
+
+void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                               double scalar, AllReduceAlgo algo, uint64_t tag) {
+  // Lower PREMUL_SUM (scale this rank's input first) and AVG (sum, then divide) to SUM.
+  if (op == RedOp::kPreMulSum) {
+    cpu::scale(recv, send, count, type, scalar);
+    send = recv;
+  }
+  const RedOp combine = combineOp(op);
+  switch (algo) {
+    case AllReduceAlgo::kDdaFlat:
+      ddaFlatAllReduce(*arena_, send, recv, count, type, combine, tag);
+      break;
+    case AllReduceAlgo::kDdaTree:
+      ddaTreeAllReduce(*arena_, send, recv, count, type, combine, tag);
+      break;
+    default: ringAllReduce(*channels_, send, recv, count, type, combine, tag); break;
+  }
+  if (op == RedOp::kAvg) cpu::divide(recv, count, type, nranks_);
+}
+
+WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                               const CallOptions& opts) {
+  const size_t bytes = count * dataTypeSize(type);
+  const uint64_t tag = nextTag(OpKind::kAllReduce);
+  if (auto plan = lp::planLowPrecision(
+          settings_.lp, lpRequest(lp::LpCollective::kAllReduce, bytes, type, op, nranks_, opts),
+          "all_reduce", tag & kSeqMask)) {
+    lp_->checkFits(plan->blockElems, "all_reduce");
+    lp::HostLowPrecision* lp = lp_.get();
+    return submit(
+        OpKind::kAllReduce, tag, [=] { lp->allReduce(*plan, send, recv, count, type, op, tag); },
+        opts.async);
+  }
+  // The selection (and its error, for a forced algorithm that cannot run) happens on the
+  // caller's thread; its reason is formatted only when INFO logging is on.
+  SelectorConfig hinted;
+  const SelectorConfig* cfg = &settings_.selector;
+  if (!opts.algo.empty()) cfg = &(hinted = withCallHint(settings_.selector, opts.algo));
+  const Selection sel = select(bytes, type, op, *cfg);
+  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes ", dataTypeName(type), " ", redOpName(op),
+             " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason(), ")");
+  const double scalar = opts.premulScalar;
+  const AllReduceAlgo algo = sel.algo;
+  return submit(
+      OpKind::kAllReduce, tag,
+      [=] { runAllReduce(send, recv, count, type, op, scalar, algo, tag); }, opts.async);
+}
+
+WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                            int root, const CallOptions& opts) {
+  const uint64_t tag = nextTag(OpKind::kReduce);
+  Channels* ch = channels_.get();
+  const int n = nranks_;
+  const bool isRoot = rank_ == root;
+  const double scalar = opts.premulScalar;
+  return submit(
+      OpKind::kReduce, tag,
+      [=] {
+        std::shared_ptr<std::vector<char>> scaled;
+        const void* in = send;
+        if (op == RedOp::kPreMulSum) {
+          scaled = premulCopy(send, count, type, scalar);
+          in = scaled->data();
+        }
+        chainReduce(*ch, in, recv, count, type, combineOp(op), root, tag);
+        if (op == RedOp::kAvg && isRoot) cpu::divide(recv, count, type, n);
+      },
+      opts.async);
+}
+
+WorkPtr HostBackend::broadcast(const void* send, void* recv, size_t bytes, int root, bool async) {
+  const uint64_t tag = nextTag(OpKind::kBroadcast);
+  Channels* ch = channels_.get();
+  return submit(
+      OpKind::kBroadcast, tag, [=] { chainBroadcast(*ch, send, recv, bytes, root, tag); }, async);
+}
+
+WorkPtr HostBackend::allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
+                                const std::vector<size_t>& displs, DataType type,
+                                const CallOptions& opts) {
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  const uint64_t tag = nextTag(OpKind::kAllGather);
+  if (auto plan =
+          lp::planLowPrecision(settings_.lp,
+                               lpRequest(lp::LpCollective::kAllGather, total * dataTypeSize(type),
+                                         type, RedOp::kSum, nranks_, opts),
+                               "all_gather", tag & kSeqMask)) {
+    lp_->checkFits(plan->blockElems, "all_gather");
+    lp::HostLowPrecision* lp = lp_.get();
+    return submit(
+        OpKind::kAllGather, tag,
+        [=] { lp->allGatherV(*plan, send, recv, counts, displs, type, tag); }, opts.async);
+  }
+  Channels* ch = channels_.get();
+  const size_t elem = dataTypeSize(type);
+  return submit(
+      OpKind::kAllGather, tag, [=] { ringAllGatherV(*ch, send, recv, counts, displs, elem, tag); },
+      opts.async);
+}
+
+WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
+                                    const std::vector<size_t>& displs, DataType type, RedOp op,
+                                    const CallOptions& opts) {
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  const uint64_t tag = nextTag(OpKind::kReduceScatter);
+  if (auto plan =
+          lp::planLowPrecision(settings_.lp,
+                               lpRequest(lp::LpCollective::kReduceScatter,
+                                         total * dataTypeSize(type), type, op, nranks_, opts),
+                               "reduce_scatter", tag & kSeqMask)) {
+    lp_->checkFits(plan->blockElems, "reduce_scatter");
+    lp::HostLowPrecision* lp = lp_.get();
+    return submit(
+        OpKind::kReduceScatter, tag,
+        [=] { lp->reduceScatterV(*plan, send, recv, counts, displs, type, op, tag); }, opts.async);
+  }
+  Channels* ch = channels_.get();
+  const int n = nranks_;
+  const size_t mine = counts[rank_];
+  const double scalar = opts.premulScalar;
+  return submit(
+      OpKind::kReduceScatter, tag,
+      [=] {
+        std::shared_ptr<std::vector<char>> scaled;
+        const void* in = send;
+        if (op == RedOp::kPreMulSum) {
+          scaled = premulCopy(send, total, type, scalar);
+          in = scaled->data();
+        }
+        ringReduceScatterV(*ch, in, recv, counts, displs, type, combineOp(op), tag);
+        if (op == RedOp::kAvg) cpu::divide(recv, mine, type, n);
+      },
+      opts.async);
+}
+
+WorkPtr HostBackend::allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
+                              const CallOptions& opts) {
+  // all_to_all's equal blocks give every rank the same size to decide on (all_to_all_v's
+  // counts may differ between ranks, so it stays full precision).
+  const size_t total = countPerRank * nranks_;
+  if (auto plan =
+          lp::planLowPrecision(settings_.lp,
+                               lpRequest(lp::LpCollective::kAllToAll, total * dataTypeSize(type),
+                                         type, RedOp::kSum, nranks_, opts),
+                               "all_to_all")) {
+    lp_->checkFits(plan->blockElems, "all_to_all");
+    const uint64_t tag = nextTag(OpKind::kAllToAll);
+    lp::HostLowPrecision* lp = lp_.get();
+    return submit(
+        OpKind::kAllToAll, tag, [=] { lp->allToAll(*plan, send, recv, countPerRank, type, tag); },
+        opts.async);
+  }
+  std::vector<size_t> counts(nranks_, countPerRank);
+  std::vector<size_t> displs(nranks_);
+  for (int p = 0; p < nranks_; ++p) displs[p] = p * countPerRank;
+  const int me = rank_, n = nranks_;
+  const size_t elem = dataTypeSize(type);
+  return exchange(
+      OpKind::kAllToAll,
+      [=] { return allToAllVExchange(me, n, send, counts, displs, recv, counts, displs, elem); },
+      opts.async);
+}
+
+WorkPtr HostBackend::exchange(OpKind kind, std::function<Exchange()> build, bool async) {
+  const uint64_t tag = nextTag(kind);
+  Channels* ch = channels_.get();
+  return submit(kind, tag, [ch, tag, build] { runExchange(*ch, build(), tag); }, async);
+}
+
+WorkPtr HostBackend::pointToPoint(const P2POp& op, bool async) {
+  if (grouping_) {
+    groupedP2P_.push_back(op);
+    return nullptr;
+  }
+  Channels* ch = channels_.get();
+  return executor_->submit(
+      op.isSend ? "send" : "recv", 0,
+      [ch, op] {
+        std::vector<P2POp> ops{op};
+        runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
+      },
+      async);
+}
+
+WorkPtr HostBackend::groupEnd(bool async) {
+  grouping_ = false;
+  auto collectives =
+      std::make_shared<std::vector<std::function<void()>>>(std::move(groupedCollectives_));
+  auto p2p = std::make_shared<std::vector<P2POp>>(std::move(groupedP2P_));
+  groupedCollectives_.clear();
+  groupedP2P_.clear();
+  Channels* ch = channels_.get();
+  return executor_->submit(
+      "group", 0,
+      [collectives, p2p, ch] {
+        for (const auto& fn : *collectives) fn();
+        if (!p2p->empty()) runP2PGroup(*ch, *p2p, makeTag(OpKind::kSendRecv, 0));
+      },
+      async);
+}
+
+void HostBackend::finalize() { executor_->drain(); }
+
+void HostBackend::stop() { executor_->stop(); }
+
+void HostBackend::destroy() {
+  if (arena_) arena_->destroy();
+  channels_->destroy();
+  arena_.reset();
+  channels_.reset();
+}
+
+}  // namespace rcclx

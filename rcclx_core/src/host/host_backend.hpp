@@ -1,0 +1,93 @@
+// HostBackend: every collective on host buffers. Calls arrive validated by the front door
+// (front_door.cpp); each takes a tag and runs its algorithm on the caller's thread, or on the
+// executor's worker for async calls and inside groups. Owns the host resources: channels, the
+// DDA arena, the executor and the low-precision scratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "host/collectives/collectives.hpp"
+#include "rcclx/buffer.hpp"
+#include "rcclx/work.hpp"
+#include "selector.hpp"
+#include "settings.hpp"
+#include "tags.hpp"
+
+namespace ctran {
+class PeerGroup;
+}
+
+namespace rcclx {
+
+class Channels;
+class DirectArena;
+class Executor;
+namespace lp {
+class HostLowPrecision;
+}
+
+class HostBackend {
+ public:
+  /// Collective over `group`: connects the channels and, when every peer is reached through
+  /// shared memory and DDA is on, maps the DDA arena.
+  HostBackend(ctran::PeerGroup& group, const Settings& settings);
+  ~HostBackend();
+
+  bool directAccess() const { return arena_ != nullptr; }
+  /// The selector's choice for an allreduce of `bytes` on host buffers under `cfg`.
+  Selection select(size_t bytes, DataType type, RedOp op, const SelectorConfig& cfg) const;
+
+  WorkPtr allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                    const CallOptions& opts);
+  WorkPtr reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+                 const CallOptions& opts);
+  WorkPtr broadcast(const void* send, void* recv, size_t bytes, int root, bool async);
+  WorkPtr allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
+                     const std::vector<size_t>& displs, DataType type, const CallOptions& opts);
+  WorkPtr reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
+                         const std::vector<size_t>& displs, DataType type, RedOp op,
+                         const CallOptions& opts);
+  /// Low precision when planned, else the all_to_all_v exchange of equal blocks.
+  WorkPtr allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
+                   const CallOptions& opts);
+  /// all_to_all_v, gather, scatter, barrier: one exchange (transfer_plan.hpp).
+  WorkPtr exchange(OpKind kind, std::function<Exchange()> build, bool async);
+  /// One send or receive (recorded inside a group).
+  WorkPtr pointToPoint(const P2POp& op, bool async);
+
+  /// Calls from now until groupEnd() are recorded, then run together.
+  void groupStart() { grouping_ = true; }
+  WorkPtr groupEnd(bool async);
+
+  /// Waits for all submitted work; stop() also ends the worker.
+  void finalize();
+  void stop();
+  /// Releases the channels and the arena (after stop()).
+  void destroy();
+
+ private:
+  uint64_t nextTag(OpKind kind) { return makeTag(kind, ++seq_); }
+  template <typename Fn>
+  WorkPtr submit(OpKind kind, uint64_t tag, Fn&& fn, bool async);
+  void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                    double scalar, AllReduceAlgo algo, uint64_t tag);
+
+  const Settings& settings_;
+  int rank_;
+  int nranks_;
+  int nHosts_;
+  std::unique_ptr<Channels> channels_;
+  std::unique_ptr<DirectArena> arena_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<lp::HostLowPrecision> lp_;
+  uint64_t seq_ = 0;
+  bool grouping_ = false;
+  std::vector<std::function<void()>> groupedCollectives_;
+  std::vector<P2POp> groupedP2P_;
+};
+
+}  // namespace rcclx
