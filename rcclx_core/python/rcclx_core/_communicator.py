@@ -1,5 +1,8 @@
 """The Python Communicator: the native one (``rcclx_core._C.Communicator``) with what is
-easier to say in Python: ``with comm.group():`` and symmetric buffers as objects."""
+easier to say in Python: ``with comm.group():``, symmetric buffers as objects, and the
+collectives' keyword arguments. The collectives here only pass their arguments on by position:
+a keyword argument to a pybind11 method costs about 2 us a call, a Python call about 0.3 us, and
+the host time of an eager GPU call is what these methods exist to keep small."""
 
 from __future__ import annotations
 
@@ -20,6 +23,10 @@ class GroupHandle:
 def _adopt(cls, native: _C.Communicator | None):
     """`native` (a factory's or split()'s result) as an instance of `cls`, or None."""
     return None if native is None else cls(native)
+
+
+_Native = _C.Communicator
+_SUM = int(_C.RedOp.SUM)
 
 
 class Communicator(_C.Communicator):
@@ -73,6 +80,160 @@ class Communicator(_C.Communicator):
     def split_ranks(self, ranks: list[int]) -> Communicator | None:
         """Collective: the listed ranks form a new communicator; None on the others."""
         return _adopt(type(self), super().split_ranks(ranks))
+
+    # --- collectives: every one checks its arguments in the core and runs where its buffers
+    # live (see the native methods' docstrings, e.g. help(rcclx_core._C.Communicator.all_reduce))
+
+    def all_reduce(
+        self,
+        sendbuf,
+        recvbuf=None,
+        op=_SUM,
+        algo=None,
+        scalar=None,
+        async_op=False,
+        dtype=None,
+        stream=None,
+        low_precision=None,
+    ):
+        """recvbuf = op over ranks of sendbuf (in place when recvbuf is None). GPU buffers are
+        enqueued on ``stream`` (a cudaStream_t as an int; default the legacy default stream)
+        and return None; host buffers run now, or on the communicator's worker with
+        ``async_op=True``, which returns a :class:`Work`."""
+        return _Native.all_reduce(
+            self, sendbuf, recvbuf, op, algo, scalar, async_op, dtype, stream, low_precision
+        )
+
+    def reduce(
+        self,
+        sendbuf,
+        recvbuf=None,
+        root=0,
+        op=_SUM,
+        scalar=None,
+        async_op=False,
+        dtype=None,
+        stream=None,
+    ):
+        """On ``root``, recvbuf (sendbuf when None) = op over ranks of sendbuf."""
+        return _Native.reduce(self, sendbuf, recvbuf, root, op, scalar, async_op, dtype, stream)
+
+    def broadcast(self, sendbuf, recvbuf=None, root=0, async_op=False, dtype=None, stream=None):
+        """recvbuf (sendbuf when None) = root's sendbuf."""
+        return _Native.broadcast(self, sendbuf, recvbuf, root, async_op, dtype, stream)
+
+    def all_gather(
+        self, sendbuf, recvbuf, async_op=False, dtype=None, stream=None, low_precision=None
+    ):
+        """recvbuf = every rank's sendbuf in rank order (size x sendbuf elements)."""
+        return _Native.all_gather(self, sendbuf, recvbuf, async_op, dtype, stream, low_precision)
+
+    def all_gather_v(
+        self,
+        sendbuf,
+        recvbuf,
+        recv_counts,
+        async_op=False,
+        dtype=None,
+        stream=None,
+        low_precision=None,
+    ):
+        """recvbuf = rank r's sendbuf (recv_counts[r] elements) for every r, packed."""
+        return _Native.all_gather_v(
+            self, sendbuf, recvbuf, recv_counts, async_op, dtype, stream, low_precision
+        )
+
+    def reduce_scatter(
+        self,
+        sendbuf,
+        recvbuf,
+        op=_SUM,
+        scalar=None,
+        async_op=False,
+        dtype=None,
+        stream=None,
+        low_precision=None,
+    ):
+        """recvbuf = op over ranks of block ``rank`` of sendbuf (size blocks of recvbuf's
+        length)."""
+        return _Native.reduce_scatter(
+            self, sendbuf, recvbuf, op, scalar, async_op, dtype, stream, low_precision
+        )
+
+    def reduce_scatter_v(
+        self,
+        sendbuf,
+        recvbuf,
+        counts,
+        op=_SUM,
+        scalar=None,
+        async_op=False,
+        dtype=None,
+        stream=None,
+        low_precision=None,
+    ):
+        """recvbuf = op over ranks of block ``rank`` of sendbuf; blocks of counts[r] elements,
+        packed in rank order."""
+        return _Native.reduce_scatter_v(
+            self, sendbuf, recvbuf, counts, op, scalar, async_op, dtype, stream, low_precision
+        )
+
+    def all_to_all(
+        self, sendbuf, recvbuf, async_op=False, dtype=None, stream=None, low_precision=None
+    ):
+        """Block p of sendbuf (size equal blocks) goes to rank p, into its block ``rank``."""
+        return _Native.all_to_all(self, sendbuf, recvbuf, async_op, dtype, stream, low_precision)
+
+    def all_to_all_v(
+        self,
+        sendbuf,
+        recvbuf,
+        send_counts,
+        recv_counts,
+        send_displs=None,
+        recv_displs=None,
+        async_op=False,
+        dtype=None,
+        stream=None,
+    ):
+        """send_counts[p] elements of sendbuf (at send_displs[p]; packed when None) go to rank
+        p, into its recvbuf at recv_displs[rank]."""
+        return _Native.all_to_all_v(
+            self,
+            sendbuf,
+            recvbuf,
+            send_counts,
+            recv_counts,
+            send_displs,
+            recv_displs,
+            async_op,
+            dtype,
+            stream,
+        )
+
+    def gather(self, sendbuf, recvbuf=None, root=0, async_op=False, dtype=None, stream=None):
+        """On ``root``, recvbuf = every rank's sendbuf in rank order (ignored elsewhere)."""
+        return _Native.gather(self, sendbuf, recvbuf, root, async_op, dtype, stream)
+
+    def scatter(self, sendbuf, recvbuf, root=0, async_op=False, dtype=None, stream=None):
+        """recvbuf = block ``rank`` of root's sendbuf (sendbuf is ignored off the root)."""
+        return _Native.scatter(self, sendbuf, recvbuf, root, async_op, dtype, stream)
+
+    def send(self, buf, peer, async_op=False, dtype=None, stream=None):
+        """Sends buf to ``peer`` (matched with its recv, in call order)."""
+        return _Native.send(self, buf, peer, async_op, dtype, stream)
+
+    def recv(self, buf, peer, async_op=False, dtype=None, stream=None):
+        """Receives ``peer``'s send into buf."""
+        return _Native.recv(self, buf, peer, async_op, dtype, stream)
+
+    def barrier(self, async_op=False, stream=None):
+        """Returns once every rank reached it; with ``stream=``, a kernel on that stream."""
+        return _Native.barrier(self, async_op, stream)
+
+    def group_end(self, async_op=False):
+        """Ends a group; the outermost one runs its calls (their Work with async_op=True)."""
+        return _Native.group_end(self, async_op)
 
     @contextlib.contextmanager
     def group(self, async_op: bool = False) -> Iterator[GroupHandle]:

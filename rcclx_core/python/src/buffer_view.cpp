@@ -1,6 +1,10 @@
 // Implementation of buffer_view.hpp. The DLPack structures below follow the DLPack ABI.
 #include "buffer_view.hpp"
 
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
 #include "ctran/checks.hpp"
 #include "ctran/device.hpp"
 
@@ -93,9 +97,9 @@ std::optional<DataType> fromFormat(const std::string& f) {
   return std::nullopt;
 }
 
+template <typename TypeText>
 void applyDtype(BufferView& v, size_t nbytes, std::optional<DataType> detected,
-                std::optional<DataType> requested, const std::string& name,
-                const std::string& typeText) {
+                std::optional<DataType> requested, const ArgName& name, TypeText typeText) {
   if (requested) {
     size_t elem = dataTypeSize(*requested);
     CTRAN_CHECK(nbytes % elem == 0, ctran::InvalidArgument, name, ": ", nbytes,
@@ -104,7 +108,7 @@ void applyDtype(BufferView& v, size_t nbytes, std::optional<DataType> detected,
     v.count = nbytes / elem;
     return;
   }
-  CTRAN_CHECK(detected.has_value(), ctran::InvalidArgument, name, ": element type ", typeText,
+  CTRAN_CHECK(detected.has_value(), ctran::InvalidArgument, name, ": element type ", typeText(),
               " is not supported (pass dtype= to reinterpret the bytes)");
   v.type = *detected;
   v.count = nbytes / dataTypeSize(v.type);
@@ -130,7 +134,7 @@ bool exportOnItsGpu(const py::handle& obj, py::object& capsule) {
 }
 
 // `refusal` receives why __dlpack__ failed, for the error if the buffer protocol fails too.
-bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<DataType> dtype,
+bool viaDLPack(const py::handle& obj, const ArgName& name, std::optional<DataType> dtype,
                BufferView& v, std::string& refusal) {
   if (!py::hasattr(obj, "__dlpack__")) return false;
   py::object capsule;
@@ -170,15 +174,17 @@ bool viaDLPack(const py::handle& obj, const std::string& name, std::optional<Dat
   v.deviceType = t.device.device_type;
   v.deviceId = t.device.device_id;
   v.owner = py::reinterpret_borrow<py::object>(obj);
-  applyDtype(v, static_cast<size_t>(n) * elemBytes, fromDLPack(t.dtype), dtype, name,
-             ctran::strCat("(DLPack code ", int(t.dtype.code), ", ", int(t.dtype.bits), " bits)"));
+  const DLDataType dt = t.dtype;
+  applyDtype(v, static_cast<size_t>(n) * elemBytes, fromDLPack(dt), dtype, name, [dt] {
+    return ctran::strCat("(DLPack code ", int(dt.code), ", ", int(dt.bits), " bits)");
+  });
   // `capsule` is dropped unconsumed: its destructor calls the deleter, while `owner` keeps
   // the memory alive for as long as this view needs it.
   return true;
 }
 
-void viaBufferProtocol(const py::handle& obj, const std::string& name,
-                       std::optional<DataType> dtype, BufferView& v, const std::string& refusal) {
+void viaBufferProtocol(const py::handle& obj, const ArgName& name, std::optional<DataType> dtype,
+                       BufferView& v, const std::string& refusal) {
   Py_buffer view;
   int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
   bool writable = true;
@@ -202,10 +208,123 @@ void viaBufferProtocol(const py::handle& obj, const std::string& name,
   v.owner = py::reinterpret_borrow<py::object>(obj);
   size_t nbytes = static_cast<size_t>(view.len);
   PyBuffer_Release(&view);  // the exporter stays alive through `owner`
-  applyDtype(v, nbytes, fromFormat(fmt), dtype, name, "'" + fmt + "'");
+  applyDtype(v, nbytes, fromFormat(fmt), dtype, name, [&fmt] { return "'" + fmt + "'"; });
+}
+
+// torch tensors, read through their attributes. The torch.Tensor type and its dtype objects are
+// looked up once torch is imported; the binding never imports torch itself.
+class TorchTensors {
+ public:
+  // Fills `v` when `obj` is a contiguous CPU or CUDA torch tensor of a known dtype; false
+  // otherwise (the DLPack path then handles it, or explains what is wrong with it).
+  bool view(const py::handle& obj, const ArgName& name, std::optional<DataType> dtype,
+            BufferView& v) {
+    if (!ready() || !PyObject_TypeCheck(obj.ptr(), tensorType_)) return false;
+    py::handle t = obj;
+    auto call = [&](py::handle method) {
+      return py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(t.ptr(), method.ptr()));
+    };
+    auto get = [&](py::handle attr) {
+      return py::reinterpret_steal<py::object>(PyObject_GetAttr(t.ptr(), attr.ptr()));
+    };
+    py::object contiguous = call(isContiguous_);
+    if (!contiguous || contiguous.ptr() != Py_True) return clear();
+    // A tensor that requires grad is refused as its DLPack export refuses it.
+    py::object grad = get(requiresGrad_);
+    if (!grad || grad.ptr() != Py_False) return clear();
+    py::object torchType = get(dtype_);
+    if (!torchType) return clear();
+    auto found = types_.find(torchType.ptr());
+    if (found == types_.end()) return false;
+    py::object cuda = get(isCuda_);
+    if (!cuda) return clear();
+    int device = -1;
+    if (cuda.ptr() == Py_True) {
+      py::object index = call(getDevice_);
+      if (!index) return clear();
+      device = static_cast<int>(PyLong_AsLong(index.ptr()));
+    } else {
+      py::object cpu = get(isCpu_);
+      if (!cpu || cpu.ptr() != Py_True) return clear();
+    }
+    py::object ptr = call(dataPtr_);
+    py::object numel = call(numel_);
+    if (!ptr || !numel) return clear();
+    v.data = PyLong_AsVoidPtr(ptr.ptr());
+    v.deviceType = static_cast<int>(device >= 0 ? DeviceKind::kCuda : DeviceKind::kCpu);
+    v.deviceId = device >= 0 ? device : 0;
+    v.writable = true;
+    v.owner = py::reinterpret_borrow<py::object>(obj);
+    const DataType type = found->second;
+    applyDtype(v, static_cast<size_t>(PyLong_AsSsize_t(numel.ptr())) * dataTypeSize(type), type,
+               dtype, name, [] { return std::string(); });
+    return true;
+  }
+
+ private:
+  bool clear() {
+    PyErr_Clear();
+    return false;
+  }
+  bool ready() {
+    if (tensorType_ != nullptr) return true;
+    PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+    if (torch == nullptr) return false;
+    py::module_ m = py::reinterpret_borrow<py::module_>(torch);
+    if (!py::hasattr(m, "Tensor")) return false;  // torch is still being imported
+    const std::pair<const char*, DataType> known[] = {{"float32", DataType::kFloat32},
+                                                      {"float64", DataType::kFloat64},
+                                                      {"float16", DataType::kFloat16},
+                                                      {"bfloat16", DataType::kBfloat16},
+                                                      {"int8", DataType::kInt8},
+                                                      {"uint8", DataType::kUint8},
+                                                      {"bool", DataType::kUint8},
+                                                      {"int32", DataType::kInt32},
+                                                      {"int64", DataType::kInt64},
+                                                      {"uint32", DataType::kUint32},
+                                                      {"uint64", DataType::kUint64},
+                                                      {"float8_e4m3fn", DataType::kFloat8E4M3},
+                                                      {"float8_e5m2", DataType::kFloat8E5M2}};
+    for (const auto& [attr, type] : known) {
+      if (py::hasattr(m, attr)) {
+        py::object d = m.attr(attr);
+        types_[d.ptr()] = type;
+        keep_.push_back(d);
+      }
+    }
+    isContiguous_ = py::str("is_contiguous");
+    dtype_ = py::str("dtype");
+    requiresGrad_ = py::str("requires_grad");
+    isCuda_ = py::str("is_cuda");
+    isCpu_ = py::str("is_cpu");
+    getDevice_ = py::str("get_device");
+    dataPtr_ = py::str("data_ptr");
+    numel_ = py::str("numel");
+    py::object tensor = m.attr("Tensor");
+    keep_.push_back(tensor);
+    tensorType_ = reinterpret_cast<PyTypeObject*>(tensor.ptr());
+    return true;
+  }
+
+  PyTypeObject* tensorType_ = nullptr;
+  std::unordered_map<PyObject*, DataType> types_;
+  std::vector<py::object> keep_;  // torch.Tensor and the dtype objects, alive with the module
+  py::str isContiguous_, requiresGrad_, dtype_, isCuda_, isCpu_, getDevice_, dataPtr_, numel_;
+};
+
+TorchTensors& torchTensors() {
+  // Leaked on purpose: its Python objects must not be released after the interpreter ends.
+  static auto* t = new TorchTensors();
+  return *t;
 }
 
 }  // namespace
+
+std::ostream& operator<<(std::ostream& os, const ArgName& n) {
+  os << n.op;
+  if (n.arg != nullptr) os << ": " << n.arg;
+  return os;
+}
 
 std::string BufferView::deviceName() const {
   switch (static_cast<DeviceKind>(deviceType)) {
@@ -217,10 +336,10 @@ std::string BufferView::deviceName() const {
   return ctran::strCat("device type ", deviceType, ":", deviceId);
 }
 
-BufferView viewBuffer(const py::handle& obj, const std::string& name,
-                      std::optional<DataType> dtype) {
+BufferView viewBuffer(const py::handle& obj, const ArgName& name, std::optional<DataType> dtype) {
   CTRAN_CHECK(!obj.is_none(), ctran::InvalidArgument, name, " is None");
   BufferView v;
+  if (torchTensors().view(obj, name, dtype, v)) return v;
   std::string refusal;
   if (!viaDLPack(obj, name, dtype, v, refusal)) viaBufferProtocol(obj, name, dtype, v, refusal);
   return v;

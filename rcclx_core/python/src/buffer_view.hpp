@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "rcclx/types.hpp"
@@ -28,9 +29,19 @@ struct BufferView {
   std::string deviceName() const;
 };
 
-/// Views `obj` (named `name` in errors, e.g. "all_reduce: sendbuf"). Requires C-contiguous
-/// memory. With `dtype`, the bytes are reinterpreted as that type (the size must divide).
-BufferView viewBuffer(const pybind11::handle& obj, const std::string& name,
+/// How errors name a buffer: "all_reduce: sendbuf" (`arg` may be null: just `op`). Formatted
+/// only when an error is raised.
+struct ArgName {
+  const char* op;
+  const char* arg = nullptr;
+};
+std::ostream& operator<<(std::ostream& os, const ArgName& n);
+
+/// Views `obj`. Requires C-contiguous memory. With `dtype`, the bytes are reinterpreted as
+/// that type (the size must divide). torch tensors are read through their attributes (their
+/// DLPack export costs several microseconds a call), everything else through DLPack (numpy,
+/// cupy...) or, failing that, the buffer protocol.
+BufferView viewBuffer(const pybind11::handle& obj, const ArgName& name,
                       std::optional<DataType> dtype = std::nullopt);
 
 }  // namespace rcclx::python

@@ -15,7 +15,7 @@ std::optional<DataType> dtypeArg(const py::object& d) {
 
 Buffer bufferArg(const py::handle& obj, const char* op, const char* arg,
                  std::optional<DataType> dtype, BufferView& view) {
-  view = viewBuffer(obj, ctran::strCat(op, ": ", arg), dtype);
+  view = viewBuffer(obj, ArgName{op, arg}, dtype);
   Buffer b;
   b.data = view.data;
   b.count = view.count;

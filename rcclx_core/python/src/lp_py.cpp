@@ -19,7 +19,7 @@ namespace {
 
 BufferView hostView(const py::handle& obj, const char* what, std::optional<DataType> dtype,
                     bool writable) {
-  BufferView v = viewBuffer(obj, what, dtype);
+  BufferView v = viewBuffer(obj, ArgName{what}, dtype);
   CTRAN_CHECK(v.deviceType == static_cast<int>(DeviceKind::kCpu) ||
                   v.deviceType == static_cast<int>(DeviceKind::kCudaHost),
               ctran::InvalidArgument, what, " must be in host memory, not on ", v.deviceName());

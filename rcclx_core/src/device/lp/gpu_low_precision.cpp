@@ -6,12 +6,9 @@
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
 #include "ctran/device_window.hpp"
+#include "ctran/gpu_runtime.hpp"
 #include "ctran/peer_group.hpp"
 #include "device/lp/lp_gpu_shape.hpp"
-
-#ifdef RCCLX_HAVE_GPU
-#include "ctran/gpu_runtime.hpp"
-#endif
 
 namespace rcclx::lp {
 namespace {
@@ -53,7 +50,6 @@ void GpuLowPrecision::destroy(bool collective) {
 }
 
 bool GpuLowPrecision::capturing(void* stream) {
-#ifdef RCCLX_HAVE_GPU
 #if RCCLX_GPU_HIP
   hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
   CTRAN_GPU_CHECK(hipStreamIsCapturing(static_cast<gpuStream_t>(stream), &status),
@@ -64,10 +60,6 @@ bool GpuLowPrecision::capturing(void* stream) {
   CTRAN_GPU_CHECK(cudaStreamIsCapturing(static_cast<gpuStream_t>(stream), &status),
                   "low precision: querying the stream's capture status");
   return status != cudaStreamCaptureStatusNone;
-#endif
-#else
-  (void)stream;
-  return false;
 #endif
 }
 
@@ -106,13 +98,8 @@ void GpuLowPrecision::allReduce(size_t blockElems, const void* send, void* recv,
   a.average = average;
   a.blockElems = static_cast<int>(blockElems);
   a.staging = shape(maxShard, blockElems, true);
-#ifdef RCCLX_HAVE_GPU
   ctran::GpuDeviceGuard on(device_, "low-precision all_reduce");
   launchLpAllReduce(a, stream);
-#else
-  (void)stream;
-  throw ctran::CudaError("low precision on GPU buffers: this build has no GPU code");
-#endif
 }
 
 namespace {
@@ -122,13 +109,8 @@ void launchExchange(LpExchangeArgs& a, DataType type, size_t blockElems, int dev
                     const char* what, void* stream) {
   a.bf16 = type == DataType::kBfloat16;
   a.blockElems = static_cast<int>(blockElems);
-#ifdef RCCLX_HAVE_GPU
   ctran::GpuDeviceGuard on(device, what);
   launchLpExchange(a, stream);
-#else
-  (void)device, (void)what, (void)stream;
-  throw ctran::CudaError("low precision on GPU buffers: this build has no GPU code");
-#endif
 }
 
 }  // namespace

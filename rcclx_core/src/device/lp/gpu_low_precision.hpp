@@ -1,8 +1,8 @@
 // GpuLowPrecision: a communicator's low-precision collectives on GPU buffers: the device staging
 // (a DeviceWindow, allocated once) and the host side of each call, one kernel enqueued on the
 // caller's stream (lp_gpu_all_reduce.cu, lp_gpu_exchange.cu). No allocation and no host
-// synchronisation per call, so calls can be captured in a CUDA graph. Builds without GPU code
-// compile this too: the constructor then throws CudaError.
+// synchronisation per call, so calls can be captured in a CUDA graph. Compiled in builds with
+// GPU code only.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +45,7 @@ class GpuLowPrecision {
   /// Releases the staging (collective unless `collective` is false, as for abort).
   void destroy(bool collective);
 
-  /// Whether `stream` is being captured into a graph (false in builds without GPU code).
+  /// Whether `stream` is being captured into a graph.
   static bool capturing(void* stream);
 
  private:
