@@ -168,11 +168,19 @@ def install_packages(
     return installed
 
 
+# The native unit tests (tests/native): built with the packages, in the session's build folder.
+_WITH_NATIVE_TESTS = ("--config-settings=cmake.define.RCCLX_BUILD_TESTS=ON",)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build and install every package, then run pytest (arguments after -- go to pytest)."""
+    """Build and install every package, run the native unit tests (ctest), then pytest (-- ARGS)."""
     session.install(*CONSTRAINTS, *TEST_REQUIREMENTS)
-    install_packages(session)
+    install_packages(session, settings=_WITH_NATIVE_TESTS)
+    # ctest comes with cmake: the session's own (pip installed when the machine has none) or the
+    # machine's. --no-tests=error: a build that registered none fails instead of passing.
+    ctest = ["ctest", "--test-dir", str(_build_dir(session)), "--output-on-failure"]
+    session.run(*ctest, "--no-tests=error", external=True)
     session.run("pytest", *(session.posargs or ["tests"]))
 
 
