@@ -55,7 +55,7 @@ struct LpDecision {
 };
 
 /// Low precision runs when the hint or the knobs ask for it and the call is eligible: float32
-/// or bfloat16, SUM or AVG for the reductions, more than one rank, host buffers (for now), and
+/// or bfloat16, SUM or AVG for the reductions, more than one rank (host or GPU buffers), and
 /// (unless the hint forces it) at least RCCLX_LP_MIN_BYTES.
 LpDecision decideLowPrecision(const LpRequest& req, const LpConfig& cfg);
 
