@@ -99,6 +99,6 @@ def test_symmetric_buffers_and_tuning(tmp_path):
     ]
     rows, out = perf(tmp_path, *args, "-f", "2", "-n", "3", "-w", "1", "--tuning", "pdl=0")
     assert len(rows) == 2 and all(r["#wrong"] == "0" for r in rows), out
-    assert "comm.alloc_symmetric" in out and "tuning: comm.set_gpu_tuning('pdl=0')" in out
+    assert "comm.alloc_symmetric" in out and "tuning: _testing.set_gpu_tuning(comm, 'pdl=0')" in out
     _, out = perf(tmp_path, *CUDA, "-g", "1", "--tuning", "no_such_knob=1", "-n", "1", expect=2)
     assert "--tuning 'no_such_knob=1'" in out

@@ -146,7 +146,7 @@ def _where_and_how(p: argparse.ArgumentParser) -> None:
         "--graph", type=int, default=None, metavar="N", help="time N ops per CUDA graph (GPUs)"
     )
     p.add_argument(
-        "--tuning", metavar="SPEC", help="comm.set_gpu_tuning(SPEC) for every row (GPUs)"
+        "--tuning", metavar="SPEC", help="_testing.set_gpu_tuning(comm, SPEC) for every row (GPUs)"
     )
     p.add_argument(
         "--symmetric",

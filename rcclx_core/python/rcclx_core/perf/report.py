@@ -99,7 +99,7 @@ class Report:
                 f"ref| / max|ref| against float64, bound {self.bound:.4g}"
             )
         if cfg.tuning is not None:
-            lines.append(f"tuning: comm.set_gpu_tuning('{cfg.tuning}') for every row")
+            lines.append(f"tuning: _testing.set_gpu_tuning(comm, '{cfg.tuning}') for every row")
         passes = f"; best of {cfg.passes} passes" if cfg.passes > 1 else ""
         lines += [
             f"sizes {format_bytes(cfg.minbytes)} .. {format_bytes(cfg.maxbytes)} bytes, "

@@ -199,7 +199,7 @@ class Config:
     inplace: bool = False
     low_precision: bool = False
     symmetric: bool = False  # outputs in comm.alloc_symmetric buffers (implies inplace)
-    tuning: str | None = None  # comm.set_gpu_tuning spec
+    tuning: str | None = None  # rcclx_core._testing.set_gpu_tuning spec
     compare: tuple[str, ...] = ()  # peers: "nccl", "symm_mem", "gloo"
     passes: int = 1  # passes over every column per size, each keeping its best
     targets: str | None = None  # targets file (--targets)

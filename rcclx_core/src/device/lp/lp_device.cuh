@@ -1,4 +1,4 @@
-// Device side of the low-precision collectives: a tile of 32 lanes quantizes, decodes or
+// Device side of the low-precision collectives: a tile of 16 lanes quantizes, decodes or
 // decodes-and-sums one quantizer block at a time, with the arithmetic of fp8_block_codec.hpp,
 // so the GPU produces the bytes and values the CPU path does.
 //
