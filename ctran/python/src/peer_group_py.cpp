@@ -37,8 +37,11 @@ void registerPeerGroup(py::module_& m) {
             py::gil_scoped_release nogil;
             return Bootstrap::fromUniqueId(id, rank, nranks);
           },
-          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
-      .def_static("from_env", &Bootstrap::fromEnv, py::call_guard<py::gil_scoped_release>())
+          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"),
+          "Joins the group named by unique_id (from create_unique_id) as `rank` of `nranks`.")
+      .def_static("from_env", &Bootstrap::fromEnv, py::call_guard<py::gil_scoped_release>(),
+                  "Joins the group torchrun's environment describes (RANK, WORLD_SIZE, "
+                  "MASTER_ADDR, MASTER_PORT).")
       .def_static(
           "from_store",
           [](py::object store, int rank, int nranks, std::string prefix) {
@@ -46,9 +49,10 @@ void registerPeerGroup(py::module_& m) {
             py::gil_scoped_release nogil;
             return std::make_unique<Bootstrap>(s, rank, nranks, prefix);
           },
-          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
-      .def_property_readonly("rank", &Bootstrap::rank)
-      .def_property_readonly("nranks", &Bootstrap::nranks)
+          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "",
+          "Joins the group rendezvousing in `store` under keys prefixed by `prefix`.")
+      .def_property_readonly("rank", &Bootstrap::rank, "This process's rank in the group.")
+      .def_property_readonly("nranks", &Bootstrap::nranks, "Number of ranks in the group.")
       .def(
           "all_gather",
           [](Bootstrap& b, const py::bytes& mine) {
@@ -62,8 +66,9 @@ void registerPeerGroup(py::module_& m) {
             for (auto& x : all) out.append(toPy(x));
             return out;
           },
-          py::arg("data"))
-      .def("barrier", &Bootstrap::barrier, py::call_guard<py::gil_scoped_release>())
+          py::arg("data"), "Collective: every rank's `data`, indexed by rank.")
+      .def("barrier", &Bootstrap::barrier, py::call_guard<py::gil_scoped_release>(),
+           "Collective: returns once every rank has entered.")
       .def(
           "send",
           [](Bootstrap& b, int peer, const py::bytes& msg) {
@@ -71,7 +76,8 @@ void registerPeerGroup(py::module_& m) {
             py::gil_scoped_release nogil;
             b.send(peer, in);
           },
-          py::arg("peer"), py::arg("data"))
+          py::arg("peer"), py::arg("data"),
+          "Sends a small control message to `peer` (ordered per pair of ranks).")
       .def(
           "recv",
           [](Bootstrap& b, int peer) {
@@ -82,22 +88,28 @@ void registerPeerGroup(py::module_& m) {
             }
             return toPy(out);
           },
-          py::arg("peer"));
+          py::arg("peer"), "The next control message from `peer`.");
 
   py::class_<Topology>(m, "Topology", "Ranks grouped by host.")
-      .def_readonly("rank", &Topology::rank)
-      .def_readonly("nranks", &Topology::nranks)
-      .def_readonly("host_id", &Topology::hostId)
-      .def_readonly("host_of", &Topology::hostOf)
-      .def_readonly("pids", &Topology::pids)
-      .def_readonly("process_tokens", &Topology::processTokens)
+      .def_readonly("rank", &Topology::rank, "This process's rank.")
+      .def_readonly("nranks", &Topology::nranks, "Number of ranks.")
+      .def_readonly("host_id", &Topology::hostId, "This process's host identity.")
+      .def_readonly("host_of", &Topology::hostOf,
+                    "Host index of every rank (hosts numbered by their lowest rank).")
+      .def_readonly("pids", &Topology::pids, "Process id of every rank (on its own host).")
+      .def_readonly("process_tokens", &Topology::processTokens,
+                    "process_token() of every rank's process.")
       .def("same_process", &Topology::sameProcess, py::arg("a"), py::arg("b"),
            "True when ranks a and b live in one process (same host, pid and process token).")
-      .def_readonly("local_ranks", &Topology::localRanks)
-      .def_readonly("local_rank", &Topology::localRank)
-      .def_readonly("num_hosts", &Topology::nHosts)
-      .def_property_readonly("local_size", &Topology::localSize);
-  m.def("host_identity", &hostIdentity);
+      .def_readonly("local_ranks", &Topology::localRanks,
+                    "Global ranks on this process's host, ascending.")
+      .def_readonly("local_rank", &Topology::localRank, "Index of `rank` in local_ranks.")
+      .def_readonly("num_hosts", &Topology::nHosts, "Number of hosts in the group.")
+      .def_property_readonly("local_size", &Topology::localSize,
+                             "Number of ranks on this process's host.");
+  m.def("host_identity", &hostIdentity,
+        "This process's host identity: RCCLX_HOST_ID if set, else hostname, boot id and "
+        "namespaces.");
   m.def("process_token", &processToken, "This process's token (see Topology.process_tokens).");
 
   py::class_<PeerGroup>(m, "PeerGroup", "A rank's transports to every peer of its group.")
@@ -108,10 +120,13 @@ void registerPeerGroup(py::module_& m) {
             py::gil_scoped_release nogil;
             return std::make_unique<PeerGroup>(Bootstrap::fromUniqueId(id, rank, nranks));
           },
-          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"))
+          py::arg("unique_id"), py::arg("rank"), py::arg("nranks"),
+          "Collective: joins the group named by unique_id and connects to every peer.")
       .def_static(
           "from_env", [] { return std::make_unique<PeerGroup>(Bootstrap::fromEnv()); },
-          py::call_guard<py::gil_scoped_release>())
+          py::call_guard<py::gil_scoped_release>(),
+          "Collective: joins the group torchrun's environment describes and connects to every "
+          "peer.")
       .def_static(
           "from_store",
           [](py::object store, int rank, int nranks, std::string prefix) {
@@ -120,29 +135,38 @@ void registerPeerGroup(py::module_& m) {
             return std::make_unique<PeerGroup>(
                 std::make_unique<Bootstrap>(s, rank, nranks, prefix));
           },
-          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "")
-      .def_property_readonly("rank", &PeerGroup::rank)
-      .def_property_readonly("nranks", &PeerGroup::nranks)
-      .def_property_readonly("topology", &PeerGroup::topology, py::return_value_policy::copy)
+          py::arg("store"), py::arg("rank"), py::arg("nranks"), py::arg("prefix") = "",
+          "Collective: joins the group rendezvousing in `store` under `prefix` and connects to "
+          "every peer.")
+      .def_property_readonly("rank", &PeerGroup::rank, "This process's rank in the group.")
+      .def_property_readonly("nranks", &PeerGroup::nranks, "Number of ranks in the group.")
+      .def_property_readonly("topology", &PeerGroup::topology, py::return_value_policy::copy,
+                             "A copy of the group's Topology.")
       .def_property_readonly("bootstrap", &PeerGroup::bootstrap,
-                             py::return_value_policy::reference_internal)
-      .def_property_readonly("job_tag", &PeerGroup::jobTag)
+                             py::return_value_policy::reference_internal,
+                             "The Bootstrap the group was joined with (valid while it lives).")
+      .def_property_readonly("job_tag", &PeerGroup::jobTag,
+                             "A random tag shared by every rank of the group.")
       .def(
           "transport_to",
           [](const PeerGroup& g, int peer) { return transportName(g.transportTo(peer)); },
-          py::arg("peer"))
+          py::arg("peer"), "How this rank reaches `peer`: 'self', 'shm', 'tcp' or 'cuda_ipc'.")
       .def("create_window", &PeerGroup::createWindow, py::arg("nbytes"),
            py::arg("num_signals") = 64, py::keep_alive<0, 1>(),
-           py::call_guard<py::gil_scoped_release>())
-      .def("check_peer", &PeerGroup::checkPeer, py::arg("peer"))
-      .def("destroy", &PeerGroup::destroy)
-      .def_property_readonly("destroyed", &PeerGroup::destroyed);
+           py::call_guard<py::gil_scoped_release>(),
+           "Collective: a Window of `nbytes` (the same on every rank) with `num_signals` signal "
+           "slots.")
+      .def("check_peer", &PeerGroup::checkPeer, py::arg("peer"),
+           "Raises RemoteError if `peer` is known to have died or disconnected.")
+      .def("destroy", &PeerGroup::destroy,
+           "Releases the transports and the bootstrap (windows stay mapped until destroyed).")
+      .def_property_readonly("destroyed", &PeerGroup::destroyed, "True once destroy() was called.");
 
   py::class_<Window, std::shared_ptr<Window>>(m, "Window",
                                               "Collectively allocated memory reachable by peers.")
-      .def_property_readonly("id", &Window::id)
-      .def_property_readonly("nbytes", &Window::bytes)
-      .def_property_readonly("num_signals", &Window::numSignals)
+      .def_property_readonly("id", &Window::id, "The window's number, the same on every rank.")
+      .def_property_readonly("nbytes", &Window::bytes, "Size of each rank's memory, in bytes.")
+      .def_property_readonly("num_signals", &Window::numSignals, "Number of signal slots.")
       .def_property_readonly(
           "buffer", [](const Window& w) { return memoryOf(w.data(), w.bytes()); },
           "Writable memoryview of this rank's bytes (invalid after destroy).")
@@ -168,14 +192,20 @@ void registerPeerGroup(py::module_& m) {
             }
             PyBuffer_Release(&view);
           },
-          py::arg("peer"), py::arg("offset"), py::arg("data"))
+          py::arg("peer"), py::arg("offset"), py::arg("data"),
+          "Copies the bytes of `data` into `peer`'s memory at `offset`.")
       .def("signal", &Window::signal, py::arg("peer"), py::arg("slot"), py::arg("delta") = 1,
-           py::call_guard<py::gil_scoped_release>())
+           py::call_guard<py::gil_scoped_release>(),
+           "Adds `delta` to `peer`'s signal `slot`, after this rank's earlier puts to it.")
       .def("wait_signal", &Window::waitSignal, py::arg("slot"), py::arg("value"),
-           py::arg("from_peer") = -1, py::call_guard<py::gil_scoped_release>())
-      .def("read_signal", &Window::readSignal, py::arg("slot"))
-      .def("destroy", &Window::destroy)
-      .def_property_readonly("destroyed", &Window::destroyed);
+           py::arg("from_peer") = -1, py::call_guard<py::gil_scoped_release>(),
+           "Waits until the local `slot` reaches `value` and returns the slot's value (from_peer: "
+           "the rank expected to signal it, named if it fails; -1: any).")
+      .def("read_signal", &Window::readSignal, py::arg("slot"),
+           "The local signal `slot`'s current value.")
+      .def("destroy", &Window::destroy,
+           "Unmaps the peers and releases the memory (this rank only, not collective).")
+      .def_property_readonly("destroyed", &Window::destroyed, "True once destroy() was called.");
 }
 
 }  // namespace ctran::python

@@ -37,7 +37,8 @@ void registerStore(py::module_& m) {
             py::gil_scoped_release nogil;
             s.set(k, b);
           },
-          py::arg("key"), py::arg("value"))
+          py::arg("key"), py::arg("value"),
+          "Stores `value` under `key`, replacing any previous value.")
       .def(
           "get",
           [](Store& s, const std::string& k, std::optional<int64_t> timeoutMs) {
@@ -50,8 +51,10 @@ void registerStore(py::module_& m) {
           },
           py::arg("key"), py::arg("timeout_ms") = py::none(),
           "Waits for `key` (RCCLX_TIMEOUT_MS unless timeout_ms is given) and returns its value.")
-      .def("add", &Store::add, py::arg("key"), py::arg("delta"),
-           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "add", &Store::add, py::arg("key"), py::arg("delta"),
+          py::call_guard<py::gil_scoped_release>(),
+          "Atomically adds `delta` to the integer under `key` (0 when absent) and returns the sum.")
       .def(
           "check",
           [](Store& s, const std::vector<std::string>& keys) {
@@ -70,29 +73,37 @@ void registerStore(py::module_& m) {
             s.erase(k);
             return had;
           },
-          py::arg("key"));
+          py::arg("key"), "Removes `key`; True when it existed.");
 
   py::class_<TcpStoreServer, std::shared_ptr<TcpStoreServer>>(m, "TcpStoreServer",
                                                               "Hosts a TCP store in this process.")
-      .def(py::init<int>(), py::arg("port") = 0)
-      .def_property_readonly("port", &TcpStoreServer::port);
+      .def(py::init<int>(), py::arg("port") = 0, "Listens on `port` (0: any free port).")
+      .def_property_readonly("port", &TcpStoreServer::port, "The port it listens on.");
 
-  py::class_<TcpStore, Store, std::shared_ptr<TcpStore>>(m, "TcpStore")
+  py::class_<TcpStore, Store, std::shared_ptr<TcpStore>>(m, "TcpStore",
+                                                         "A client of a TcpStoreServer.")
       .def(py::init([](const std::string& host, int port, std::optional<int64_t> timeoutMs) {
              return std::make_shared<TcpStore>(host, port, deadlineFrom(timeoutMs));
            }),
            py::arg("host"), py::arg("port"), py::arg("timeout_ms") = py::none(),
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>(),
+           "Connects to the server at host:port, retrying until timeout_ms (default "
+           "RCCLX_TIMEOUT_MS).");
 
-  py::class_<FileStore, Store, std::shared_ptr<FileStore>>(m, "FileStore")
-      .def(py::init<std::string>(), py::arg("directory"))
-      .def_property_readonly("directory", &FileStore::directory);
+  py::class_<FileStore, Store, std::shared_ptr<FileStore>>(
+      m, "FileStore", "A store kept as files in a directory every rank can see.")
+      .def(py::init<std::string>(), py::arg("directory"),
+           "A store in `directory` (created if missing).")
+      .def_property_readonly("directory", &FileStore::directory, "The store's directory.");
 
-  py::class_<MemoryStore, Store, std::shared_ptr<MemoryStore>>(m, "MemoryStore").def(py::init<>());
+  py::class_<MemoryStore, Store, std::shared_ptr<MemoryStore>>(
+      m, "MemoryStore", "A store inside one process (ranks as threads).")
+      .def(py::init<>(), "An empty store.");
 
   py::class_<PyStore, Store, std::shared_ptr<PyStore>>(
       m, "PythonStore", "Adapts an object with torch.distributed.Store's methods.")
-      .def(py::init<py::object>(), py::arg("store"));
+      .def(py::init<py::object>(), py::arg("store"),
+           "Serves the store through `store`'s set, get, add, check and delete_key.");
 
   m.def(
       "create_unique_id",

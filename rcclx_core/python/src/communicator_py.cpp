@@ -44,8 +44,11 @@ void registerCommunicator(py::module_& m) {
           },
           py::arg("timeout") = py::none(),
           "Waits (at most `timeout` seconds) and raises the operation's error, if any.")
-      .def("is_completed", &Work::isCompleted)
-      .def_property_readonly("description", &Work::description);
+      .def("is_completed", &Work::isCompleted,
+           "True once the operation finished, successfully or not.")
+      .def_property_readonly(
+          "description", &Work::description,
+          "The operation and its number on the communicator ('all_reduce #12').");
 
   using PC = PyCommunicator;
   py::class_<PC> cls(m, "Communicator", "A rank's membership in a group running collectives.");
@@ -98,12 +101,23 @@ void registerCommunicator(py::module_& m) {
           "Joins the group rendezvousing in `store` (a ctran store, or any object with "
           "set/get like torch.distributed's stores) under `prefix`; device and hints as "
           "from_unique_id.")
-      .def_property_readonly("rank", [](PC& c) { return c.comm().rank(); })
-      .def_property_readonly("size", [](PC& c) { return c.comm().size(); })
-      .def_property_readonly("local_rank", [](PC& c) { return c.comm().topology().localRank; })
-      .def_property_readonly("local_size", [](PC& c) { return c.comm().topology().localSize(); })
-      .def_property_readonly("num_hosts", [](PC& c) { return c.comm().topology().nHosts; })
-      .def_property_readonly("direct_access", [](PC& c) { return c.comm().directAccess(); })
+      .def_property_readonly(
+          "rank", [](PC& c) { return c.comm().rank(); }, "This rank's index in the group.")
+      .def_property_readonly(
+          "size", [](PC& c) { return c.comm().size(); }, "Number of ranks in the group.")
+      .def_property_readonly(
+          "local_rank", [](PC& c) { return c.comm().topology().localRank; },
+          "This rank's index among the ranks of its host.")
+      .def_property_readonly(
+          "local_size", [](PC& c) { return c.comm().topology().localSize(); },
+          "Number of ranks on this rank's host.")
+      .def_property_readonly(
+          "num_hosts", [](PC& c) { return c.comm().topology().nHosts; },
+          "Number of hosts the group spans.")
+      .def_property_readonly(
+          "direct_access", [](PC& c) { return c.comm().directAccess(); },
+          "True when the direct (DDA) algorithms can run on host buffers: every rank on this "
+          "host.")
       .def_property_readonly(
           "device",
           [](PC& c) -> py::object {
@@ -156,25 +170,35 @@ void registerCommunicator(py::module_& m) {
             return wrap(std::move(sub));
           },
           py::arg("ranks"), "The listed ranks form a new communicator (None elsewhere).")
-      .def("finalize",
-           [](PC& c) {
-             py::gil_scoped_release nogil;
-             c.comm().finalize();
-           })
-      .def("destroy",
-           [](PC& c) {
-             {
-               py::gil_scoped_release nogil;
-               c.comm().destroy();
-             }
-             c.prune();
-           })
-      .def("abort",
-           [](PC& c) {
-             py::gil_scoped_release nogil;
-             c.comm().abort();
-           })
-      .def_property_readonly("destroyed", [](PC& c) { return c.comm().destroyed(); });
+      .def(
+          "finalize",
+          [](PC& c) {
+            py::gil_scoped_release nogil;
+            c.comm().finalize();
+          },
+          "Waits for all submitted host work.")
+      .def(
+          "destroy",
+          [](PC& c) {
+            {
+              py::gil_scoped_release nogil;
+              c.comm().destroy();
+            }
+            c.prune();
+          },
+          "Collective: finalizes, then releases every resource (a second call raises "
+          "InvalidUsageError).")
+      .def(
+          "abort",
+          [](PC& c) {
+            py::gil_scoped_release nogil;
+            c.comm().abort();
+          },
+          "Releases every resource without waiting for peers; later calls raise "
+          "InvalidUsageError.")
+      .def_property_readonly(
+          "destroyed", [](PC& c) { return c.comm().destroyed(); },
+          "True once destroy() or abort() was called.");
 }
 
 }  // namespace rcclx::python

@@ -22,31 +22,31 @@ namespace {
 
 void registerTypes(py::module_& m) {
   py::enum_<DataType>(m, "DataType", "Element types (values equal ncclDataType_t).")
-      .value("INT8", DataType::kInt8)
-      .value("UINT8", DataType::kUint8)
-      .value("INT32", DataType::kInt32)
-      .value("UINT32", DataType::kUint32)
-      .value("INT64", DataType::kInt64)
-      .value("UINT64", DataType::kUint64)
-      .value("FLOAT16", DataType::kFloat16)
-      .value("FLOAT32", DataType::kFloat32)
-      .value("FLOAT64", DataType::kFloat64)
-      .value("BFLOAT16", DataType::kBfloat16)
-      .value("FLOAT8_E4M3", DataType::kFloat8E4M3)
-      .value("FLOAT8_E5M2", DataType::kFloat8E5M2);
+      .value("INT8", DataType::kInt8, "8-bit signed integer.")
+      .value("UINT8", DataType::kUint8, "8-bit unsigned integer.")
+      .value("INT32", DataType::kInt32, "32-bit signed integer.")
+      .value("UINT32", DataType::kUint32, "32-bit unsigned integer.")
+      .value("INT64", DataType::kInt64, "64-bit signed integer.")
+      .value("UINT64", DataType::kUint64, "64-bit unsigned integer.")
+      .value("FLOAT16", DataType::kFloat16, "IEEE half precision.")
+      .value("FLOAT32", DataType::kFloat32, "IEEE single precision.")
+      .value("FLOAT64", DataType::kFloat64, "IEEE double precision.")
+      .value("BFLOAT16", DataType::kBfloat16, "bfloat16 (8-bit exponent, 7-bit mantissa).")
+      .value("FLOAT8_E4M3", DataType::kFloat8E4M3, "FP8 with 4 exponent and 3 mantissa bits.")
+      .value("FLOAT8_E5M2", DataType::kFloat8E5M2, "FP8 with 5 exponent and 2 mantissa bits.");
   py::enum_<RedOp>(m, "RedOp", "Reduction operators (the first five equal ncclRedOp_t).")
-      .value("SUM", RedOp::kSum)
-      .value("PROD", RedOp::kProd)
-      .value("MAX", RedOp::kMax)
-      .value("MIN", RedOp::kMin)
-      .value("AVG", RedOp::kAvg)
-      .value("PREMUL_SUM", RedOp::kPreMulSum)
-      .value("BAND", RedOp::kBitAnd)
-      .value("BOR", RedOp::kBitOr)
-      .value("BXOR", RedOp::kBitXor);
+      .value("SUM", RedOp::kSum, "Sum.")
+      .value("PROD", RedOp::kProd, "Product.")
+      .value("MAX", RedOp::kMax, "Maximum.")
+      .value("MIN", RedOp::kMin, "Minimum.")
+      .value("AVG", RedOp::kAvg, "Mean over ranks.")
+      .value("PREMUL_SUM", RedOp::kPreMulSum, "Sum of each rank's input times the call's scalar.")
+      .value("BAND", RedOp::kBitAnd, "Bitwise and (integer types).")
+      .value("BOR", RedOp::kBitOr, "Bitwise or (integer types).")
+      .value("BXOR", RedOp::kBitXor, "Bitwise exclusive or (integer types).");
   m.def(
       "datatype_size", [](int t) { return dataTypeSize(checkDataType(t, "datatype_size")); },
-      py::arg("dtype"));
+      py::arg("dtype"), "Bytes of one element of `dtype` (a DataType).");
 }
 
 void registerConfig(py::module_& m) {
