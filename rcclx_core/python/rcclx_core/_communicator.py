@@ -7,10 +7,14 @@ the host time of an eager GPU call is what these methods exist to keep small."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rcclx_core import _C
 from rcclx_core.symmetric import SymmetricBuffer
+
+if TYPE_CHECKING:
+    from rcclx_core._C import ArrayLike, DataType, RedOp, StoreLike, Work
 
 
 class GroupHandle:
@@ -61,7 +65,7 @@ class Communicator(_C.Communicator):
     @classmethod
     def from_store(
         cls,
-        store,
+        store: StoreLike,
         rank: int,
         nranks: int,
         prefix: str = "rcclx",
@@ -77,7 +81,7 @@ class Communicator(_C.Communicator):
         ``(key, rank)``, with this one's device and hints; None for a negative color."""
         return _adopt(type(self), super().split(color, key))
 
-    def split_ranks(self, ranks: list[int]) -> Communicator | None:
+    def split_ranks(self, ranks: Sequence[int]) -> Communicator | None:
         """Collective: the listed ranks form a new communicator; None on the others."""
         return _adopt(type(self), super().split_ranks(ranks))
 
@@ -86,16 +90,16 @@ class Communicator(_C.Communicator):
 
     def all_reduce(
         self,
-        sendbuf,
-        recvbuf=None,
-        op=_SUM,
-        algo=None,
-        scalar=None,
-        async_op=False,
-        dtype=None,
-        stream=None,
-        low_precision=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike | None = None,
+        op: RedOp | int = _SUM,
+        algo: str | None = None,
+        scalar: float | None = None,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """recvbuf = op over ranks of sendbuf (in place when recvbuf is None). GPU buffers are
         enqueued on ``stream`` (a cudaStream_t as an int; default the legacy default stream)
         and return None; host buffers run now, or on the communicator's worker with
@@ -106,38 +110,52 @@ class Communicator(_C.Communicator):
 
     def reduce(
         self,
-        sendbuf,
-        recvbuf=None,
-        root=0,
-        op=_SUM,
-        scalar=None,
-        async_op=False,
-        dtype=None,
-        stream=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike | None = None,
+        root: int = 0,
+        op: RedOp | int = _SUM,
+        scalar: float | None = None,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """On ``root``, recvbuf (sendbuf when None) = op over ranks of sendbuf."""
         return _Native.reduce(self, sendbuf, recvbuf, root, op, scalar, async_op, dtype, stream)
 
-    def broadcast(self, sendbuf, recvbuf=None, root=0, async_op=False, dtype=None, stream=None):
+    def broadcast(
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike | None = None,
+        root: int = 0,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """recvbuf (sendbuf when None) = root's sendbuf."""
         return _Native.broadcast(self, sendbuf, recvbuf, root, async_op, dtype, stream)
 
     def all_gather(
-        self, sendbuf, recvbuf, async_op=False, dtype=None, stream=None, low_precision=None
-    ):
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """recvbuf = every rank's sendbuf in rank order (size x sendbuf elements)."""
         return _Native.all_gather(self, sendbuf, recvbuf, async_op, dtype, stream, low_precision)
 
     def all_gather_v(
         self,
-        sendbuf,
-        recvbuf,
-        recv_counts,
-        async_op=False,
-        dtype=None,
-        stream=None,
-        low_precision=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        recv_counts: Sequence[int],
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """recvbuf = rank r's sendbuf (recv_counts[r] elements) for every r, packed."""
         return _Native.all_gather_v(
             self, sendbuf, recvbuf, recv_counts, async_op, dtype, stream, low_precision
@@ -145,15 +163,15 @@ class Communicator(_C.Communicator):
 
     def reduce_scatter(
         self,
-        sendbuf,
-        recvbuf,
-        op=_SUM,
-        scalar=None,
-        async_op=False,
-        dtype=None,
-        stream=None,
-        low_precision=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        op: RedOp | int = _SUM,
+        scalar: float | None = None,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """recvbuf = op over ranks of block ``rank`` of sendbuf (size blocks of recvbuf's
         length)."""
         return _Native.reduce_scatter(
@@ -162,16 +180,16 @@ class Communicator(_C.Communicator):
 
     def reduce_scatter_v(
         self,
-        sendbuf,
-        recvbuf,
-        counts,
-        op=_SUM,
-        scalar=None,
-        async_op=False,
-        dtype=None,
-        stream=None,
-        low_precision=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        counts: Sequence[int],
+        op: RedOp | int = _SUM,
+        scalar: float | None = None,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """recvbuf = op over ranks of block ``rank`` of sendbuf; blocks of counts[r] elements,
         packed in rank order."""
         return _Native.reduce_scatter_v(
@@ -179,23 +197,29 @@ class Communicator(_C.Communicator):
         )
 
     def all_to_all(
-        self, sendbuf, recvbuf, async_op=False, dtype=None, stream=None, low_precision=None
-    ):
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+        low_precision: bool | None = None,
+    ) -> Work | None:
         """Block p of sendbuf (size equal blocks) goes to rank p, into its block ``rank``."""
         return _Native.all_to_all(self, sendbuf, recvbuf, async_op, dtype, stream, low_precision)
 
     def all_to_all_v(
         self,
-        sendbuf,
-        recvbuf,
-        send_counts,
-        recv_counts,
-        send_displs=None,
-        recv_displs=None,
-        async_op=False,
-        dtype=None,
-        stream=None,
-    ):
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        send_counts: Sequence[int],
+        recv_counts: Sequence[int],
+        send_displs: Sequence[int] | None = None,
+        recv_displs: Sequence[int] | None = None,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """send_counts[p] elements of sendbuf (at send_displs[p]; packed when None) go to rank
         p, into its recvbuf at recv_displs[rank]."""
         return _Native.all_to_all_v(
@@ -211,27 +235,57 @@ class Communicator(_C.Communicator):
             stream,
         )
 
-    def gather(self, sendbuf, recvbuf=None, root=0, async_op=False, dtype=None, stream=None):
+    def gather(
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike | None = None,
+        root: int = 0,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """On ``root``, recvbuf = every rank's sendbuf in rank order (ignored elsewhere)."""
         return _Native.gather(self, sendbuf, recvbuf, root, async_op, dtype, stream)
 
-    def scatter(self, sendbuf, recvbuf, root=0, async_op=False, dtype=None, stream=None):
+    def scatter(
+        self,
+        sendbuf: ArrayLike | None,
+        recvbuf: ArrayLike,
+        root: int = 0,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """recvbuf = block ``rank`` of root's sendbuf (sendbuf is ignored off the root)."""
         return _Native.scatter(self, sendbuf, recvbuf, root, async_op, dtype, stream)
 
-    def send(self, buf, peer, async_op=False, dtype=None, stream=None):
+    def send(
+        self,
+        buf: ArrayLike,
+        peer: int,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """Sends buf to ``peer`` (matched with its recv, in call order)."""
         return _Native.send(self, buf, peer, async_op, dtype, stream)
 
-    def recv(self, buf, peer, async_op=False, dtype=None, stream=None):
+    def recv(
+        self,
+        buf: ArrayLike,
+        peer: int,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
         """Receives ``peer``'s send into buf."""
         return _Native.recv(self, buf, peer, async_op, dtype, stream)
 
-    def barrier(self, async_op=False, stream=None):
+    def barrier(self, async_op: bool = False, stream: int | None = None) -> Work | None:
         """Returns once every rank reached it; with ``stream=``, a kernel on that stream."""
         return _Native.barrier(self, async_op, stream)
 
-    def group_end(self, async_op=False):
+    def group_end(self, async_op: bool = False) -> Work | None:
         """Ends a group; the outermost one runs its calls (their Work with async_op=True)."""
         return _Native.group_end(self, async_op)
 
