@@ -1,6 +1,6 @@
 // The device back-end of a build with GPU code: the allreduce kernels (GpuAllReduce), the
 // copy and reduce kernels of the other collectives (GpuCollectives) and the low-precision
-// kernels (GpuLowPrecision), behind DeviceBackend.
+// kernels (GpuLowPrecision), behind DeviceBackend, all staging through the one DeviceResources.
 #include "device/device_backend.hpp"
 
 #include "ctran/checks.hpp"
@@ -8,6 +8,7 @@
 #include "ctran/peer_group.hpp"
 #include "device/allreduce/gpu_allreduce.hpp"
 #include "device/collectives/gpu_collectives.hpp"
+#include "device/device_resources.hpp"
 #include "device/lp/gpu_low_precision.hpp"
 #include "lp/lp_policy.hpp"
 
@@ -18,11 +19,9 @@ class GpuBackend final : public DeviceBackend {
  public:
   GpuBackend(ctran::PeerGroup& group, const Settings& settings, int device)
       : group_(group), settings_(settings), device_(device), nranks_(group.nranks()) {
-    allReduce_ = std::make_unique<gpu::GpuAllReduce>(
-        group, device, settings.gpuFlatSlotBytes, settings.gpuStagingBytes, settings.gpuLinesBytes,
-        settings.gpuTuning, settings.gpuGraphRegister);
-    collectives_ = std::make_unique<gpu::GpuCollectives>(group, device, settings.gpuChannelBytes,
-                                                         settings.timeoutMs);
+    resources_ = std::make_unique<gpu::DeviceResources>(group, device, settings);
+    allReduce_ = std::make_unique<gpu::GpuAllReduce>(*resources_, settings);
+    collectives_ = std::make_unique<gpu::GpuCollectives>(*resources_, settings.gpuChannelBytes);
     // The low-precision staging is allocated now when a knob enables it; otherwise the first
     // call that asks for it allocates it (collectively).
     if (settings.lp.anyEnabled()) lowPrecision(nullptr, "communicator creation");
@@ -129,26 +128,22 @@ class GpuBackend final : public DeviceBackend {
     collectives_->sendRecv(ops, stream);
   }
 
-  void* allocSymmetric(size_t bytes) override { return allReduce_->allocSymmetric(bytes); }
+  void* allocSymmetric(size_t bytes) override { return resources_->allocSymmetric(bytes); }
   void registerSymmetric(void* ptr, size_t bytes) override {
-    allReduce_->registerSymmetric(ptr, bytes);
+    resources_->registerSymmetric(ptr, bytes);
   }
-  void freeSymmetric(void* ptr) override { allReduce_->freeSymmetric(ptr); }
+  void freeSymmetric(void* ptr) override { resources_->freeSymmetric(ptr); }
   bool mayUseBootstrap(void* stream) const override {
     return allReduce_->mayRegisterOutput(stream);
   }
   uint64_t symmetricCalls() const override { return allReduce_->zeroCopyCalls(); }
-  size_t graphRegistrations() override { return allReduce_->graphRegistrations(); }
-  void setTuning(const std::string& spec) override { allReduce_->setTuning(spec); }
-
-  void destroy(bool collective) override {
-    if (allReduce_) allReduce_->destroy(collective);
-    allReduce_.reset();
-    if (collectives_) collectives_->destroy(collective);
-    collectives_.reset();
-    if (lp_) lp_->destroy(collective);
-    lp_.reset();
+  size_t graphRegistrations() override {
+    gpu::GraphRegistrations* g = resources_->graphOutputs();
+    return g ? g->held() : 0;
   }
+  void setTuning(const std::string& spec) override { resources_->setTuning(spec); }
+
+  void destroy(bool collective) override { resources_->destroy(collective); }
 
  private:
   lp::LpRequest request(lp::LpCollective c, size_t bytes, DataType type, RedOp op,
@@ -171,7 +166,7 @@ class GpuBackend final : public DeviceBackend {
                 "which cannot happen during graph capture; enable low precision with a "
                 "RCCL_LOW_PRECISION_* knob when creating the communicator (the staging is then "
                 "allocated there), or make one such call before capturing");
-    lp_ = std::make_unique<lp::GpuLowPrecision>(group_, device_, settings_.lpGpuStagingBytes,
+    lp_ = std::make_unique<lp::GpuLowPrecision>(*resources_, settings_.lpGpuStagingBytes,
                                                 settings_.lpGpuBlocks, settings_.lpGpuChunkBlocks);
     return *lp_;
   }
@@ -180,6 +175,7 @@ class GpuBackend final : public DeviceBackend {
   const Settings& settings_;
   int device_;
   int nranks_;
+  std::unique_ptr<gpu::DeviceResources> resources_;  ///< owns every window and buffer below
   std::unique_ptr<gpu::GpuAllReduce> allReduce_;
   std::unique_ptr<gpu::GpuCollectives> collectives_;
   std::unique_ptr<lp::GpuLowPrecision> lp_;

@@ -8,12 +8,9 @@
 #include <vector>
 
 #include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
 #include "device/allreduce/launch.hpp"
-
-#ifdef RCCLX_HAVE_GPU
-#include "ctran/gpu_runtime.hpp"
-#endif
 
 namespace rcclx::gpu {
 
@@ -47,14 +44,14 @@ GraphRegistrations::~GraphRegistrations() {
 }
 
 void* GraphRegistrations::captureGraph(void* stream) const {
-#if defined(RCCLX_HAVE_GPU) && RCCLX_GPU_GRAPH_OWN
+#if RCCLX_GPU_GRAPH_OWN
   void* graph = nullptr;
   CTRAN_GPU_CHECK(ctran::gpuCaptureGraphOf(static_cast<gpuStream_t>(stream), &graph),
                   "all_reduce: querying the stream's capture");
   return graph;
 #else
   (void)stream;
-  return nullptr;  // no GPU code, or no graph user objects (HIP before 5.3): never registers
+  return nullptr;  // no graph user objects (HIP before 5.3): never registers
 #endif
 }
 
@@ -62,7 +59,6 @@ bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* strea
                                            char* (&peerRecv)[ctran::kMaxDeviceRanks]) {
   void* graph = captureGraph(stream);
   if (graph == nullptr) return false;
-#ifdef RCCLX_HAVE_GPU
   // Mapping memory and exporting handles are calls a capture in global mode refuses.
   ctran::GpuRelaxedCapture relaxed;
   std::unique_ptr<ctran::DeviceWindow> window;
@@ -109,10 +105,6 @@ bool GraphRegistrations::mapCapturedOutput(void* recv, size_t bytes, void* strea
   }
   owned.release();  // the graph's now
   return true;
-#else
-  (void)recv, (void)bytes, (void)peerRecv, (void)group_, (void)device_;
-  return false;
-#endif
 }
 
 void GraphRegistrations::closeReleased() {

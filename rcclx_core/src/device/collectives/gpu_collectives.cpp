@@ -12,27 +12,22 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "device/allreduce/gpu_allreduce.hpp"
+#include "device/device_resources.hpp"
 
 namespace rcclx::gpu {
 
-GpuCollectives::GpuCollectives(ctran::PeerGroup& group, int device, size_t perPeerBytes,
-                               int64_t timeoutMs)
-    : device_(device), rank_(group.rank()), nranks_(group.nranks()) {
+GpuCollectives::GpuCollectives(DeviceResources& resources, size_t perPeerBytes)
+    : res_(resources),
+      device_(resources.device()),
+      rank_(resources.rank()),
+      nranks_(resources.nranks()),
+      timeoutNs_(resources.timeoutNs()) {
   layout_ = ChannelLayout::of(nranks_, perPeerBytes);
-  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
-  window_ =
-      std::make_unique<ctran::DeviceWindow>(group, device, layout_.totalBytes, kChannelSignals);
-}
-
-GpuCollectives::~GpuCollectives() = default;
-
-void GpuCollectives::destroy(bool collective) {
-  if (window_ && !window_->destroyed()) window_->destroy(collective);
-  window_.reset();
+  window_ = &res_.staging(Staging::kChannels, layout_.totalBytes, kChannelSignals, "collectives");
 }
 
 PlanBuilder GpuCollectives::builder(const char* what) const {
-  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage, what,
+  CTRAN_CHECK(!res_.released(), ctran::InvalidUsage, what,
               " on GPU buffers: the GPU state was already released");
   return PlanBuilder(window_->handle(), layout_, timeoutNs_);
 }

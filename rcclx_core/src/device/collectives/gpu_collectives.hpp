@@ -20,17 +20,17 @@
 
 namespace ctran {
 class DeviceWindow;
-class PeerGroup;
 }  // namespace ctran
 
 namespace rcclx::gpu {
+
+class DeviceResources;
 
 class GpuCollectives {
  public:
   /// Collective over `group` (all ranks on one host): allocates `perPeerBytes` of staging per
   /// source rank on GPU `device` and maps every peer's.
-  GpuCollectives(ctran::PeerGroup& group, int device, size_t perPeerBytes, int64_t timeoutMs);
-  ~GpuCollectives();
+  GpuCollectives(DeviceResources& resources, size_t perPeerBytes);
   GpuCollectives(const GpuCollectives&) = delete;
   GpuCollectives& operator=(const GpuCollectives&) = delete;
 
@@ -52,8 +52,6 @@ class GpuCollectives {
   /// (one launch when every peer appears at most once per direction). A send to this rank is
   /// matched with the receive from this rank of the same order and becomes a local copy.
   void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream);
-  /// Releases the window (collective unless `collective` is false, as for abort).
-  void destroy(bool collective);
 
  private:
   /// A builder over this window; throws InvalidUsage naming `what` once it was released.
@@ -65,7 +63,8 @@ class GpuCollectives {
   int device_;
   int rank_;
   int nranks_;
-  std::unique_ptr<ctran::DeviceWindow> window_;
+  DeviceResources& res_;
+  ctran::DeviceWindow* window_;  ///< the channels' staging, res_'s
   ChannelLayout layout_;
   uint64_t timeoutNs_ = 0;
 };

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "ctran/checks.hpp"
-#include "ctran/config.hpp"
 #include "ctran/device_window.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/peer_group.hpp"
+#include "device/device_resources.hpp"
 #include "device/lp/lp_gpu_shape.hpp"
 
 namespace rcclx::lp {
@@ -22,11 +22,12 @@ void checkType(DataType type, const char* what) {
 
 }  // namespace
 
-GpuLowPrecision::GpuLowPrecision(ctran::PeerGroup& group, int device, size_t stagingBytes,
+GpuLowPrecision::GpuLowPrecision(gpu::DeviceResources& resources, size_t stagingBytes,
                                  int maxBlocks, size_t chunkBlocks)
-    : device_(device),
-      nranks_(group.nranks()),
-      rank_(group.rank()),
+    : res_(resources),
+      device_(resources.device()),
+      nranks_(resources.nranks()),
+      rank_(resources.rank()),
       halfBytes_((stagingBytes + 255) / 256 * 256),
       maxBlocks_(maxBlocks),
       chunkBlocks_(chunkBlocks) {
@@ -37,16 +38,9 @@ GpuLowPrecision::GpuLowPrecision(ctran::PeerGroup& group, int device, size_t sta
   CTRAN_CHECK(nranks_ <= kLpMaxRanks, ctran::InvalidArgument,
               "low precision on GPU buffers: ", nranks_, " ranks exceed the ", kLpMaxRanks,
               "-rank limit");
-  const int64_t timeoutMs = ctran::knob::RCCLX_TIMEOUT_MS();
-  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
-  window_ = std::make_unique<ctran::DeviceWindow>(group, device, 2 * halfBytes_, kLpNumSignals);
-}
-
-GpuLowPrecision::~GpuLowPrecision() = default;
-
-void GpuLowPrecision::destroy(bool collective) {
-  if (window_ && !window_->destroyed()) window_->destroy(collective);
-  window_.reset();
+  timeoutNs_ = res_.timeoutNs();
+  window_ =
+      &res_.staging(gpu::Staging::kLowPrecision, 2 * halfBytes_, kLpNumSignals, "low precision");
 }
 
 bool GpuLowPrecision::capturing(void* stream) {
@@ -64,7 +58,7 @@ bool GpuLowPrecision::capturing(void* stream) {
 }
 
 LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool oneSlot) const {
-  CTRAN_CHECK(window_ != nullptr, ctran::InvalidUsage,
+  CTRAN_CHECK(!res_.released(), ctran::InvalidUsage,
               "low precision on GPU buffers: the GPU state was already released");
   const LpShape shape = lpLaunchShape(segmentBlocks, blockElems, nranks_, halfBytes_, maxBlocks_,
                                       chunkBlocks_, oneSlot);

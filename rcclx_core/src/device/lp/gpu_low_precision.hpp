@@ -14,18 +14,19 @@
 
 namespace ctran {
 class DeviceWindow;
-class PeerGroup;
 }  // namespace ctran
+namespace rcclx::gpu {
+class DeviceResources;
+}
 
 namespace rcclx::lp {
 
 class GpuLowPrecision {
  public:
-  /// Collective over `group` (one host, one GPU per rank): allocates 2 x `stagingBytes` on GPU
-  /// `device`. `maxBlocks` and `chunkBlocks` bound the kernels' launch shape.
-  GpuLowPrecision(ctran::PeerGroup& group, int device, size_t stagingBytes, int maxBlocks,
+  /// Collective (every rank of `resources`): takes 2 x `stagingBytes` of low-precision staging
+  /// from `resources`. `maxBlocks` and `chunkBlocks` bound the kernels' launch shape.
+  GpuLowPrecision(gpu::DeviceResources& resources, size_t stagingBytes, int maxBlocks,
                   size_t chunkBlocks);
-  ~GpuLowPrecision();
   GpuLowPrecision(const GpuLowPrecision&) = delete;
   GpuLowPrecision& operator=(const GpuLowPrecision&) = delete;
 
@@ -42,9 +43,6 @@ class GpuLowPrecision {
   void allToAll(size_t blockElems, const void* send, void* recv, size_t countPerRank, DataType type,
                 void* stream);
 
-  /// Releases the staging (collective unless `collective` is false, as for abort).
-  void destroy(bool collective);
-
   /// Whether `stream` is being captured into a graph.
   static bool capturing(void* stream);
 
@@ -60,7 +58,8 @@ class GpuLowPrecision {
   int maxBlocks_;
   size_t chunkBlocks_;
   uint64_t timeoutNs_ = 0;
-  std::unique_ptr<ctran::DeviceWindow> window_;
+  gpu::DeviceResources& res_;
+  ctran::DeviceWindow* window_;  ///< the low-precision staging, res_'s
 };
 
 }  // namespace rcclx::lp

@@ -1,0 +1,135 @@
+// Implementation of device_resources.hpp.
+#include "device/device_resources.hpp"
+
+#include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
+#include "ctran/peer_group.hpp"
+#include "device/allreduce/launch.hpp"
+
+namespace rcclx::gpu {
+
+DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings)
+    : group_(&group), device_(device), rank_(group.rank()), nranks_(group.nranks()) {
+  const int64_t timeoutMs = settings.timeoutMs;
+  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
+  tuning_.apply(settings.gpuTuning);
+#if !RCCLX_GPU_HIP
+  int major = 0;
+  CTRAN_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                  "reading the compute capability of GPU ", device);
+  pdlCapable_ = major >= 9;
+  linesAvailable_ = true;
+#endif
+  if (settings.gpuGraphRegister)
+    graphOutputs_ = std::make_unique<GraphRegistrations>(group, device);
+}
+
+DeviceResources::~DeviceResources() = default;
+
+ctran::DeviceWindow& DeviceResources::staging(Staging which, size_t bytes, int signals,
+                                              const char* what) {
+  CTRAN_CHECK(!released_, ctran::InvalidUsage, what,
+              " on GPU buffers: the GPU state was already "
+              "released");
+  auto& w = windows_[static_cast<int>(which)];
+  if (!w) w = std::make_unique<ctran::DeviceWindow>(*group_, device_, bytes, signals);
+  return *w;
+}
+
+void DeviceResources::setTuning(const std::string& spec) {
+  Tuning t;
+  t.apply(spec);
+  tuning_ = t;
+}
+
+void DeviceResources::destroy(bool collective) {
+  released_ = true;
+  for (auto& w : symmetric_) {
+    if (!w->destroyed()) w->destroy(collective);
+  }
+  symmetric_.clear();
+  for (auto& w : windows_) {
+    if (w && !w->destroyed()) w->destroy(collective);
+    w.reset();
+  }
+  // After the windows' destroy waited for this GPU (collective): no kernel stores through them.
+  if (graphOutputs_) graphOutputs_->destroy();
+  graphOutputs_.reset();
+}
+
+void DeviceResources::agreeOnSymmetric(const char* what, size_t bytes,
+                                       const std::string& problem) const {
+  CTRAN_CHECK(!released_, ctran::InvalidUsage, what, ": the GPU state was already released");
+  // Every rank's buffer has the same size, so an offset valid here is valid on every peer; a
+  // rank's own problem travels with its size, so every rank fails together.
+  const std::string mine = problem.empty() ? std::to_string(bytes) : "!" + problem;
+  const auto all = group_->bootstrap().allGather(ctran::Bytes(mine.begin(), mine.end()));
+  for (int r = 0; r < nranks_; ++r) {
+    const std::string theirs(all[r].begin(), all[r].end());
+    CTRAN_CHECK(theirs.empty() || theirs[0] != '!', ctran::InvalidArgument, what, ": rank ", r,
+                ": ", theirs.substr(1));
+    CTRAN_CHECK(theirs == mine, ctran::InvalidArgument, what, ": rank ", r, " passed nbytes ",
+                theirs, " but rank ", rank_, " passed ", mine,
+                " (every rank must pass the same size)");
+  }
+}
+
+void* DeviceResources::allocSymmetric(size_t bytes) {
+  agreeOnSymmetric("alloc_symmetric", bytes,
+                   bytes > 0 ? "" : ctran::strCat("nbytes ", bytes, " must be positive"));
+  symmetric_.push_back(std::make_unique<ctran::DeviceWindow>(*group_, device_, bytes, 0));
+  const ctran::DeviceWindowHandle& h = symmetric_.back()->handle();
+  return h.data[h.rank];
+}
+
+void DeviceResources::registerSymmetric(void* ptr, size_t bytes) {
+  std::string problem;
+  if (bytes == 0) problem = "nbytes 0 must be positive";
+  const char* begin = static_cast<const char*>(ptr);
+  for (const auto& w : symmetric_) {
+    const ctran::DeviceWindowHandle& h = w->handle();
+    const char* theirs = h.data[h.rank];
+    if (problem.empty() && begin < theirs + h.dataBytes && theirs < begin + bytes) {
+      problem = ctran::strCat(bytes, " bytes at ", ptr, " overlap the symmetric buffer of ",
+                              h.dataBytes, " bytes at ", static_cast<const void*>(theirs),
+                              " (deregister or free it first)");
+    }
+  }
+  agreeOnSymmetric("register_symmetric", bytes, problem);
+  symmetric_.push_back(std::make_unique<ctran::DeviceWindow>(
+      *group_, device_, ctran::DeviceWindow::UserMemory{ptr, bytes}));
+}
+
+void DeviceResources::freeSymmetric(void* ptr) {
+  for (auto it = symmetric_.begin(); it != symmetric_.end(); ++it) {
+    const ctran::DeviceWindowHandle& h = (*it)->handle();
+    if (h.data[h.rank] != ptr) continue;
+    (*it)->destroy(true);
+    symmetric_.erase(it);
+    return;
+  }
+  throw ctran::InvalidArgument(
+      ctran::strCat("free_symmetric: ", ptr, " is not a symmetric buffer of this communicator (",
+                    symmetric_.size(), " allocated or registered and not yet released)"));
+}
+
+bool DeviceResources::symmetricOutputs(const void* out, size_t bytes, char** peerOut) const {
+  const char* at = static_cast<const char*>(out);
+  for (const auto& w : symmetric_) {
+    const ctran::DeviceWindowHandle& h = w->handle();
+    const char* mine = h.data[h.rank];
+    if (at < mine || at >= mine + h.dataBytes) continue;
+    const size_t offset = static_cast<size_t>(at - mine);
+    if (bytes > h.dataBytes - offset) return false;  // runs past the buffer: staged as usual
+    char* outputs[ctran::kMaxDeviceRanks] = {};
+    for (int r = 0; r < h.nranks; ++r) outputs[r] = h.data[r] + offset;
+    // Registered tensors may sit differently modulo 16 (rank 0 registers t, rank 1 t[1:]):
+    // then every rank stays staged.
+    if (!outputsAlike(outputs, h.nranks)) return false;
+    for (int r = 0; r < h.nranks; ++r) peerOut[r] = outputs[r];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace rcclx::gpu

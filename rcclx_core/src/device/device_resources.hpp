@@ -1,0 +1,97 @@
+// DeviceResources: the one owner of a communicator's GPU state: the device windows the kernels
+// stage through (one per use: the allreduce staging, the collectives' channels, the
+// low-precision staging), the symmetric buffers, the graph registrations of captured outputs and
+// the allreduce launch shapes. The algorithms (GpuAllReduce, GpuCollectives, GpuLowPrecision)
+// borrow from it; destroy() releases everything in one place and one order. Compiled in builds
+// with GPU code only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctran/device_window.hpp"
+#include "device/allreduce/tuning.hpp"
+#include "device/graph_registration.hpp"
+#include "settings.hpp"
+
+namespace ctran {
+class PeerGroup;
+}
+
+namespace rcclx::gpu {
+
+/// What a device window stages.
+enum class Staging : int { kAllReduce = 0, kChannels, kLowPrecision };
+constexpr int kNumStagings = 3;
+
+class DeviceResources {
+ public:
+  /// Collective over `group` (every rank on one host): the graph registrations (when
+  /// RCCLX_GPU_GRAPH_REGISTER is on) and the launch shapes of `settings`; windows come on demand.
+  DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings);
+  ~DeviceResources();
+  DeviceResources(const DeviceResources&) = delete;
+  DeviceResources& operator=(const DeviceResources&) = delete;
+
+  ctran::PeerGroup& group() const { return *group_; }
+  int device() const { return device_; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  /// The bound of every in-kernel wait (RCCLX_TIMEOUT_MS).
+  uint64_t timeoutNs() const { return timeoutNs_; }
+  /// The GPU has programmatic dependent launch (sm_90 and later, NVIDIA).
+  bool pdlCapable() const { return pdlCapable_; }
+  /// The line kernels run here: whole-line arrival is an NVLink property (NVIDIA builds).
+  bool linesAvailable() const { return linesAvailable_; }
+
+  /// Collective: the window staging `which` (`bytes` of data, `signals` signals per rank),
+  /// made on the first ask; the same window afterwards. Throws InvalidUsage after destroy().
+  ctran::DeviceWindow& staging(Staging which, size_t bytes, int signals, const char* what);
+  /// Whether `which` has its window (asked for and not released).
+  bool hasStaging(Staging which) const { return windows_[static_cast<int>(which)] != nullptr; }
+
+  /// Symmetric buffers (see Communicator::allocSymmetric and its neighbours).
+  void* allocSymmetric(size_t bytes);
+  void registerSymmetric(void* ptr, size_t bytes);
+  void freeSymmetric(void* ptr);
+  /// When [out, out + bytes) lies in one symmetric buffer and every rank's output at that
+  /// offset sits alike modulo 16 bytes: fills peerOut[r] with rank r's output (as mapped
+  /// here) and returns true.
+  bool symmetricOutputs(const void* out, size_t bytes, char** peerOut) const;
+
+  /// Outputs mapped while captured (null when RCCLX_GPU_GRAPH_REGISTER is off).
+  GraphRegistrations* graphOutputs() { return graphOutputs_.get(); }
+  const GraphRegistrations* graphOutputs() const { return graphOutputs_.get(); }
+
+  const Tuning& tuning() const { return tuning_; }
+  /// Replaces the launch shapes (applied to the defaults); for tuning tools.
+  void setTuning(const std::string& spec);
+
+  bool released() const { return released_; }
+  /// Releases the symmetric buffers, then the windows, then (after the windows' destroy waited
+  /// for this GPU) the graph registrations; collective unless `collective` is false (abort).
+  void destroy(bool collective);
+
+ private:
+  /// Collective: the sizes every rank passed to alloc / register (`what`) agree, and no rank
+  /// reported a `problem` ("" for none); else InvalidArgument on every rank.
+  void agreeOnSymmetric(const char* what, size_t bytes, const std::string& problem) const;
+
+  ctran::PeerGroup* group_;
+  int device_;
+  int rank_;
+  int nranks_;
+  uint64_t timeoutNs_ = 0;
+  bool pdlCapable_ = false;
+  bool linesAvailable_ = false;
+  bool released_ = false;
+  std::unique_ptr<ctran::DeviceWindow> windows_[kNumStagings];
+  std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;
+  std::unique_ptr<GraphRegistrations> graphOutputs_;
+  Tuning tuning_;
+};
+
+}  // namespace rcclx::gpu
