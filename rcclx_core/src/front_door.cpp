@@ -265,9 +265,6 @@ WorkPtr Communicator::allToAll(const Buffer& send, const Buffer& recv, const Cal
   CTRAN_CHECK(send.count % n == 0, InvalidArgument, o, ": sendbuf has ", send.count,
               " elements, not a multiple of ", n, " ranks");
   checkCount(recv, send.count, o, "recvbuf", "the same as sendbuf");
-  CTRAN_CHECK(!at.onDevice || send.count == 0 || send.data != recv.data, InvalidArgument, o,
-              " on GPU buffers: sendbuf and recvbuf are the same buffer (in place is not "
-              "supported; pass a separate output)");
   if (at.onDevice) {
     c.gpu->allToAll(send.data, recv.data, send.count / n, send.type, opts, at.stream);
     return nullptr;
@@ -295,15 +292,9 @@ WorkPtr Communicator::allToAllV(const Buffer& send, const Buffer& recv,
   CTRAN_CHECK(sendCounts[c.rank] == recvCounts[c.rank], InvalidArgument, o, ": rank ", c.rank,
               " sends ", sendCounts[c.rank], " elements to itself but expects ",
               recvCounts[c.rank]);
-  CTRAN_CHECK(!at.onDevice || sum(sendCounts) + sum(recvCounts) == 0 || send.data != recv.data,
-              InvalidArgument, o,
-              " on GPU buffers: sendbuf and recvbuf are the same buffer (in place is not "
-              "supported; pass a separate output)");
   const size_t elem = dataTypeSize(send.type);
   if (at.onDevice) {
-    c.gpu->exchange(allToAllVExchange(c.rank, c.nranks, send.data, sendCounts, sd, recv.data,
-                                      recvCounts, rd, elem),
-                    "all_to_all", at.stream);
+    c.gpu->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, send.type, at.stream);
     return nullptr;
   }
   const int me = c.rank, n = c.nranks;

@@ -115,8 +115,19 @@ class GpuBackend final : public DeviceBackend {
     }
     std::vector<size_t> counts(nranks_, countPerRank), displs(nranks_);
     for (int p = 0; p < nranks_; ++p) displs[p] = p * countPerRank;
-    collectives_->run(allToAllVExchange(group_.rank(), nranks_, send, counts, displs, recv, counts,
-                                        displs, dataTypeSize(type)),
+    allToAllV(send, recv, counts, displs, counts, displs, type, stream);
+  }
+
+  void allToAllV(const void* send, void* recv, const std::vector<size_t>& sendCounts,
+                 const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
+                 const std::vector<size_t>& recvDispls, DataType type, void* stream) override {
+    size_t moved = 0;
+    for (int p = 0; p < nranks_; ++p) moved += sendCounts[p] + recvCounts[p];
+    CTRAN_CHECK(moved == 0 || send != recv, ctran::InvalidArgument,
+                "all_to_all on GPU buffers: sendbuf and recvbuf are the same buffer (in place "
+                "is not supported; pass a separate output)");
+    collectives_->run(allToAllVExchange(group_.rank(), nranks_, send, sendCounts, sendDispls, recv,
+                                        recvCounts, recvDispls, dataTypeSize(type)),
                       "all_to_all", stream);
   }
 

@@ -55,7 +55,13 @@ class DeviceBackend {
   /// Low precision when planned, else the exchange of equal blocks.
   virtual void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
                         const CallOptions& opts, void* stream) = 0;
-  /// broadcast, all_to_all_v, gather, scatter, barrier: one copy kernel over `exchange`;
+  /// Full precision, out of place only (every block moves through the peers' staging while
+  /// others still read the input): InvalidArgument when send is recv and anything moves.
+  virtual void allToAllV(const void* send, void* recv, const std::vector<size_t>& sendCounts,
+                         const std::vector<size_t>& sendDispls,
+                         const std::vector<size_t>& recvCounts,
+                         const std::vector<size_t>& recvDispls, DataType type, void* stream) = 0;
+  /// broadcast, gather, scatter, barrier: one copy kernel over `exchange`;
   /// `what` names the call in errors.
   virtual void exchange(const Exchange& exchange, const char* what, void* stream) = 0;
   /// Runs `ops` together: the k-th send to and the k-th receive from each peer go in launch k.
