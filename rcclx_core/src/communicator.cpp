@@ -56,7 +56,8 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, const Co
     CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
                 "communicator: GPU collectives need every rank on one host, but the ranks span ",
                 topology().nHosts, " hosts");
-    c.gpu = DeviceBackend::create(*c.group, c.settings, c.device);
+    HostBackend* host = c.host.get();
+    c.gpu = DeviceBackend::create(*c.group, c.settings, c.device, [host] { host->finalize(); });
   }
   CTRAN_INFO(
       "communicator: rank ", c.rank, "/", c.nranks, ", ", topology().nHosts, " host(s), ",

@@ -143,9 +143,6 @@ WorkPtr Communicator::allReduce(const Buffer& send, const Buffer& recv, RedOp op
   checkCount(recv, send.count, o, "recvbuf", "the same as sendbuf");
   checkOp(op, send.type, o);
   if (at.onDevice) {
-    // A captured call may map its output through the bootstrap, which host work owns while it
-    // runs: drain that first.
-    if (c.gpu->mayUseBootstrap(at.stream)) c.host->finalize();
     c.gpu->allReduce(send.data, recv.data, send.count, send.type, op, opts, at.stream);
     return nullptr;
   }

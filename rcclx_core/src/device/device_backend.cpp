@@ -3,6 +3,8 @@
 // kernels (GpuLowPrecision), behind DeviceBackend, all staging through the one DeviceResources.
 #include "device/device_backend.hpp"
 
+#include <utility>
+
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
@@ -17,10 +19,12 @@ namespace {
 
 class GpuBackend final : public DeviceBackend {
  public:
-  GpuBackend(ctran::PeerGroup& group, const Settings& settings, int device)
+  GpuBackend(ctran::PeerGroup& group, const Settings& settings, int device,
+             std::function<void()> drainHostWork)
       : group_(group), settings_(settings), device_(device), nranks_(group.nranks()) {
     resources_ = std::make_unique<gpu::DeviceResources>(group, device, settings);
-    allReduce_ = std::make_unique<gpu::GpuAllReduce>(*resources_, settings);
+    allReduce_ =
+        std::make_unique<gpu::GpuAllReduce>(*resources_, settings, std::move(drainHostWork));
     collectives_ = std::make_unique<gpu::GpuCollectives>(*resources_, settings.gpuChannelBytes);
     // The low-precision staging is allocated now when a knob enables it; otherwise the first
     // call that asks for it allocates it (collectively).
@@ -144,9 +148,6 @@ class GpuBackend final : public DeviceBackend {
     resources_->registerSymmetric(ptr, bytes);
   }
   void freeSymmetric(void* ptr) override { resources_->freeSymmetric(ptr); }
-  bool mayUseBootstrap(void* stream) const override {
-    return allReduce_->mayRegisterOutput(stream);
-  }
   uint64_t symmetricCalls() const override { return allReduce_->zeroCopyCalls(); }
   size_t graphRegistrations() override {
     gpu::GraphRegistrations* g = resources_->graphOutputs();
@@ -195,8 +196,9 @@ class GpuBackend final : public DeviceBackend {
 }  // namespace
 
 std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup& group,
-                                                     const Settings& settings, int device) {
-  return std::make_unique<GpuBackend>(group, settings, device);
+                                                     const Settings& settings, int device,
+                                                     std::function<void()> drainHostWork) {
+  return std::make_unique<GpuBackend>(group, settings, device, std::move(drainHostWork));
 }
 
 }  // namespace rcclx

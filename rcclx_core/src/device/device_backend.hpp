@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,9 +34,11 @@ struct DeviceTransfer {
 class DeviceBackend {
  public:
   /// Collective over `group` (every rank on one host, one GPU each): allocates and maps the
-  /// device staging on GPU `device`. Throws CudaError in a build without GPU code.
+  /// device staging on GPU `device`. `drainHostWork` waits for the communicator's host work,
+  /// which owns the bootstrap while it runs: called before a captured allreduce maps its output
+  /// through the bootstrap (graph registration). Throws CudaError in a build without GPU code.
   static std::unique_ptr<DeviceBackend> create(ctran::PeerGroup& group, const Settings& settings,
-                                               int device);
+                                               int device, std::function<void()> drainHostWork);
   virtual ~DeviceBackend() = default;
 
   /// The selector's choice for an allreduce of `bytes` on GPU buffers under `cfg`.
@@ -71,9 +74,6 @@ class DeviceBackend {
   virtual void* allocSymmetric(size_t bytes) = 0;
   virtual void registerSymmetric(void* ptr, size_t bytes) = 0;
   virtual void freeSymmetric(void* ptr) = 0;
-  /// Whether an allreduce on `stream` may use the bootstrap (it maps a captured output): the
-  /// caller first drains host work, which owns the bootstrap while it runs.
-  virtual bool mayUseBootstrap(void* stream) const = 0;
   /// Allreduce calls that stored their all-gather straight into the peers' outputs.
   virtual uint64_t symmetricCalls() const = 0;
   /// Captured outputs mapped for graphs still alive.

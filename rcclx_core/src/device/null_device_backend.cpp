@@ -4,8 +4,8 @@
 
 namespace rcclx {
 
-std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup&, const Settings&,
-                                                     int device) {
+std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup&, const Settings&, int device,
+                                                     std::function<void()>) {
   throw ctran::CudaError(ctran::strCat("communicator: device ", device,
                                        " requested, but this build has no GPU code (built "
                                        "without a CUDA compiler)"));

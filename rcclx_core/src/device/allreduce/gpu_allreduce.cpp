@@ -31,8 +31,9 @@ bool gpuSupports(DataType type, RedOp op, std::string* why) {
   return false;
 }
 
-GpuAllReduce::GpuAllReduce(DeviceResources& resources, const Settings& settings)
-    : res_(resources), nranks_(resources.nranks()) {
+GpuAllReduce::GpuAllReduce(DeviceResources& resources, const Settings& settings,
+                           std::function<void()> drainHostWork)
+    : res_(resources), nranks_(resources.nranks()), drainHostWork_(std::move(drainHostWork)) {
   layout_ = StagingLayout::of(nranks_, settings.gpuFlatSlotBytes, settings.gpuStagingBytes,
                               settings.gpuLinesBytes);
   window_ = &res_.staging(Staging::kAllReduce, layout_.totalBytes(), kNumSignals, "all_reduce");
@@ -119,10 +120,12 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
     graphOutputs->closeReleased();
     // A captured output mapped on every rank is a symmetric output from here on, which changes
     // the plan (zero-copy two-shot): plan again with that fact.
-    if (plan.registrationPays &&
-        graphOutputs->mapCapturedOutput(recv, plan.bytes, stream, a.peerRecv)) {
-      in.symmetricOutput = true;
-      plan = planGpuAllReduce(in);
+    if (plan.registrationPays && graphOutputs->capturing(stream)) {
+      drainHostWork_();  // the mapping is collective over the bootstrap, which host work owns
+      if (graphOutputs->mapCapturedOutput(recv, plan.bytes, stream, a.peerRecv)) {
+        in.symmetricOutput = true;
+        plan = planGpuAllReduce(in);
+      }
     }
   }
   CTRAN_INFO("all_reduce on GPU buffers: ", plan.describe());

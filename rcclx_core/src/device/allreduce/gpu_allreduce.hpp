@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,7 +32,9 @@ class GpuAllReduce {
   /// flat slots of RCCLX_GPU_FLAT_SLOT_BYTES per rank, RCCLX_GPU_STAGING_BYTES of two-shot
   /// staging and the line region for dda_tree calls up to RCCLX_GPU_LINES_BYTES, each twice
   /// (parity halves).
-  GpuAllReduce(DeviceResources& resources, const Settings& settings);
+  /// `drainHostWork` runs before a captured output is mapped through the bootstrap.
+  GpuAllReduce(DeviceResources& resources, const Settings& settings,
+               std::function<void()> drainHostWork);
   GpuAllReduce(const GpuAllReduce&) = delete;
   GpuAllReduce& operator=(const GpuAllReduce&) = delete;
 
@@ -47,12 +50,6 @@ class GpuAllReduce {
   /// Calls so far whose kernel stored its all-gather straight into the peers' outputs (symmetric
   /// buffers, or outputs mapped during graph capture).
   uint64_t zeroCopyCalls() const { return zeroCopyCalls_; }
-  /// Whether a call on `stream` may map its output through the bootstrap (graph registration is
-  /// on and the stream is capturing): the caller keeps other users of the bootstrap off it.
-  bool mayRegisterOutput(void* stream) const {
-    const GraphRegistrations* g = res_.graphOutputs();
-    return g != nullptr && g->capturing(stream);
-  }
 
  private:
   DeviceResources& res_;
@@ -60,6 +57,7 @@ class GpuAllReduce {
   ctran::DeviceWindow* window_;  ///< the allreduce staging, res_'s
   StagingLayout layout_;
   uint64_t zeroCopyCalls_ = 0;
+  std::function<void()> drainHostWork_;
 };
 
 }  // namespace rcclx::gpu
