@@ -10,8 +10,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "host/cpu/numeric.hpp"
 #include "ctran/checks.hpp"
+#include "host/cpu/numeric.hpp"
 #include "lp/fp8_block_codec.hpp"
 #include "lp/lp_codec.hpp"
 

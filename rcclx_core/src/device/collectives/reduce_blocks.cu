@@ -6,8 +6,8 @@
 // Every element is reduced by exactly one rank, so results are the same bits everywhere.
 // PREMUL_SUM scales this rank's input wherever it is loaded: in the send roles (so peers receive
 // it scaled) and for the reduce role's own values.
-#include "device/collectives/channel_device.cuh"
 #include "device/allreduce/kernel_common.cuh"
+#include "device/collectives/channel_device.cuh"
 
 namespace rcclx::gpu {
 namespace {

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <vector>
 
+#include "host/allreduce/allreduce.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/direct/direct_arena.hpp"
-#include "host/allreduce/allreduce.hpp"
 
 namespace rcclx {
 

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host/allreduce/allreduce.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/p2p/channels.hpp"
-#include "host/allreduce/allreduce.hpp"
 
 namespace rcclx {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "host/p2p/channels.hpp"
 #include "host/collectives/collectives.hpp"
+#include "host/p2p/channels.hpp"
 
 namespace rcclx {
 

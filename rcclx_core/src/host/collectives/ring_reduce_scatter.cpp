@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host/collectives/collectives.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/p2p/channels.hpp"
-#include "host/collectives/collectives.hpp"
 
 namespace rcclx {
 

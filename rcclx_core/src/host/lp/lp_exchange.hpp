@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "host/lp/lp_collectives.hpp"
 #include "host/p2p/channels.hpp"
 #include "lp/fp8_block_quantizer.hpp"
-#include "host/lp/lp_collectives.hpp"
 #include "lp/lp_wire_format.hpp"
 
 namespace rcclx::lp {
