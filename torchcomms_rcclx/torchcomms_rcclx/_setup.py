@@ -1,0 +1,163 @@
+"""What new_comm works out before it creates a communicator: this process's rank and the world
+size (from the launcher's environment), the device (``cuda`` without an index becomes
+``cuda:rank % count``; ``hip`` is ``cuda``), the store to meet in, and the hints."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import rcclx_core
+
+# Where the rank and the size come from, first match first: torchcomms' own variables, then
+# Open MPI's and MPICH's (PMI), then torchrun's.
+RANK_SIZE_VARIABLES = (
+    ("TORCHCOMM_RANK", "TORCHCOMM_SIZE"),
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("PMI_RANK", "PMI_SIZE"),
+    ("RANK", "WORLD_SIZE"),
+)
+
+
+@dataclasses.dataclass
+class CommOptions:
+    """What a communicator was created with (``get_options()``)."""
+
+    abort_process_on_timeout_or_error: bool = True
+    timeout: datetime.timedelta = datetime.timedelta(milliseconds=300000)
+    high_priority_stream: bool = False
+    store: Any = None
+    hints: dict = dataclasses.field(default_factory=dict)
+
+
+def rank_and_size(env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """This process's rank and the world size, from the first pair of variables set."""
+    env = os.environ if env is None else env
+    for rank_var, size_var in RANK_SIZE_VARIABLES:
+        if rank_var not in env and size_var not in env:
+            continue
+        if rank_var not in env or size_var not in env:
+            have, missing = (rank_var, size_var) if rank_var in env else (size_var, rank_var)
+            raise rcclx_core.InvalidArgumentError(
+                f"new_comm: {have} is set but {missing} is not (set both, or neither)"
+            )
+        try:
+            rank, size = int(env[rank_var]), int(env[size_var])
+        except ValueError:
+            raise rcclx_core.InvalidArgumentError(
+                f"new_comm: {rank_var}={env[rank_var]!r} and {size_var}={env[size_var]!r} "
+                "must be integers"
+            ) from None
+        if size < 1 or not 0 <= rank < size:
+            raise rcclx_core.InvalidArgumentError(
+                f"new_comm: {rank_var}={rank} is not a rank of {size_var}={size} ranks"
+            )
+        return rank, size
+    names = ", ".join(f"{r}/{s}" for r, s in RANK_SIZE_VARIABLES)
+    raise rcclx_core.InvalidArgumentError(
+        f"new_comm: no rank and world size in the environment (looked for {names})"
+    )
+
+
+def resolve_device(device, rank: int):
+    """``device`` (a torch.device or its string) as the torch.device collectives run on."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise rcclx_core.InvalidArgumentError(f"new_comm: device {device!r}: {e}") from None
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.type not in ("cuda", "hip"):
+        raise rcclx_core.InvalidArgumentError(
+            f"new_comm: device {str(dev)!r} is not supported (cpu, cuda or hip)"
+        )
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise rcclx_core.InvalidArgumentError(
+            f"new_comm: device {str(dev)!r} asked for, but this process sees no GPU"
+        )
+    index = rank % count if dev.index is None else dev.index
+    if not 0 <= index < count:
+        raise rcclx_core.InvalidArgumentError(
+            f"new_comm: device {str(dev)!r}: this process sees {count} GPU(s)"
+        )
+    return torch.device("cuda", index)
+
+
+def normalize_hints(hints: Mapping[str, str] | None, what: str = "new_comm") -> dict:
+    """hints with knob names upper-cased (``rcclx_allreduce_algo`` is
+    ``RCCLX_ALLREDUCE_ALGO``); keys and values must be strings."""
+    out: dict[str, str] = {}
+    for key, value in (hints or {}).items():
+        if not isinstance(key, str):
+            raise TypeError(f"{what}: hints keys must be strings, got {key!r}")
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{what}: hints[{key!r}] must be a string, got {type(value).__name__} {value!r}"
+            )
+        out[key.upper()] = value
+    return out
+
+
+def as_seconds(timeout, what: str) -> float | None:
+    """A timeout (timedelta or seconds) in seconds; None stays None."""
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise rcclx_core.InvalidArgumentError(
+            f"{what}: timeout must be a positive timedelta or number of seconds, got {timeout!r}"
+        )
+    return float(seconds)
+
+
+_STORES: dict = {}  # (addr, port) -> the TCPStore new_comm made for it (one per process)
+
+
+def env_store(rank: int, size: int, timeout_s: float):
+    """torch's TCPStore at MASTER_ADDR:MASTER_PORT: hosted by rank 0, unless the launcher's
+    agent hosts it (torchrun: TORCHELASTIC_USE_AGENT_STORE=True); one per process."""
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not addr or not port:
+        raise rcclx_core.InvalidArgumentError(
+            "new_comm: no store= given and MASTER_ADDR / MASTER_PORT are not set"
+        )
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise rcclx_core.InvalidArgumentError(
+            f"new_comm: MASTER_PORT={port!r} is not a port number"
+        ) from None
+    key = (addr, port_number)
+    store = _STORES.get(key)
+    if store is None:
+        from torch.distributed import TCPStore
+
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = TCPStore(
+            addr,
+            port_number,
+            size,
+            is_master=(rank == 0 and not agent),
+            timeout=datetime.timedelta(seconds=timeout_s),
+            wait_for_workers=False,
+        )
+        _STORES[key] = store
+    return store
+
+
+_PREFIXES: dict = {}  # (id(store), name) -> communicators of that name made in that store
+
+
+def store_prefix(store, name: str) -> str:
+    """A key prefix for a new communicator named `name`: the n-th of that name in one store
+    gets its own keys (every rank creates them in the same order)."""
+    key = (id(store), name)
+    n = _PREFIXES.get(key, 0)
+    _PREFIXES[key] = n + 1
+    return f"torchcomms_rcclx/{name}/{n}"

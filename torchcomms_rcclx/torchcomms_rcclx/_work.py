@@ -1,0 +1,142 @@
+"""Work: what every call of a :class:`TorchCommRCCLX` returns.
+
+Host buffers: a synchronous call returns a Work already complete; ``async_op=True`` wraps
+rcclx_core's Work (the operation runs on the communicator's worker; ``wait()`` blocks). GPU
+buffers: a synchronous call ran on the current stream, so ``wait()`` has nothing to do; an
+``async_op=True`` call ran on the communicator's internal stream and ``wait()`` makes the
+current stream wait for it (the host does not block).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+class Work:
+    """A call's completion: ``wait()`` and ``is_completed()``, as torchcomms' TorchWork."""
+
+    __slots__ = ()
+
+    def wait(self) -> None:
+        """Returns once the result may be used (see the subclasses)."""
+
+    def wait_blocking(self) -> None:
+        """Blocks the host until the operation finished."""
+        self.wait()
+
+    def is_completed(self) -> bool:
+        """True once the operation finished."""
+        return True
+
+
+class _DoneWork(Work):
+    """A synchronous host call: finished before it was returned."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Work(completed)"
+
+
+DONE = _DoneWork()
+
+
+def fail(message: str, error: BaseException | None, abort_process: bool) -> None:
+    """What a timeout or a peer's failure does when the communicator was created with
+    ``abort_process_on_timeout_or_error=True``: the message on stderr, then the process
+    aborts (so a job with a dead rank ends instead of hanging)."""
+    if abort_process:
+        print(f"torchcomms_rcclx: {message}; aborting the process", file=sys.stderr, flush=True)
+        os.abort()
+
+
+class HostWork(Work):
+    """An ``async_op=True`` call on host buffers: rcclx_core's Work, the buffers it uses (kept
+    alive until it completes) and what runs once it did (copying a packed result out to a
+    list of tensors)."""
+
+    __slots__ = ("_core", "_keep", "_finish", "_timeout", "_comm", "_what")
+
+    def __init__(self, core_work, keep, finish, timeout, comm, what):
+        self._core = core_work
+        self._keep = keep
+        self._finish = finish
+        self._timeout = timeout
+        self._comm = comm
+        self._what = what
+
+    def _done(self) -> None:
+        finish, self._finish, self._keep = self._finish, None, None
+        if finish is not None:
+            finish()
+
+    def wait(self) -> None:
+        """Blocks until the operation finished; raises its error, or a TimeoutError past the
+        call's timeout (the communicator's ``set_timeout``, or the call's ``timeout=``)."""
+        if self._core is None:
+            return
+        try:
+            finished = self._core.wait(self._timeout)
+        except Exception as e:
+            self._comm._on_remote_error(self._what, e)
+            raise
+        if not finished:
+            self._comm._on_timeout(self._what, self._timeout)
+        self._core = None
+        self._done()
+
+    def is_completed(self) -> bool:
+        if self._core is None:
+            return True
+        if not self._core.is_completed():
+            return False
+        self.wait()  # raises the operation's error, if any, and copies results out
+        return True
+
+    def __repr__(self) -> str:
+        state = "completed" if self._core is None else "in flight"
+        return f"Work({self._what}, {state})"
+
+
+class StreamWork(Work):
+    """A synchronous call on GPU buffers: it ran on the current stream, in order with what
+    the caller enqueues next; ``is_completed()`` asks that stream (True once everything on it
+    so far finished, this call included)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream):
+        self._stream = stream  # a torch.cuda.Stream (or ExternalStream)
+
+    def is_completed(self) -> bool:
+        return bool(self._stream.query())
+
+    def wait_blocking(self) -> None:
+        self._stream.synchronize()
+
+
+class EventWork(Work):
+    """An ``async_op=True`` call on GPU buffers: it ran on the communicator's internal stream
+    (which first waited for the current stream); the event marks its end."""
+
+    __slots__ = ("_event", "_keep", "_device")
+
+    def __init__(self, event, keep, device):
+        self._event = event
+        self._keep = keep
+        self._device = device
+
+    def wait(self) -> None:
+        """The current stream waits for the operation (the host does not block)."""
+        import torch
+
+        torch.cuda.current_stream(self._device).wait_event(self._event)
+        self._keep = None
+
+    def wait_blocking(self) -> None:
+        self._event.synchronize()
+        self._keep = None
+
+    def is_completed(self) -> bool:
+        return bool(self._event.query())
