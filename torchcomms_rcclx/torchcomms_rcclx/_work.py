@@ -79,8 +79,11 @@ class HostWork(Work):
         try:
             finished = self._core.wait(self._timeout)
         except Exception as e:
-            self._comm._on_remote_error(self._what, e)
-            raise
+            if self._timeout is not None and not self._core.is_completed():
+                finished = False  # the wait ran out, the operation is still running
+            else:
+                self._comm._on_remote_error(self._what, e)
+                raise
         if not finished:
             self._comm._on_timeout(self._what, self._timeout)
         self._core = None

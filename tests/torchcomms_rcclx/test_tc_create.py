@@ -1,0 +1,162 @@
+"""new_comm: rank and size from the launcher's environment (torchcomms' variables first, then
+Open MPI's, PMI's, torchrun's), the store from MASTER_ADDR / MASTER_PORT or store=, the device
+and the hints, and what it refuses."""
+
+from __future__ import annotations
+
+import datetime
+
+import checks
+import pytest
+
+from launcher import launch
+
+torch = pytest.importorskip("torch")
+
+import rcclx_core  # noqa: E402
+import torchcomms_rcclx as tc  # noqa: E402
+from torchcomms_rcclx import _setup  # noqa: E402
+
+
+def _sum_of_ranks(comm) -> float:
+    t = torch.full((5,), float(comm.get_rank() + 1))
+    comm.all_reduce(t, tc.ReduceOp.SUM, False)
+    return t[0].item()
+
+
+def _from_env_rank(ctx):
+    comm = tc.new_comm("rcclx", torch.device("cpu"), "from_env")
+    second = tc.new_comm("rcclx", "cpu", "from_env")  # same name, same store: own keys
+    got = (
+        comm.get_rank(),
+        comm.get_size(),
+        comm.get_name(),
+        str(comm.get_device()),
+        comm.get_backend(),
+        _sum_of_ranks(comm),
+        _sum_of_ranks(second),
+    )
+    second.finalize()
+    comm.finalize()
+    return got
+
+
+def test_new_comm_from_torchrun_environment():
+    port = checks.free_port()
+    results = launch(
+        _from_env_rank,
+        3,
+        rank_env=lambda r: {
+            "RANK": str(r),
+            "WORLD_SIZE": "3",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        },
+    )
+    assert [r.value for r in results] == [
+        (r, 3, "from_env", "cpu", "rcclx", 6.0, 6.0) for r in range(3)
+    ]
+
+
+def _from_store_rank(ctx):
+    import torch.distributed as dist
+
+    # A torch store (rank 0 hosts it; the port travels through the launch's store).
+    if ctx.rank == 0:
+        store = dist.TCPStore("127.0.0.1", 0, ctx.nranks, is_master=True, wait_for_workers=False)
+        ctx.store().set("tc/port", str(store.port).encode())
+    else:
+        store = dist.TCPStore("127.0.0.1", int(ctx.store().get("tc/port")), ctx.nranks)
+    comm = tc.new_comm(
+        "rcclx",
+        torch.device("cpu"),
+        "from_store",
+        store=store,
+        timeout=datetime.timedelta(seconds=20),
+        hints={"rcclx_allreduce_algo": "ring"},
+    )
+    opts = comm.get_options()
+    got = (comm.get_rank(), _sum_of_ranks(comm), opts.timeout.total_seconds(), opts.hints)
+    comm.finalize()
+    return got
+
+
+def test_new_comm_from_a_torch_store_with_timeout_and_hints():
+    results = launch(
+        _from_store_rank,
+        2,
+        rank_env=lambda r: {"TORCHCOMM_RANK": str(r), "TORCHCOMM_SIZE": "2", "RANK": "9"},
+    )
+    hints = {"rcclx_allreduce_algo": "ring"}
+    assert [r.value for r in results] == [(0, 3.0, 20.0, hints), (1, 3.0, 20.0, hints)]
+
+
+def test_rank_and_size_take_the_first_variables_set():
+    env = {"RANK": "1", "WORLD_SIZE": "4", "PMI_RANK": "2", "PMI_SIZE": "3"}
+    assert _setup.rank_and_size(env) == (2, 3)
+    env |= {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}
+    assert _setup.rank_and_size(env) == (0, 2)
+    env |= {"TORCHCOMM_RANK": "1", "TORCHCOMM_SIZE": "5"}
+    assert _setup.rank_and_size(env) == (1, 5)
+    assert _setup.rank_and_size({"RANK": "3", "WORLD_SIZE": "4"}) == (3, 4)
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({}, "no rank and world size"),
+        ({"RANK": "0"}, "RANK is set but WORLD_SIZE is not"),
+        ({"TORCHCOMM_RANK": "x", "TORCHCOMM_SIZE": "2"}, "must be integers"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 is not a rank of WORLD_SIZE=2"),
+    ],
+)
+def test_bad_environment_is_named(env, message):
+    with pytest.raises(rcclx_core.InvalidArgumentError, match=message):
+        _setup.rank_and_size(env)
+
+
+def test_new_comm_refuses_what_it_cannot_run(monkeypatch):
+    monkeypatch.setenv("TORCHCOMM_RANK", "0")
+    monkeypatch.setenv("TORCHCOMM_SIZE", "1")
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="backend 'nccl'"):
+        tc.new_comm("nccl", "cpu", "x")
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="name must be"):
+        tc.new_comm("rcclx", "cpu", "")
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="'meta' is not supported"):
+        tc.new_comm("rcclx", torch.device("meta"), "x")
+    with pytest.raises(TypeError, match=r"hints\['RCCLX_ALLREDUCE_ALGO'\] must be a string"):
+        _setup.normalize_hints({"RCCLX_ALLREDUCE_ALGO": 3})
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="timeout must be"):
+        tc.new_comm("rcclx", "cpu", "x", timeout=-1)
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="MASTER_ADDR"):
+        tc.new_comm("rcclx", "cpu", "x")
+    if torch.cuda.device_count() == 0:
+        for dev in ("cuda", "hip"):
+            with pytest.raises(rcclx_core.InvalidArgumentError, match="sees no GPU"):
+                tc.new_comm("rcclx", torch.device(dev), "x")
+
+
+def test_bad_hints_fail_the_creation(monkeypatch):
+    import torch.distributed as dist
+
+    monkeypatch.setenv("TORCHCOMM_RANK", "0")
+    monkeypatch.setenv("TORCHCOMM_SIZE", "1")
+    with pytest.raises(rcclx_core.InvalidArgumentError, match="RCCLX_ALLREDUCE_ALGO"):
+        tc.new_comm(
+            "rcclx", "cpu", "x", store=dist.HashStore(), hints={"rcclx_allreduce_algo": "no"}
+        )
+
+
+def test_reduce_ops_map_to_the_core():
+    assert tc.ReduceOp.SUM.code == int(rcclx_core.RedOp.SUM)
+    assert tc.ReduceOp.PRODUCT.code == int(rcclx_core.RedOp.PROD)
+    for name in ("MIN", "MAX", "BAND", "BOR", "BXOR", "AVG"):
+        op = getattr(tc.ReduceOp, name)
+        assert op.code == int(getattr(rcclx_core.RedOp, name)) and op.type.name == name
+    p = tc.ReduceOp.PREMUL_SUM(torch.tensor([0.25]))
+    assert p.code == int(rcclx_core.RedOp.PREMUL_SUM) and p.scalar() == 0.25
+    assert tc.ReduceOp.PREMUL_SUM(3).scalar() == 3.0
+    for bad in (torch.ones(2), "2", None, True):
+        with pytest.raises(TypeError, match="factor must be"):
+            tc.ReduceOp.PREMUL_SUM(bad)

@@ -1,0 +1,85 @@
+"""The torchcomms surface on GPU tensors, 2 ranks (sharing a GPU where the machine has one):
+``cuda`` and ``hip`` without an index become ``cuda:rank % count``; collectives on the current
+stream (the Work's wait() has nothing to do) and with async_op=True on the internal stream (the
+current stream waits for it, the host does not); the list forms; batched P2P; split;
+tensor_register; a host tensor on a GPU communicator is refused naming it."""
+
+from __future__ import annotations
+
+import checks
+import pytest
+import tc_helpers as H
+
+from launcher import launch
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.gpu
+
+
+def _gpu_rank(ctx):
+    import rcclx_core
+
+    torch.cuda.set_device(ctx.device)
+    comm = H.comm_of(ctx, "gpu", device=torch.device("hip" if ctx.rank % 2 else "cuda"))
+    n, me = comm.get_size(), comm.get_rank()
+    dev = comm.get_device()
+    out = {"device": ("", None if dev == torch.device("cuda", me % torch.cuda.device_count())
+                      else f"got {dev}")}  # fmt: skip
+    for dtype in H.DTYPES:
+        for op in H.OPS:
+            if op == "PREMUL_SUM" and not dtype.is_floating_point:
+                continue
+            for count in H.COUNTS:
+                inputs = [H.make(p, count, dtype, device=dev) for p in range(n)]
+                want = H.reference(inputs, op)
+                for a in (False, True):
+                    t = inputs[me].clone()
+                    w = comm.all_reduce(t, H.op_of(op, a, device=dev), a)
+                    w.wait()
+                    out[f"all_reduce {H.name_of(dtype)} {op} {count} async={a}"] = (
+                        checks.digest(t),
+                        H.compare(t, want, op),
+                    )
+        count = 1024
+        ins = [H.make(p, count, dtype, device=dev) for p in range(n)]
+        for a in (False, True):
+            lst = [torch.empty(count, dtype=dtype, device=dev) for _ in range(n)]
+            comm.all_gather(lst, ins[me], a).wait()
+            out[f"all_gather {H.name_of(dtype)} async={a}"] = (
+                "",
+                H.compare(torch.cat(lst), torch.cat(ins)),
+            )
+            o = torch.empty(count, dtype=dtype, device=dev)
+            big = [H.make(p, n * count, dtype, salt=1, device=dev) for p in range(n)]
+            comm.reduce_scatter_single(o, big[me], H.op_of("SUM"), a).wait()
+            want = H.reference(big, "SUM")[me * count : (me + 1) * count]
+            out[f"reduce_scatter_single {H.name_of(dtype)} async={a}"] = ("", H.compare(o, want))
+            fwd = torch.empty(count, dtype=dtype, device=dev)
+            batch = comm.batch_op_create()
+            batch.send(ins[me], (me + 1) % n)
+            batch.recv(fwd, (me - 1) % n)
+            batch.issue(a).wait()
+            out[f"batch {H.name_of(dtype)} async={a}"] = ("", H.compare(fwd, ins[(me - 1) % n]))
+    buf = torch.ones(1 << 16, device=dev)
+    comm.tensor_register(buf)
+    comm.all_reduce(buf, H.op_of("SUM"), False)
+    comm.tensor_deregister(buf)
+    out["registered"] = ("", H.compare(buf, torch.full_like(buf, float(n))))
+    child = comm.split(list(range(n)), "child")
+    t = torch.ones(8, device=dev)
+    child.all_reduce(t, H.op_of("SUM"), False).wait()
+    out["split"] = ("", H.compare(t, torch.full_like(t, float(n))))
+    try:
+        comm.all_reduce(torch.ones(4), H.op_of("SUM"), False)
+        out["host tensor"] = ("", "did not raise")
+    except rcclx_core.InvalidArgumentError as e:
+        out["host tensor"] = ("", None if "tensor is on cpu" in str(e) else str(e))
+    torch.cuda.synchronize()
+    child.finalize()
+    comm.finalize()
+    return out
+
+
+def test_gpu_collectives():
+    checks.assert_cases(launch(_gpu_rank, 2, timeout=180))
