@@ -157,6 +157,12 @@ def test_reduce_ops_map_to_the_core():
     p = tc.ReduceOp.PREMUL_SUM(torch.tensor([0.25]))
     assert p.code == int(rcclx_core.RedOp.PREMUL_SUM) and p.scalar() == 0.25
     assert tc.ReduceOp.PREMUL_SUM(3).scalar() == 3.0
+    import torch.distributed as dist
+
+    from torchcomms_rcclx._ops import as_reduce_op
+
+    assert as_reduce_op(dist.ReduceOp.PRODUCT, "x") is tc.ReduceOp.PRODUCT
+    assert as_reduce_op(dist.ReduceOp.AVG, "x") is tc.ReduceOp.AVG
     for bad in (torch.ones(2), "2", None, True):
         with pytest.raises(TypeError, match="factor must be"):
             tc.ReduceOp.PREMUL_SUM(bad)
