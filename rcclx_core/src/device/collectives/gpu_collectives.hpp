@@ -60,10 +60,10 @@ class GpuCollectives {
   void launchReduce(const ExchangePlan& plan, DataType type, RedOp op, void* stream,
                     const char* what);
 
+  DeviceResources& res_;
   int device_;
   int rank_;
   int nranks_;
-  DeviceResources& res_;
   ctran::DeviceWindow* window_;  ///< the channels' staging, res_'s
   ChannelLayout layout_;
   uint64_t timeoutNs_ = 0;

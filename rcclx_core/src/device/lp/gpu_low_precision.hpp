@@ -51,6 +51,7 @@ class GpuLowPrecision {
   /// the kernel never needs a second round slot.
   LpStaging shape(size_t segmentBlocks, size_t blockElems, bool oneSlot) const;
 
+  gpu::DeviceResources& res_;
   int device_;
   int nranks_;
   int rank_;
@@ -58,7 +59,6 @@ class GpuLowPrecision {
   int maxBlocks_;
   size_t chunkBlocks_;
   uint64_t timeoutNs_ = 0;
-  gpu::DeviceResources& res_;
   ctran::DeviceWindow* window_;  ///< the low-precision staging, res_'s
 };
 
