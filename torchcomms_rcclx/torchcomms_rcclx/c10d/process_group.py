@@ -37,6 +37,8 @@ _RED_OPS = {
     _RedOpType.PREMUL_SUM: int(rc.RedOp.PREMUL_SUM),
 }
 
+_PLAIN_OPS = {k: v for k, v in _RED_OPS.items() if k != _RedOpType.PREMUL_SUM}
+
 # The element types the core carries (float8 types move through data-movement collectives).
 _DTYPES = frozenset(
     getattr(torch, name)
@@ -64,6 +66,8 @@ _GROUP_DEVICE: int | None = None
 def _red_op(what: str, reduce_op) -> tuple[int, float | None]:
     """The core's (op, scalar) for a torch ReduceOp (PREMUL_SUM carries its factor)."""
     kind = getattr(reduce_op, "op", reduce_op)
+    if kind in _PLAIN_OPS:
+        return _PLAIN_OPS[kind], None
     if kind not in _RED_OPS:
         raise ValueError(f"rcclx {what}: reduce op {reduce_op} is not supported")
     if kind != _RedOpType.PREMUL_SUM:
@@ -177,6 +181,13 @@ class ProcessGroupRcclx(dist.ProcessGroup):
 
     def _check(self, what: str, arg: str, t: Any) -> torch.Tensor:
         """`t` as a tensor the core can take, or a ValueError/TypeError naming `arg`."""
+        if (
+            type(t) is torch.Tensor
+            and t.device.type == "cpu"
+            and t.dtype in _DTYPES
+            and t.is_contiguous()
+        ):
+            return t.detach()  # the common case, checked first: a contiguous host tensor
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"rcclx {what}: {arg} must be a torch.Tensor, got {type(t).__name__}")
         if t.device.type not in ("cpu", "cuda"):
@@ -227,7 +238,8 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         """Runs ``call(async_op, stream)`` for tensors on `device`; a Work holding `outputs`
         (its result) and `keep` (buffers the core still reads or writes). With `finish` (a copy
         out of a staging buffer), a host operation runs synchronously and finishes here."""
-        self._flush_p2p()
+        if self._pending:
+            self._flush_p2p()
         if device.type == "cuda":
             call(False, torch.cuda.current_stream(device).cuda_stream)
             if finish is not None:

@@ -1,0 +1,99 @@
+"""dist.all_reduce through "rcclx" against "gloo" (and the core's own call underneath), CPU,
+in one run: the median time per call of float32 all_reduce at each size, over many calls.
+
+    python tests/torch_distributed/bench_all_reduce.py [--ranks 2] [--sizes 4K,16M]
+
+Starts the ranks itself (env:// rendezvous on a free local port); rank 0 prints one line per
+size and backend, and the ratio gloo / rcclx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def _median_us(call, iters: int, warmup: int, sync) -> float:
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(iters):
+        sync()
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def _rank_main(args) -> None:
+    import torch
+    import torch.distributed as dist
+
+    import torchcomms_rcclx.c10d  # noqa: F401 - registers "rcclx"
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rcclx = dist.new_group(backend="rcclx")
+    gloo = dist.new_group(backend="gloo")
+    core = rcclx.communicator  # the rcclx_core Communicator under the group
+
+    def sync():
+        core.barrier()
+
+    for text in args.sizes.split(","):
+        nbytes = _bytes(text)
+        t = torch.ones(nbytes // 4)
+        iters = max(20, min(2000, (64 << 20) // max(nbytes, 1) // 4))
+        warmup = max(5, iters // 10)
+        rows = {
+            "rcclx": _median_us(lambda t=t: dist.all_reduce(t, group=rcclx), iters, warmup, sync),
+            "gloo": _median_us(lambda t=t: dist.all_reduce(t, group=gloo), iters, warmup, sync),
+            "core": _median_us(lambda t=t: core.all_reduce(t), iters, warmup, sync),
+        }
+        if dist.get_rank() == 0:
+            print(
+                f"{text:>5} x{iters:<5} rcclx {rows['rcclx']:9.1f} us  gloo {rows['gloo']:9.1f} us"
+                f"  core {rows['core']:9.1f} us  gloo/rcclx {rows['gloo'] / rows['rcclx']:6.1f}x"
+                f"  rcclx-core {rows['rcclx'] - rows['core']:6.1f} us",
+                flush=True,
+            )
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--sizes", default="4K,16M")
+    args = parser.parse_args()
+    if "RANK" in os.environ:
+        _rank_main(args)
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for r in range(args.ranks):
+        env = dict(
+            os.environ,
+            RANK=str(r),
+            WORLD_SIZE=str(args.ranks),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+        )
+        procs.append(subprocess.Popen([sys.executable, __file__, *sys.argv[1:]], env=env))
+    sys.exit(max(p.wait() for p in procs))
+
+
+if __name__ == "__main__":
+    main()
