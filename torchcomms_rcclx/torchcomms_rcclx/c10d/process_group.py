@@ -169,6 +169,17 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     def rank(self) -> int:
         return self._rank
 
+    # torch names a group through its C++ backends, which a Python process group lacks: the
+    # name torch gives it is kept here (DeviceMesh and the functional collectives read it).
+
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+        super()._set_group_name(name)
+
+    @property
+    def group_name(self) -> str:
+        return self._group_name
+
     @property
     def communicator(self) -> rc.Communicator:
         """The rcclx_core Communicator underneath this group."""
