@@ -302,7 +302,7 @@ class TorchCommRCCLX:
             call(False, stream)
             if finish is not None:
                 finish()
-            return StreamWork(torch.cuda.ExternalStream(stream, device=self._device))
+            return StreamWork(stream, self._device)
         if self._internal is None:
             self._internal = torch.cuda.Stream(device=self._device)
         internal = self._internal

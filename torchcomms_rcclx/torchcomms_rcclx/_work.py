@@ -107,16 +107,22 @@ class StreamWork(Work):
     the caller enqueues next; ``is_completed()`` asks that stream (True once everything on it
     so far finished, this call included)."""
 
-    __slots__ = ("_stream",)
+    __slots__ = ("_stream", "_device")
 
-    def __init__(self, stream):
-        self._stream = stream  # a torch.cuda.Stream (or ExternalStream)
+    def __init__(self, stream: int, device):
+        self._stream = stream  # the cudaStream_t, as an int (a torch stream is made on demand)
+        self._device = device
+
+    def _torch_stream(self):
+        import torch
+
+        return torch.cuda.ExternalStream(self._stream, device=self._device)
 
     def is_completed(self) -> bool:
-        return bool(self._stream.query())
+        return bool(self._torch_stream().query())
 
     def wait_blocking(self) -> None:
-        self._stream.synchronize()
+        self._torch_stream().synchronize()
 
 
 class EventWork(Work):
