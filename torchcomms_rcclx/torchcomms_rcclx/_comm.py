@@ -182,7 +182,8 @@ class TorchCommRCCLX:
     def _check(self, what: str, name: str, t) -> None:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{what}: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.device != self._device:
+        on_device = (t.is_cuda and t.get_device() == self._index) if self._gpu else t.is_cpu
+        if not on_device:
             raise rcclx_core.InvalidArgumentError(
                 f"{what}: {name} is on {t.device}, but the communicator '{self._name}' runs "
                 f"on {self._device}"
@@ -321,12 +322,25 @@ class TorchCommRCCLX:
 
     def all_reduce(self, tensor, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None):
         """tensor = op over ranks of tensor, in place."""
-        core = self._usable("all_reduce")
+        core = self._core
+        if core is None:
+            self._usable("all_reduce")  # raises
         self._check("all_reduce", "tensor", tensor)
         if type(op) is not ReduceOp:
             op = as_reduce_op(op, "all_reduce")
         algo, lp = (None, None) if hints is None else self._call_hints("all_reduce", hints)
-        code, scalar = op.code, op.scalar()
+        code = op.code
+        scalar = None if op.factor is None else op.scalar()
+        if not async_op and timeout is None and self._call_timeout is None:
+            # The common call, in one core call and no closure: host time per call is what
+            # an eager GPU step pays.
+            stream = _current_stream(self._index) if self._gpu else None
+            try:
+                core.all_reduce(tensor, None, code, algo, scalar, False, None, stream, lp)
+            except rcclx_core.RemoteError as e:
+                self._on_remote_error("all_reduce", e)
+                raise
+            return StreamWork(stream, self._device) if self._gpu else DONE
 
         def call(a, s):
             return core.all_reduce(tensor, None, code, algo, scalar, a, None, s, lp)
