@@ -213,3 +213,28 @@ def test_reductions(nranks):
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_data_movement(nranks):
     checks.assert_cases(launch(_movement_rank, nranks, timeout=120))
+
+
+def _hints_rank(ctx):
+    comm = H.comm_of(ctx, "hints")
+    n, me = comm.get_size(), comm.get_rank()
+    out = {}
+    inputs = [H.make(p, 4096, torch.float32) for p in range(n)]
+    want = H.reference(inputs, "SUM")
+    calls = [{"algo": a} for a in ("ring", "dda_flat", "dda_tree")]
+    calls += [{"RCCLX_ALLREDUCE_ALGO": "ring"}, {"low_precision": "0"}, {"low_precision": "1"}]
+    for hints in calls:
+        for a in (False, True):
+            t = inputs[me].clone()
+            comm.all_reduce(t, H.op_of("SUM"), a, hints=hints).wait()
+            # Small integers are exact in FP8 with a per-block scale, so even low precision is.
+            out[f"all_reduce hints={hints} async={a}"] = (checks.digest(t), H.compare(t, want))
+    o = _poisoned(n * 4096, torch.float32)
+    comm.all_gather_single(o, inputs[me], False, hints={"low_precision": "1"})
+    out["all_gather_single low_precision"] = (checks.digest(o), H.compare(o, torch.cat(inputs)))
+    comm.finalize()
+    return out
+
+
+def test_per_call_hints():
+    checks.assert_cases(launch(_hints_rank, 2))

@@ -91,6 +91,14 @@ def test_new_comm_from_a_torch_store_with_timeout_and_hints():
     assert [r.value for r in results] == [(0, 3.0, 20.0, hints), (1, 3.0, 20.0, hints)]
 
 
+def test_importing_the_package_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, torchcomms_rcclx; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
 def test_rank_and_size_take_the_first_variables_set():
     env = {"RANK": "1", "WORLD_SIZE": "4", "PMI_RANK": "2", "PMI_SIZE": "3"}
     assert _setup.rank_and_size(env) == (2, 3)
