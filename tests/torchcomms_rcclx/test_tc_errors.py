@@ -111,6 +111,7 @@ def test_abort_then_finalize_and_del(monkeypatch):
     monkeypatch.setenv("TORCHCOMM_RANK", "0")
     monkeypatch.setenv("TORCHCOMM_SIZE", "1")
     c = tc.new_comm("rcclx", "cpu", "a", store=dist.HashStore())
+    assert c.is_abort_supported() and c.get_backend_version() == rcclx_core.__version__
     c.abort()
     assert c.is_aborted()
     with pytest.raises(rcclx_core.InvalidUsageError, match="was already aborted"):

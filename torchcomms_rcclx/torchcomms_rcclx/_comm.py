@@ -121,6 +121,10 @@ class TorchCommRCCLX:
         """Always ``"rcclx"``."""
         return "rcclx"
 
+    def get_backend_version(self) -> str:
+        """The version of rcclx_core underneath."""
+        return rcclx_core.__version__
+
     def get_options(self) -> _setup.CommOptions:
         """What the communicator was created with."""
         return self._options
@@ -153,6 +157,10 @@ class TorchCommRCCLX:
         self._state = "aborted"
         self._registered.clear()
         core.abort()
+
+    def is_abort_supported(self) -> bool:
+        """True: abort() releases the communicator without its peers."""
+        return True
 
     def is_aborted(self) -> bool:
         """True once abort() was called."""
