@@ -6,4 +6,4 @@ import importlib.util
 import launcher
 
 if importlib.util.find_spec("torch") is not None:
-    launcher.preload("torch", "torchcomms_rcclx", "torchcomms_rcclx._comm")
+    launcher.preload("torch", "torchcomms_rcclx", "torchcomms_rcclx._create")

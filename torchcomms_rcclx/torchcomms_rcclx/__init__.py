@@ -20,7 +20,7 @@ _EXPORTS = {
     "ReduceOp": "torchcomms_rcclx._ops",
     "TorchCommRCCLX": "torchcomms_rcclx._comm",
     "Work": "torchcomms_rcclx._work",
-    "new_comm": "torchcomms_rcclx._comm",
+    "new_comm": "torchcomms_rcclx._create",
 }
 
 __all__ = sorted(_EXPORTS)
