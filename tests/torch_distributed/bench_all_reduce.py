@@ -1,5 +1,6 @@
 """dist.all_reduce through "rcclx" against "gloo" (and the core's own call underneath), CPU,
-in one run: the median time per call of float32 all_reduce at each size, over many calls.
+in one run: the median time per call of float32 all_reduce at each size, over many calls, the
+three timed in alternating blocks (a load on the machine falls on all three alike).
 
     python tests/torch_distributed/bench_all_reduce.py [--ranks 2] [--sizes 4K,16M]
 
@@ -23,16 +24,23 @@ def _bytes(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def _median_us(call, iters: int, warmup: int, sync) -> float:
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(iters):
-        sync()
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+def _medians_us(calls: dict, iters: int, warmup: int, sync, block: int = 50) -> dict:
+    """The median time of each call in `calls`, in microseconds, timed in alternating blocks of
+    `block` calls (each after `sync`), so that a load on the machine falls on all of them alike
+    while no call is timed right after another backend's."""
+    times = {name: [] for name in calls}
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+    for start in range(0, iters, block):
+        for name, call in calls.items():
+            call()  # first call after another backend's: not timed
+            for _ in range(min(block, iters - start)):
+                sync()
+                t0 = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) * 1e6 for name, ts in times.items()}
 
 
 def _rank_main(args) -> None:
@@ -55,11 +63,16 @@ def _rank_main(args) -> None:
         t = torch.ones(nbytes // 4)
         iters = max(20, min(2000, (64 << 20) // max(nbytes, 1) // 4))
         warmup = max(5, iters // 10)
-        rows = {
-            "rcclx": _median_us(lambda t=t: dist.all_reduce(t, group=rcclx), iters, warmup, sync),
-            "gloo": _median_us(lambda t=t: dist.all_reduce(t, group=gloo), iters, warmup, sync),
-            "core": _median_us(lambda t=t: core.all_reduce(t), iters, warmup, sync),
-        }
+        rows = _medians_us(
+            {
+                "rcclx": lambda t=t: dist.all_reduce(t, group=rcclx),
+                "gloo": lambda t=t: dist.all_reduce(t, group=gloo),
+                "core": lambda t=t: core.all_reduce(t),
+            },
+            iters,
+            warmup,
+            sync,
+        )
         if dist.get_rank() == 0:
             print(
                 f"{text:>5} x{iters:<5} rcclx {rows['rcclx']:9.1f} us  gloo {rows['gloo']:9.1f} us"

@@ -37,7 +37,8 @@ _RED_OPS = {
     _RedOpType.PREMUL_SUM: int(rc.RedOp.PREMUL_SUM),
 }
 
-_PLAIN_OPS = {k: v for k, v in _RED_OPS.items() if k != _RedOpType.PREMUL_SUM}
+# Keyed by the op's integer value: hashing the enum itself costs a few microseconds a call.
+_PLAIN_OPS = {int(k): v for k, v in _RED_OPS.items() if k != _RedOpType.PREMUL_SUM}
 
 # The element types the core carries (float8 types move through data-movement collectives).
 _DTYPES = frozenset(
@@ -66,8 +67,8 @@ _GROUP_DEVICE: int | None = None
 def _red_op(what: str, reduce_op) -> tuple[int, float | None]:
     """The core's (op, scalar) for a torch ReduceOp (PREMUL_SUM carries its factor)."""
     kind = getattr(reduce_op, "op", reduce_op)
-    if kind in _PLAIN_OPS:
-        return _PLAIN_OPS[kind], None
+    if int(kind) in _PLAIN_OPS:
+        return _PLAIN_OPS[int(kind)], None
     if kind not in _RED_OPS:
         raise ValueError(f"rcclx {what}: reduce op {reduce_op} is not supported")
     if kind != _RedOpType.PREMUL_SUM:
@@ -311,6 +312,22 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     # --- collectives
 
     def allreduce(self, tensors, opts=None):
+        # The hot path (DDP's buckets, small eager calls): one contiguous host tensor, a plain
+        # op, nothing pending; the same checks as _check, without its general case.
+        if len(tensors) == 1 and opts is not None and not self._pending:
+            t = tensors[0]
+            op = _PLAIN_OPS.get(int(opts.reduceOp.op))
+            if (
+                op is not None
+                and type(t) is torch.Tensor
+                and t.is_cpu
+                and t.dtype in _DTYPES
+                and t.is_contiguous()
+            ):
+                x = t.detach() if t.requires_grad else t
+                async_op = getattr(opts, "asyncOp", True)  # torch < 2.8 has no asyncOp
+                native = self._comm.all_reduce(x, None, op, None, None, async_op)
+                return RcclxWork(tensors, native, (x,), timeout=self._timeout, what="all_reduce")
         what = "all_reduce"
         self._count(what, "tensors", tensors, 1)
         t = self._check(what, "tensor", tensors[0])
