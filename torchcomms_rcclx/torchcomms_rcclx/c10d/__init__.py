@@ -4,8 +4,10 @@
     torch.distributed.init_process_group("rcclx")   # or "cpu:rcclx,cuda:rcclx"
 
 Registration is skipped quietly where torch.distributed is unavailable (a torch build without
-it), so importing this module never fails for that reason; ``REGISTERED`` says whether it took
-place.
+it) or still being initialised (torch imports torchcomms while it initialises), so importing
+this module never fails for those reasons; ``REGISTERED`` says whether it took place.
+``import torchcomms_rcclx`` imports this module only once torch.distributed is fully imported
+(the package itself touches nothing of torch).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ def _register() -> bool:
         import torch.distributed as dist
     except ImportError:
         return False
-    if not dist.is_available():
+    if not getattr(dist, "is_available", lambda: False)():
         return False
+    if not hasattr(getattr(dist, "Backend", None), "register_backend"):
+        return False  # torch.distributed is still being initialised
     from torchcomms_rcclx.c10d.process_group import create_process_group
 
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
