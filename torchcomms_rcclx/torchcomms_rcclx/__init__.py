@@ -10,6 +10,7 @@ nothing of torch (torch itself may import it while it initialises).
 from __future__ import annotations
 
 import importlib
+import sys
 
 _EXPORTS = {
     "BatchSendRecv": "torchcomms_rcclx._batch",
@@ -25,6 +26,10 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+# torch.distributed's "rcclx" backend registers here once torch.distributed is fully imported.
+if "Backend" in vars(sys.modules.get("torch.distributed", sys)):
+    importlib.import_module("torchcomms_rcclx.c10d")
 
 
 def __getattr__(name: str):
