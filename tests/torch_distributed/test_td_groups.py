@@ -89,6 +89,7 @@ def _groups_rank(ctx, port):
     errors = {}
     for what, call in {
         "non-contiguous": lambda: dist.all_reduce(torch.zeros(4, 6).t()),
+        "meta device": lambda: dist.broadcast(torch.empty(4, device="meta"), src=0),
         "size mismatch": lambda: H.all_gather_tensor(dist)(torch.empty(3), torch.empty(2)),
         "bad splits": lambda: dist.all_to_all_single(
             torch.empty(4), torch.empty(4), [1] * n, [3] * n
@@ -112,6 +113,7 @@ def test_groups_futures_p2p_errors():
     checks.assert_cases([r.value[0] for r in results])
     errors = results[0].value[1]
     assert "not contiguous" in errors["non-contiguous"], errors
+    assert "tensor is on device meta" in errors["meta device"], errors
     assert "output_tensor" in errors["size mismatch"], errors
     assert "split sizes" in errors["bad splits"], errors
     assert "output_tensors[0] holds 1 tensors, expected 3" in errors["wrong list length"], errors

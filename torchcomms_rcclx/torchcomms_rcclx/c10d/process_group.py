@@ -607,7 +607,11 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         )
 
     def barrier(self, opts=None):
+        """A host barrier; on a group with a GPU, this process's work queued on the current
+        stream finishes first (as NCCL's barrier, which synchronises its device)."""
         self._flush_p2p()
+        if self._device is not None and torch.cuda.is_initialized():
+            torch.cuda.current_stream(self._device).synchronize()
         native = self._comm.barrier(bool(getattr(opts, "asyncOp", True)))
         return RcclxWork([], native, timeout=self._timeout, what="barrier")
 
