@@ -61,7 +61,7 @@ def _rank_main(args) -> None:
     for text in args.sizes.split(","):
         nbytes = _bytes(text)
         t = torch.ones(nbytes // 4)
-        iters = max(20, min(2000, (64 << 20) // max(nbytes, 1) // 4))
+        iters = max(40, min(2000, (64 << 20) // max(nbytes, 1) // 4))
         warmup = max(5, iters // 10)
         rows = _medians_us(
             {
