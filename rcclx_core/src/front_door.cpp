@@ -51,6 +51,16 @@ void checkCount(const Buffer& b, size_t want, const char* op, const char* name, 
                                       want, " (", why, ")"));
 }
 
+/// `whole` holds one block of `block`'s count per rank (all_gather's recvbuf, gather's on the
+/// root, reduce_scatter's and scatter's sendbuf).
+void checkBlocks(const Buffer& whole, const Buffer& block, int nranks, const char* op,
+                 const char* name) {
+  const size_t n = static_cast<size_t>(nranks);
+  if (whole.count == block.count * n) return;
+  throw InvalidArgument(ctran::strCat(op, ": ", name, " has ", whole.count, " elements but needs ",
+                                      block.count * n, " (", n, " ranks x ", block.count, ")"));
+}
+
 void checkSameType(const Buffer& send, const Buffer& recv, const char* op) {
   CTRAN_CHECK(send.type == recv.type, InvalidArgument, op, ": sendbuf is ", dataTypeName(send.type),
               " but recvbuf is ", dataTypeName(recv.type));
@@ -128,6 +138,18 @@ Placement place(const Communicator::Impl& c, const char* op, std::initializer_li
   return {true, opts.stream.value_or(nullptr)};
 }
 
+/// Runs the exchange `build()` makes where the call was placed: one copy kernel on the stream,
+/// or the host back-end's transfers (built there, so an async call builds on its worker).
+template <typename Build>
+WorkPtr runExchange(Communicator::Impl& c, const Placement& at, OpKind kind, const char* op,
+                    Build build, bool async) {
+  if (at.onDevice) {
+    c.gpu->exchange(build(), op, at.stream);
+    return nullptr;
+  }
+  return c.host->exchange(kind, build, async);
+}
+
 RedOp checkOp(RedOp op, DataType type, const char* name) {
   return checkRedOp(static_cast<int>(op), type, name);
 }
@@ -196,12 +218,8 @@ WorkPtr Communicator::broadcast(const Buffer& send, const Buffer& recv, int root
 WorkPtr Communicator::allGather(const Buffer& send, const Buffer& recv, const CallOptions& opts) {
   const char* o = "all_gather";
   checkUsable(*impl_, o);
-  const size_t n = static_cast<size_t>(impl_->nranks);
-  if (recv.count != send.count * n) {
-    throw InvalidArgument(ctran::strCat(o, ": recvbuf has ", recv.count, " elements but needs ",
-                                        send.count * n, " (", n, " ranks x ", send.count, ")"));
-  }
-  return allGatherV(send, recv, std::vector<size_t>(n, send.count), opts);
+  checkBlocks(recv, send, impl_->nranks, o, "recvbuf");
+  return allGatherV(send, recv, std::vector<size_t>(impl_->nranks, send.count), opts);
 }
 
 WorkPtr Communicator::allGatherV(const Buffer& send, const Buffer& recv,
@@ -226,12 +244,8 @@ WorkPtr Communicator::reduceScatter(const Buffer& send, const Buffer& recv, RedO
                                     const CallOptions& opts) {
   const char* o = "reduce_scatter";
   checkUsable(*impl_, o);
-  const size_t n = static_cast<size_t>(impl_->nranks);
-  if (send.count != recv.count * n) {
-    throw InvalidArgument(ctran::strCat(o, ": sendbuf has ", send.count, " elements but needs ",
-                                        recv.count * n, " (", n, " ranks x ", recv.count, ")"));
-  }
-  return reduceScatterV(send, recv, std::vector<size_t>(n, recv.count), op, opts);
+  checkBlocks(send, recv, impl_->nranks, o, "sendbuf");
+  return reduceScatterV(send, recv, std::vector<size_t>(impl_->nranks, recv.count), op, opts);
 }
 
 WorkPtr Communicator::reduceScatterV(const Buffer& send, const Buffer& recv,
@@ -314,22 +328,15 @@ WorkPtr Communicator::gather(const Buffer& send, const Buffer& recv, int root,
       place(c, o, {{"sendbuf", &send, false}, {"recvbuf", isRoot ? &recv : nullptr, true}}, opts);
   if (isRoot) {
     checkSameType(send, recv, o);
-    const size_t n = static_cast<size_t>(c.nranks);
-    if (recv.count != send.count * n) {
-      throw InvalidArgument(ctran::strCat(o, ": recvbuf has ", recv.count, " elements but needs ",
-                                          send.count * n, " (", n, " ranks x ", send.count, ")"));
-    }
+    checkBlocks(recv, send, c.nranks, o, "recvbuf");
   }
   const int me = c.rank, n = c.nranks;
   const void* in = send.data;
   void* out = isRoot ? recv.data : nullptr;
   const size_t bytes = send.bytes();
-  if (at.onDevice) {
-    c.gpu->exchange(gatherExchange(me, n, root, in, out, bytes), o, at.stream);
-    return nullptr;
-  }
-  return c.host->exchange(
-      OpKind::kGather, [=] { return gatherExchange(me, n, root, in, out, bytes); }, opts.async);
+  return runExchange(
+      c, at, OpKind::kGather, o, [=] { return gatherExchange(me, n, root, in, out, bytes); },
+      opts.async);
 }
 
 WorkPtr Communicator::scatter(const Buffer& send, const Buffer& recv, int root,
@@ -343,22 +350,15 @@ WorkPtr Communicator::scatter(const Buffer& send, const Buffer& recv, int root,
       place(c, o, {{"recvbuf", &recv, true}, {"sendbuf", isRoot ? &send : nullptr, false}}, opts);
   if (isRoot) {
     checkSameType(send, recv, o);
-    const size_t n = static_cast<size_t>(c.nranks);
-    if (send.count != recv.count * n) {
-      throw InvalidArgument(ctran::strCat(o, ": sendbuf has ", send.count, " elements but needs ",
-                                          recv.count * n, " (", n, " ranks x ", recv.count, ")"));
-    }
+    checkBlocks(send, recv, c.nranks, o, "sendbuf");
   }
   const int me = c.rank, n = c.nranks;
   const void* in = isRoot ? send.data : nullptr;
   void* out = recv.data;
   const size_t bytes = recv.bytes();
-  if (at.onDevice) {
-    c.gpu->exchange(scatterExchange(me, n, root, in, out, bytes), o, at.stream);
-    return nullptr;
-  }
-  return c.host->exchange(
-      OpKind::kScatter, [=] { return scatterExchange(me, n, root, in, out, bytes); }, opts.async);
+  return runExchange(
+      c, at, OpKind::kScatter, o, [=] { return scatterExchange(me, n, root, in, out, bytes); },
+      opts.async);
 }
 
 WorkPtr Communicator::barrier(const CallOptions& opts) {
@@ -366,11 +366,8 @@ WorkPtr Communicator::barrier(const CallOptions& opts) {
   const char* o = "barrier";
   const Placement at = place(c, o, {}, opts);
   const int me = c.rank, n = c.nranks;
-  if (at.onDevice) {
-    c.gpu->exchange(barrierExchange(me, n), o, at.stream);
-    return nullptr;
-  }
-  return c.host->exchange(OpKind::kBarrier, [=] { return barrierExchange(me, n); }, opts.async);
+  return runExchange(
+      c, at, OpKind::kBarrier, o, [=] { return barrierExchange(me, n); }, opts.async);
 }
 
 namespace {
