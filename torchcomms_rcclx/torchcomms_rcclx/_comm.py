@@ -768,6 +768,14 @@ class TorchCommRCCLX:
         )
         return TorchCommRCCLX(child, self._device, name, options)
 
+    def new_window(self):
+        """Collective: an empty window of this communicator; ``tensor_register(t)`` (collective,
+        the same size on every rank) makes ``t``'s memory the window peers ``put`` into (see
+        :mod:`torchcomms_rcclx._window`)."""
+        from torchcomms_rcclx._window import TorchCommWindowRCCLX
+
+        return TorchCommWindowRCCLX(self)
+
     def tensor_register(self, tensor) -> None:
         """Collective: GPU tensors become symmetric buffers every rank maps (the faster
         zero-copy paths); on the CPU a check of the tensor and nothing else."""
