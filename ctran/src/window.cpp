@@ -148,13 +148,13 @@ void Window::signal(int peer, int slot, uint64_t delta) {
   peers_[peer]->signal(slot, delta);
 }
 
-uint64_t Window::waitSignal(int slot, uint64_t value, int fromPeer) {
+uint64_t Window::waitSignal(int slot, uint64_t value, int fromPeer, int64_t timeoutMs) {
   checkUsable("waitSignal");
   checkSlot(slot, "waitSignal");
   if (fromPeer >= 0) group_->validatePeer(fromPeer, "window waitSignal");
   PeerGroup* g = group_;
   return signalWait(
-      local_.signals + slot, value, Deadline::after(),
+      local_.signals + slot, value, Deadline::after(timeoutMs),
       [&] {
         return strCat("signal ", slot, " of window ", local_.id, " to reach ", value,
                       fromPeer >= 0 ? strCat(" from rank ", fromPeer) : std::string(),

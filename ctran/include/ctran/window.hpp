@@ -43,8 +43,9 @@ class Window {
   /// Adds `delta` to `peer`'s signal `slot` (release; see the memory model above).
   void signal(int peer, int slot, uint64_t delta = 1);
   /// Waits until the local `slot` reaches `value`; `fromPeer` names the rank expected to signal
-  /// it (its death or the deadline turns the wait into an error naming it).
-  uint64_t waitSignal(int slot, uint64_t value, int fromPeer);
+  /// it (its death or the deadline turns the wait into an error naming it). The deadline is
+  /// `timeoutMs` from now, or RCCLX_TIMEOUT_MS when it is negative.
+  uint64_t waitSignal(int slot, uint64_t value, int fromPeer, int64_t timeoutMs = -1);
   /// Reads the local `slot` (acquire).
   uint64_t readSignal(int slot) const;
 

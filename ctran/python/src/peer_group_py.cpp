@@ -198,9 +198,11 @@ void registerPeerGroup(py::module_& m) {
            py::call_guard<py::gil_scoped_release>(),
            "Adds `delta` to `peer`'s signal `slot`, after this rank's earlier puts to it.")
       .def("wait_signal", &Window::waitSignal, py::arg("slot"), py::arg("value"),
-           py::arg("from_peer") = -1, py::call_guard<py::gil_scoped_release>(),
+           py::arg("from_peer") = -1, py::arg("timeout_ms") = -1,
+           py::call_guard<py::gil_scoped_release>(),
            "Waits until the local `slot` reaches `value` and returns the slot's value (from_peer: "
-           "the rank expected to signal it, named if it fails; -1: any).")
+           "the rank expected to signal it, named if it fails; -1: any; timeout_ms: the "
+           "deadline, RCCLX_TIMEOUT_MS when negative).")
       .def("read_signal", &Window::readSignal, py::arg("slot"),
            "The local signal `slot`'s current value.")
       .def("destroy", &Window::destroy,
