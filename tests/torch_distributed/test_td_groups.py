@@ -112,11 +112,11 @@ def test_groups_futures_p2p_errors():
     results = launch(_groups_rank, 3, checks.free_port(), timeout=90)
     checks.assert_cases([r.value[0] for r in results])
     errors = results[0].value[1]
-    assert "not contiguous" in errors["non-contiguous"], errors
-    assert "tensor is on device meta" in errors["meta device"], errors
-    assert "output_tensor" in errors["size mismatch"], errors
-    assert "split sizes" in errors["bad splits"], errors
-    assert "output_tensors[0] holds 1 tensors, expected 3" in errors["wrong list length"], errors
+    assert "tensor must be contiguous" in errors["non-contiguous"], errors
+    assert "tensor is on meta" in errors["meta device"], errors
+    assert "output has 3 elements but needs 6" in errors["size mismatch"], errors
+    assert "input_split_sizes [3, 3, 3] add up to 9 rows" in errors["bad splits"], errors
+    assert "tensor_list must be a list of 3 tensors" in errors["wrong list length"], errors
     assert "tensor has dtype torch.int16" in errors["dtype"], errors
     assert "BAND" in errors["op on float"] or "band" in errors["op on float"], errors
 

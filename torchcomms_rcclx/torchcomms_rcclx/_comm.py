@@ -19,6 +19,7 @@ import rcclx_core
 from torchcomms_rcclx import _setup
 from torchcomms_rcclx._batch import BatchSendRecv
 from torchcomms_rcclx._ops import ReduceOp, as_reduce_op
+from torchcomms_rcclx._packing import copy_out, numel_list, packed, packed_input
 from torchcomms_rcclx._work import DONE, EventWork, HostWork, StreamWork, Work, fail
 
 _DTYPES = frozenset(
@@ -46,36 +47,6 @@ def _current_stream(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def _numel_list(tensors) -> list[int]:
-    return [t.numel() for t in tensors]
-
-
-def _packed(tensors):
-    """One flat tensor aliasing `tensors` when they lie back to back in one storage (same
-    dtype), else None."""
-    t0 = tensors[0]
-    storage = t0.untyped_storage()
-    base = t0.storage_offset()
-    offset = base
-    for t in tensors:
-        if (
-            t.dtype != t0.dtype
-            or t.untyped_storage().data_ptr() != storage.data_ptr()
-            or t.storage_offset() != offset
-        ):
-            return None
-        offset += t.numel()
-    return t0.new_empty(0).set_(storage, base, (offset - base,), (1,))
-
-
-def _copy_out(flat, tensors, counts):
-    def finish():
-        for t, piece in zip(tensors, flat.split(counts)):
-            t.view(-1).copy_(piece)
-
-    return finish
-
-
 class TorchCommRCCLX:
     """A rank's communicator with torchcomms' methods, over an ``rcclx_core.Communicator``.
 
@@ -85,8 +56,11 @@ class TorchCommRCCLX:
     a :class:`Work`.
     """
 
-    def __init__(self, core, device, name: str, options: _setup.CommOptions):
+    def __init__(
+        self, core, device, name: str, options: _setup.CommOptions, owns_core: bool = True
+    ):
         self._core = core
+        self._owns_core = owns_core  # False: a sibling view (see on_device); finalize detaches
         self._state = "open"  # "finalized" or "aborted" once _core is None
         self._device = device
         self._gpu = device.type == "cuda"
@@ -129,6 +103,13 @@ class TorchCommRCCLX:
         """What the communicator was created with."""
         return self._options
 
+    def on_device(self, device) -> TorchCommRCCLX:
+        """This communicator for tensors on `device` (``cpu``, or this communicator's GPU): the
+        same ranks and core, calls checked and run for that placement. The view does not own
+        the communicator (its finalize only detaches it). torch.distributed groups serve host
+        and GPU tensors with one communicator through this."""
+        return TorchCommRCCLX(self._core, device, self._name, self._options, owns_core=False)
+
     def __repr__(self) -> str:
         return (
             f"TorchCommRCCLX(name={self._name!r}, rank={self._rank}, size={self._size}, "
@@ -145,6 +126,8 @@ class TorchCommRCCLX:
             return
         self._state = "finalized"
         self._registered.clear()
+        if not self._owns_core:
+            return
         if self._gpu:
             torch.cuda.synchronize(self._index)
         core.destroy()
@@ -156,7 +139,8 @@ class TorchCommRCCLX:
             return
         self._state = "aborted"
         self._registered.clear()
-        core.abort()
+        if self._owns_core:
+            core.abort()
 
     def is_abort_supported(self) -> bool:
         """True: abort() releases the communicator without its peers."""
@@ -413,11 +397,11 @@ class TorchCommRCCLX:
         self._check(what, "tensor", tensor)
         self._check_list(what, "tensor_list", tensor_list, tensor, tensor.numel())
         _, lp = (None, None) if hints is None else self._call_hints("all_gather", hints)
-        flat = _packed(tensor_list)
+        flat = packed(tensor_list)
         finish = None
         if flat is None:
             flat = tensor.new_empty(self._size * tensor.numel())
-            finish = _copy_out(flat, tensor_list, [tensor.numel()] * self._size)
+            finish = copy_out(flat, tensor_list, [tensor.numel()] * self._size)
 
         def call(a, s):
             return core.all_gather(tensor, flat, a, None, s, lp)
@@ -438,12 +422,12 @@ class TorchCommRCCLX:
             "this rank's tensor",
         )
         _, lp = (None, None) if hints is None else self._call_hints("all_gather", hints)
-        counts = _numel_list(tensor_list)
-        flat = _packed(tensor_list)
+        counts = numel_list(tensor_list)
+        flat = packed(tensor_list)
         finish = None
         if flat is None:
             flat = tensor.new_empty(sum(counts))
-            finish = _copy_out(flat, tensor_list, counts)
+            finish = copy_out(flat, tensor_list, counts)
 
         def call(a, s):
             return core.all_gather_v(tensor, flat, counts, a, None, s, lp)
@@ -475,10 +459,6 @@ class TorchCommRCCLX:
 
         return self._run(what, call, async_op, timeout, (output, input))
 
-    def _packed_input(self, tensors):
-        flat = _packed(tensors)
-        return flat if flat is not None else torch.cat([t.reshape(-1) for t in tensors])
-
     def reduce_scatter(
         self, output, input_list, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None
     ):
@@ -490,7 +470,7 @@ class TorchCommRCCLX:
         op = as_reduce_op(op, what)
         _, lp = (None, None) if hints is None else self._call_hints("reduce_scatter", hints)
         code, scalar = op.code, op.scalar()
-        flat = self._packed_input(input_list)
+        flat = packed_input(input_list)
 
         def call(a, s):
             return core.reduce_scatter(flat, output, code, scalar, a, None, s, lp)
@@ -516,8 +496,8 @@ class TorchCommRCCLX:
         op = as_reduce_op(op, what)
         _, lp = (None, None) if hints is None else self._call_hints("reduce_scatter", hints)
         code, scalar = op.code, op.scalar()
-        counts = _numel_list(input_list)
-        flat = self._packed_input(input_list)
+        counts = numel_list(input_list)
+        flat = packed_input(input_list)
 
         def call(a, s):
             return core.reduce_scatter_v(flat, output, counts, code, scalar, a, None, s, lp)
@@ -595,18 +575,18 @@ class TorchCommRCCLX:
         self._check_list(what, "input_tensor_list", input_tensor_list)
         self._check_list(what, "output_tensor_list", output_tensor_list, input_tensor_list[0])
         self._no_hints(what, hints)
-        send = self._packed_input(input_tensor_list)
-        recv_counts = _numel_list(output_tensor_list)
-        send_counts = _numel_list(input_tensor_list)
+        send = packed_input(input_tensor_list)
+        recv_counts = numel_list(output_tensor_list)
+        send_counts = numel_list(input_tensor_list)
         if send.dtype != input_tensor_list[0].dtype:  # torch.cat promoted mixed dtypes
             raise rcclx_core.InvalidArgumentError(
                 f"{what}: input_tensor_list's tensors must share one dtype"
             )
-        recv = _packed(output_tensor_list)
+        recv = packed(output_tensor_list)
         finish = None
         if recv is None:
             recv = send.new_empty(sum(recv_counts))
-            finish = _copy_out(recv, output_tensor_list, recv_counts)
+            finish = copy_out(recv, output_tensor_list, recv_counts)
 
         def call(a, s):
             return core.all_to_all_v(send, recv, send_counts, recv_counts, None, None, a, None, s)
@@ -651,10 +631,10 @@ class TorchCommRCCLX:
         if self._rank == root:
             n = input_tensor.numel()
             self._check_list(what, "output_tensor_list", output_tensor_list, input_tensor, n)
-            flat = _packed(output_tensor_list)
+            flat = packed(output_tensor_list)
             if flat is None:
                 flat = input_tensor.new_empty(self._size * n)
-                finish = _copy_out(flat, output_tensor_list, [n] * self._size)
+                finish = copy_out(flat, output_tensor_list, [n] * self._size)
 
         def call(a, s):
             return core.gather(input_tensor, flat, root, a, None, s)
@@ -676,7 +656,7 @@ class TorchCommRCCLX:
             self._check_list(
                 what, "input_tensor_list", input_tensor_list, output_tensor, output_tensor.numel()
             )
-            flat = self._packed_input(input_tensor_list)
+            flat = packed_input(input_tensor_list)
 
         def call(a, s):
             return core.scatter(flat, output_tensor, root, a, None, s)

@@ -123,3 +123,29 @@ def as_reduce_op(op, what: str) -> ReduceOp:
     if isinstance(found, ReduceOp):
         return found
     raise TypeError(f"{what}: op must be a torchcomms_rcclx.ReduceOp, got {_describe(op)}")
+
+
+_BY_C10D_CODE: dict[int, ReduceOp] = {}  # torch.distributed's RedOpType value -> ours
+
+
+def from_c10d(reduce_op, what: str) -> ReduceOp:
+    """torch.distributed's ReduceOp (an op object carrying ``.op``, or a RedOpType) as ours.
+    PREMUL_SUM needs its factor, which only torch builds exposing ``.factor`` hand over."""
+    kind = getattr(reduce_op, "op", reduce_op)
+    code = int(kind)
+    found = _BY_C10D_CODE.get(code)
+    if found is not None:
+        return found
+    name = getattr(kind, "name", None)
+    if name == "PREMUL_SUM":
+        factor = getattr(reduce_op, "factor", None)
+        if factor is None:
+            raise ValueError(
+                f"rcclx {what}: PREMUL_SUM needs its factor, which this torch does not expose"
+            )
+        return ReduceOp.PREMUL_SUM(factor)
+    op = getattr(ReduceOp, name, None) if isinstance(name, str) else None
+    if not isinstance(op, ReduceOp):
+        raise ValueError(f"rcclx {what}: reduce op {reduce_op} is not supported")
+    _BY_C10D_CODE[code] = op  # keyed by the integer: hashing torch's enum costs microseconds
+    return op

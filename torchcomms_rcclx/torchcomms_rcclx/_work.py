@@ -18,7 +18,7 @@ class Work:
 
     __slots__ = ()
 
-    def wait(self) -> None:
+    def wait(self, timeout: float | None = None) -> None:
         """Returns once the result may be used (see the subclasses)."""
 
     def wait_blocking(self) -> None:
@@ -71,21 +71,23 @@ class HostWork(Work):
         if finish is not None:
             finish()
 
-    def wait(self) -> None:
-        """Blocks until the operation finished; raises its error, or a TimeoutError past the
-        call's timeout (the communicator's ``set_timeout``, or the call's ``timeout=``)."""
+    def wait(self, timeout: float | None = None) -> None:
+        """Blocks until the operation finished; raises its error, or a TimeoutError past
+        `timeout` seconds (default: the call's ``timeout=``, or the communicator's
+        ``set_timeout``)."""
         if self._core is None:
             return
+        seconds = self._timeout if timeout is None else timeout
         try:
-            finished = self._core.wait(self._timeout)
+            finished = self._core.wait(seconds)
         except Exception as e:
-            if self._timeout is not None and not self._core.is_completed():
+            if seconds is not None and not self._core.is_completed():
                 finished = False  # the wait ran out, the operation is still running
             else:
                 self._comm._on_remote_error(self._what, e)
                 raise
         if not finished:
-            self._comm._on_timeout(self._what, self._timeout)
+            self._comm._on_timeout(self._what, seconds)
         self._core = None
         self._done()
 
@@ -136,7 +138,7 @@ class EventWork(Work):
         self._keep = keep
         self._device = device
 
-    def wait(self) -> None:
+    def wait(self, timeout: float | None = None) -> None:
         """The current stream waits for the operation (the host does not block)."""
         import torch
 

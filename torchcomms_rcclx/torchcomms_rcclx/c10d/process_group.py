@@ -1,89 +1,41 @@
-"""The "rcclx" process group: torch.distributed's collectives on an rcclx_core Communicator.
+"""The "rcclx" process group: torch.distributed's collectives on a :class:`TorchCommRCCLX`.
 
 ``create_process_group`` is what ``Backend.register_backend`` calls, once per group (the world
 and every ``new_group``); each group gets its own communicator, rendezvousing in the group's
-prefixed store. A host (CPU) tensor runs in the call when torch asks for a synchronous
-operation and on the communicator's worker otherwise (the Work wraps the core's Work); a CUDA
-tensor is enqueued on the current stream and its Work is complete for the host at once.
+prefixed store. This layer only translates: torch's argument lists and options become one call
+of the torchcomms communicator, which checks the tensors (naming the argument), packs lists and
+runs the core call; its Work becomes a c10d Work. One group serves host and GPU tensors
+(``"cpu:rcclx,cuda:rcclx"``) through two views of one communicator (``on_device``).
+
+A host tensor runs in the call when torch asks for a synchronous operation and on the
+communicator's worker otherwise; a CUDA tensor is enqueued on the current stream and its Work is
+complete for the host at once.
 
 Point-to-point calls are deferred: ``isend``/``irecv`` (and so ``batch_isend_irecv``) record
-the operation, and the recorded ones run together, as one core group, when any of their Works
-is waited on or asked for its future, or before the next collective of the group. So a ring
-of sends and receives larger than the transport's buffers cannot deadlock.
+the operation, and the recorded ones run together, as one batch, when any of their Works is
+waited on or asked for its future, or before the next collective of the group. So a ring of
+sends and receives larger than the transport's buffers cannot deadlock.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
 
 import rcclx_core as rc
+from torchcomms_rcclx import _setup
+from torchcomms_rcclx._comm import TorchCommRCCLX
+from torchcomms_rcclx._ops import ReduceOp, from_c10d
+from torchcomms_rcclx._packing import copy_out, packed_input
 from torchcomms_rcclx.c10d.work import RcclxWork
 
-_RedOpType = dist.ReduceOp.RedOpType
-_RED_OPS = {
-    _RedOpType.SUM: int(rc.RedOp.SUM),
-    _RedOpType.PRODUCT: int(rc.RedOp.PROD),
-    _RedOpType.MIN: int(rc.RedOp.MIN),
-    _RedOpType.MAX: int(rc.RedOp.MAX),
-    _RedOpType.BAND: int(rc.RedOp.BAND),
-    _RedOpType.BOR: int(rc.RedOp.BOR),
-    _RedOpType.BXOR: int(rc.RedOp.BXOR),
-    _RedOpType.AVG: int(rc.RedOp.AVG),
-    _RedOpType.PREMUL_SUM: int(rc.RedOp.PREMUL_SUM),
-}
-
-# Keyed by the op's integer value: hashing the enum itself costs a few microseconds a call.
-_PLAIN_OPS = {int(k): v for k, v in _RED_OPS.items() if k != _RedOpType.PREMUL_SUM}
-
-# The element types the core carries (float8 types move through data-movement collectives).
-_DTYPES = frozenset(
-    getattr(torch, name)
-    for name in (
-        "int8",
-        "uint8",
-        "int32",
-        "uint32",
-        "int64",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-        "bfloat16",
-        "float8_e4m3fn",
-        "float8_e5m2",
-    )
-    if hasattr(torch, name)
-)
+_CPU = torch.device("cpu")
 
 # The GPU the first group of this process chose; later groups use the same one.
 _GROUP_DEVICE: int | None = None
-
-
-def _red_op(what: str, reduce_op) -> tuple[int, float | None]:
-    """The core's (op, scalar) for a torch ReduceOp (PREMUL_SUM carries its factor)."""
-    kind = getattr(reduce_op, "op", reduce_op)
-    if int(kind) in _PLAIN_OPS:
-        return _PLAIN_OPS[int(kind)], None
-    if kind not in _RED_OPS:
-        raise ValueError(f"rcclx {what}: reduce op {reduce_op} is not supported")
-    if kind != _RedOpType.PREMUL_SUM:
-        return _RED_OPS[kind], None
-    factor = getattr(reduce_op, "factor", None)
-    if factor is None:
-        raise ValueError(f"rcclx {what}: PREMUL_SUM needs a factor (this torch does not expose it)")
-    if isinstance(factor, torch.Tensor):
-        if factor.numel() != 1:
-            raise ValueError(
-                f"rcclx {what}: PREMUL_SUM factor must be a scalar or a 1-element tensor, "
-                f"got shape {tuple(factor.shape)}"
-            )
-        factor = factor.item()
-    return _RED_OPS[kind], float(factor)
 
 
 def _pick_device(rank: int) -> int | None:
@@ -125,39 +77,53 @@ def create_process_group(*args) -> ProcessGroupRcclx:
     return ProcessGroupRcclx(store, rank, size, timeout, name)
 
 
-def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
-    return torch.cat([t.detach().reshape(-1) for t in tensors])
-
-
-def _unflatten_into(flat: torch.Tensor, outputs: list[torch.Tensor]) -> None:
-    offset = 0
-    for t in outputs:
-        n = t.numel()
-        t.detach().copy_(flat[offset : offset + n].view(t.shape))
-        offset += n
+def _communicator(store, rank, size, timeout, name) -> TorchCommRCCLX:
+    """A communicator of the group's ranks, meeting in the group's store; failures raise (a
+    process group never aborts the process)."""
+    device = _pick_device(rank)
+    core = rc.Communicator.from_store(
+        store, rank, size, prefix="rcclx", device=device, hints=_hints(timeout)
+    )
+    options = _setup.CommOptions(
+        abort_process_on_timeout_or_error=False,
+        timeout=timeout or datetime.timedelta(minutes=30),
+        store=store,
+    )
+    where = _CPU if device is None else torch.device("cuda", device)
+    return TorchCommRCCLX(core, where, f"rcclx group {name}" if name else "rcclx", options)
 
 
 class ProcessGroupRcclx(dist.ProcessGroup):
-    """One rank's membership of a torch.distributed group, carried by an rcclx communicator
-    (see the module docstring for how operations run and complete)."""
+    """One rank's membership of a torch.distributed group, carried by a torchcomms
+    communicator (see the module docstring for how operations run and complete)."""
 
     def __init__(
         self,
-        store,
-        rank: int,
-        size: int,
+        store=None,
+        rank: int = 0,
+        size: int = 1,
         timeout: datetime.timedelta | None = None,
         group_name: str = "",
+        comm: TorchCommRCCLX | None = None,
     ) -> None:
-        super().__init__(rank, size)
-        self._rank, self._size = rank, size
+        owns = comm is None
+        if comm is None:
+            comm = _communicator(store, rank, size, timeout, group_name)
+        super().__init__(comm.get_rank(), comm.get_size())
+        self._rank, self._size = comm.get_rank(), comm.get_size()
         self._group_name = group_name
         self._timeout = timeout.total_seconds() if timeout else None
-        self._device = _pick_device(rank)
-        self._comm = rc.Communicator.from_store(
-            store, rank, size, prefix="rcclx", device=self._device, hints=_hints(timeout)
-        )
+        self._owner = comm if owns else None  # finalized by shutdown
+        gpu = comm.get_device().type == "cuda"
+        self._gpu = (comm if owns else comm.on_device(comm.get_device())) if gpu else None
+        self._host = comm.on_device(_CPU) if gpu or not owns else comm
         self._pending: list[tuple[str, torch.Tensor, int, RcclxWork]] = []
+
+    @classmethod
+    def from_comm(cls, comm: TorchCommRCCLX, group_name: str = "") -> ProcessGroupRcclx:
+        """A process group over an existing communicator (which stays the caller's: shutdown
+        leaves it open)."""
+        return cls(group_name=group_name or comm.get_name(), comm=comm)
 
     # --- identity
 
@@ -182,123 +148,78 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         return self._group_name
 
     @property
+    def comm(self) -> TorchCommRCCLX:
+        """The torchcomms communicator of this group (for GPU tensors when it has a GPU)."""
+        return self._gpu or self._host
+
+    @property
     def communicator(self) -> rc.Communicator:
         """The rcclx_core Communicator underneath this group."""
-        return self._comm
+        return self._host._core
 
     def __repr__(self) -> str:
         return f"ProcessGroupRcclx(rank={self._rank}, size={self._size})"
 
     # --- shared machinery
 
-    def _check(self, what: str, arg: str, t: Any) -> torch.Tensor:
-        """`t` as a tensor the core can take, or a ValueError/TypeError naming `arg`."""
-        if (
-            type(t) is torch.Tensor
-            and t.device.type == "cpu"
-            and t.dtype in _DTYPES
-            and t.is_contiguous()
-        ):
-            return t.detach()  # the common case, checked first: a contiguous host tensor
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"rcclx {what}: {arg} must be a torch.Tensor, got {type(t).__name__}")
-        if t.device.type not in ("cpu", "cuda"):
-            raise ValueError(
-                f"rcclx {what}: {arg} is on device {t.device}; the rcclx backend takes cpu "
-                "and cuda tensors"
-            )
-        if t.device.type == "cuda" and t.device.index != self._device:
-            raise ValueError(
-                f"rcclx {what}: {arg} is on {t.device}, but this process group runs on "
-                f"{'no GPU' if self._device is None else f'cuda:{self._device}'}"
-            )
-        if t.dtype not in _DTYPES:
-            raise TypeError(
-                f"rcclx {what}: {arg} has dtype {t.dtype}, which rcclx does not carry "
-                f"(supported: {', '.join(sorted(str(d)[6:] for d in _DTYPES))})"
-            )
-        if not t.is_contiguous():
-            raise ValueError(
-                f"rcclx {what}: {arg} is not contiguous (shape {tuple(t.shape)}, stride "
-                f"{t.stride()}); pass a contiguous tensor"
-            )
-        return t.detach()
-
-    def _same(self, what: str, arg: str, tensors: list[torch.Tensor], like: torch.Tensor) -> None:
-        for i, t in enumerate(tensors):
-            self._check(what, f"{arg}[{i}]", t)
-            if t.dtype != like.dtype or t.device != like.device:
+    def _on(self, what: str, arg: str, t) -> TorchCommRCCLX:
+        """The communicator view for `t`'s placement (its checks name `arg`)."""
+        if getattr(t, "is_cuda", False):
+            if self._gpu is None:
                 raise ValueError(
-                    f"rcclx {what}: {arg}[{i}] is {t.dtype} on {t.device}, expected "
-                    f"{like.dtype} on {like.device}"
+                    f"rcclx {what}: {arg} is on {t.device}, but this process group has no GPU"
                 )
+            return self._gpu
+        return self._host
 
-    def _count(self, what: str, arg: str, tensors: list, want: int) -> None:
-        if len(tensors) != want:
-            raise ValueError(f"rcclx {what}: {arg} holds {len(tensors)} tensors, expected {want}")
+    @staticmethod
+    def _one(what: str, arg: str, tensors) -> torch.Tensor:
+        if len(tensors) != 1:
+            raise ValueError(f"rcclx {what}: {arg} holds {len(tensors)} tensors, expected 1")
+        return tensors[0]
 
-    def _run(
-        self,
-        what: str,
-        device: torch.device,
-        outputs: list[torch.Tensor],
-        call: Callable[[bool, int | None], Any],
-        opts=None,
-        keep: tuple = (),
-        finish: Callable[[], None] | None = None,
-    ) -> RcclxWork:
-        """Runs ``call(async_op, stream)`` for tensors on `device`; a Work holding `outputs`
-        (its result) and `keep` (buffers the core still reads or writes). With `finish` (a copy
-        out of a staging buffer), a host operation runs synchronously and finishes here."""
+    def _start(self, opts) -> bool:
+        """Runs recorded point-to-point calls first; whether host work runs asynchronously
+        (torch < 2.8 has no asyncOp: asynchronous)."""
         if self._pending:
             self._flush_p2p()
-        if device.type == "cuda":
-            call(False, torch.cuda.current_stream(device).cuda_stream)
-            if finish is not None:
-                finish()
-            return RcclxWork(outputs, what=what)
-        async_op = finish is None and bool(getattr(opts, "asyncOp", True))
-        native = call(async_op, None)
-        if finish is not None:
-            finish()
-        return RcclxWork(outputs, native, keep, timeout=self._timeout, what=what)
+        return bool(getattr(opts, "asyncOp", True))
+
+    def _work(self, what: str, outputs, *works) -> RcclxWork:
+        return RcclxWork(outputs, list(works), timeout=self._timeout, what=what)
+
+    @staticmethod
+    def _op(what: str, opts) -> ReduceOp:
+        return ReduceOp.SUM if opts is None else from_c10d(opts.reduceOp, what)
 
     # --- point-to-point (deferred; see the module docstring)
 
-    def _p2p(self, kind: str, tensors: list[torch.Tensor], peer: int) -> RcclxWork:
-        self._count(kind, "tensors", tensors, 1)
-        t = self._check(kind, "tensor", tensors[0])
+    def _p2p(self, kind: str, tensors, peer: int) -> RcclxWork:
+        t = self._one(kind, "tensors", tensors)
+        comm = self._on(kind, "tensor", t)
+        comm._check(kind, "tensor", t)
         if not 0 <= peer < self._size or peer == self._rank:
             raise ValueError(
                 f"rcclx {kind}: peer {peer} is not another rank of this group of {self._size}"
             )
         if self._pending and self._pending[0][1].device != t.device:
             self._flush_p2p()
-        work = RcclxWork(
-            [tensors[0]], keep=(t,), run=self._flush_p2p, timeout=self._timeout, what=kind
-        )
+        work = RcclxWork([t], run=self._flush_p2p, timeout=self._timeout, what=kind)
         self._pending.append((kind, t, peer, work))
         return work
 
     def _flush_p2p(self) -> None:
-        """Runs the recorded point-to-point calls as one group and attaches its Work to each."""
+        """Runs the recorded point-to-point calls as one batch and attaches its Work to each."""
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        device = pending[0][1].device
-        stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-        comm = self._comm
-        comm.group_start()
-        try:
-            for kind, t, peer, _ in pending:
-                if kind == "send":
-                    comm.send(t, peer, False, None, stream)
-                else:
-                    comm.recv(t, peer, False, None, stream)
-        finally:
-            native = comm.group_end(stream is None)
-        for *_, work in pending:
-            work.attach(native)
+        first = pending[0][1]
+        batch = self._on("batch_isend_irecv", "tensor", first).batch_op_create()
+        for kind, t, peer, _ in pending:
+            (batch.send if kind == "send" else batch.recv)(t, peer)
+        work = batch.issue(async_op=not first.is_cuda)
+        for *_, w in pending:
+            w.attach(work)
 
     def send(self, tensors, dstRank, tag=0):
         return self._p2p("send", tensors, dstRank)
@@ -312,322 +233,180 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     # --- collectives
 
     def allreduce(self, tensors, opts=None):
-        # The hot path (DDP's buckets, small eager calls): one contiguous host tensor, a plain
-        # op, nothing pending; the same checks as _check, without its general case.
-        if len(tensors) == 1 and opts is not None and not self._pending:
-            t = tensors[0]
-            op = _PLAIN_OPS.get(int(opts.reduceOp.op))
-            if (
-                op is not None
-                and type(t) is torch.Tensor
-                and t.is_cpu
-                and t.dtype in _DTYPES
-                and t.is_contiguous()
-            ):
-                x = t.detach() if t.requires_grad else t
-                async_op = getattr(opts, "asyncOp", True)  # torch < 2.8 has no asyncOp
-                native = self._comm.all_reduce(x, None, op, None, None, async_op)
-                return RcclxWork(tensors, native, (x,), timeout=self._timeout, what="all_reduce")
-        what = "all_reduce"
-        self._count(what, "tensors", tensors, 1)
-        t = self._check(what, "tensor", tensors[0])
-        op, scalar = _red_op(what, opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        comm = self._comm
-        return self._run(
-            what,
-            t.device,
-            [tensors[0]],
-            lambda a, s: comm.all_reduce(t, None, op, None, scalar, a, None, s),
-            opts,
-            keep=(t,),
-        )
+        # The hot path (DDP's buckets, small eager calls), so _start / _on / _work inline.
+        if self._pending:
+            self._flush_p2p()
+        t = self._one("all_reduce", "tensors", tensors)
+        if t.is_cuda:
+            comm, async_op = self._on("all_reduce", "tensor", t), False
+        else:
+            comm, async_op = self._host, getattr(opts, "asyncOp", True)
+        op = ReduceOp.SUM if opts is None else from_c10d(opts.reduceOp, "all_reduce")
+        work = comm.all_reduce(t.detach() if t.requires_grad else t, op, async_op)
+        return RcclxWork(tensors, (work,) if async_op else None, None, self._timeout, "all_reduce")
 
     def allreduce_coalesced(self, tensors, opts=None):
         what = "all_reduce_coalesced"
+        self._start(opts)
         if not tensors:
-            return RcclxWork([], what=what)
-        first = self._check(what, "tensors[0]", tensors[0])
-        self._same(what, "tensors", tensors, first)
-        op, scalar = _red_op(what, opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        flat = _flat(tensors)
-        comm = self._comm
-        return self._run(
-            what,
-            first.device,
-            list(tensors),
-            lambda a, s: comm.all_reduce(flat, None, op, None, scalar, a, None, s),
-            opts,
-            finish=lambda: _unflatten_into(flat, tensors),
-        )
+            return self._work(what, [])
+        comm = self._on(what, "tensors[0]", tensors[0])
+        for i, t in enumerate(tensors):
+            comm._check(what, f"tensors[{i}]", t)
+        flat = packed_input(tensors)
+        # Synchronous: the result is copied back into the tensors when the call returns.
+        comm.all_reduce(flat, self._op(what, opts))
+        if flat.untyped_storage().data_ptr() != tensors[0].untyped_storage().data_ptr():
+            copy_out(flat, list(tensors), [t.numel() for t in tensors])()
+        return self._work(what, list(tensors))
 
     def broadcast(self, tensors, opts=None):
-        what = "broadcast"
-        self._count(what, "tensors", tensors, 1)
-        t = self._check(what, "tensor", tensors[0])
+        async_op = self._start(opts)
+        t = self._one("broadcast", "tensors", tensors)
         root = opts.rootRank if opts is not None else 0
-        comm = self._comm
-        return self._run(
-            what,
-            t.device,
-            [tensors[0]],
-            lambda a, s: comm.broadcast(t, None, root, a, None, s),
-            opts,
-            keep=(t,),
-        )
+        work = self._on("broadcast", "tensor", t).broadcast(t, root, async_op and not t.is_cuda)
+        return self._work("broadcast", tensors, work)
 
     def reduce(self, tensors, opts=None):
-        what = "reduce"
-        self._count(what, "tensors", tensors, 1)
-        t = self._check(what, "tensor", tensors[0])
-        op, scalar = _red_op(what, opts.reduceOp)
-        root = opts.rootRank
-        comm = self._comm
-        return self._run(
-            what,
-            t.device,
-            [tensors[0]],
-            lambda a, s: comm.reduce(t, None, root, op, scalar, a, None, s),
-            opts,
-            keep=(t,),
-        )
+        async_op = self._start(opts)
+        t = self._one("reduce", "tensors", tensors)
+        comm = self._on("reduce", "tensor", t)
+        op = self._op("reduce", opts)
+        work = comm.reduce(t, opts.rootRank, op, async_op and not t.is_cuda)
+        return self._work("reduce", tensors, work)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
-        what = "all_gather"
-        self._count(what, "input_tensors", input_tensors, 1)
-        self._count(what, "output_tensors", output_tensors, 1)
-        inp = self._check(what, "input_tensor", input_tensors[0])
-        outs = output_tensors[0]
-        self._count(what, "output_tensors[0]", outs, self._size)
-        self._same(what, "output_tensor_list", outs, inp)
-        for i, o in enumerate(outs):
-            if o.numel() != inp.numel():
-                raise ValueError(
-                    f"rcclx {what}: output_tensor_list[{i}] has {o.numel()} elements, the "
-                    f"input {inp.numel()}"
-                )
-        flat = inp.new_empty(self._size * inp.numel())
-        comm = self._comm
-        return self._run(
-            what,
-            inp.device,
-            list(outs),
-            lambda a, s: comm.all_gather(inp, flat, a, None, s),
-            opts,
-            finish=lambda: _unflatten_into(flat, outs),
-        )
+        async_op = self._start(opts)
+        t = self._one("all_gather", "input_tensors", input_tensors)
+        outs = self._one("all_gather", "output_tensors", output_tensors)
+        comm = self._on("all_gather", "tensor", t)
+        work = comm.all_gather(outs, t, async_op and not t.is_cuda)
+        return self._work("all_gather", list(outs), work)
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        async_op = self._start(opts)
+        works, outputs = [], []
+        for outs, t in zip(output_lists, input_list, strict=True):
+            comm = self._on("all_gather_coalesced", "tensor", t)
+            works.append(comm.all_gather(outs, t, async_op and not t.is_cuda))
+            outputs += outs
+        return self._work("all_gather_coalesced", outputs, *works)
 
     def _allgather_base(self, output, input, opts=None):
-        what = "all_gather_into_tensor"
-        inp = self._check(what, "input_tensor", input)
-        out = self._check(what, "output_tensor", output)
-        if out.numel() != self._size * inp.numel() or out.dtype != inp.dtype:
-            raise ValueError(
-                f"rcclx {what}: output_tensor is {out.numel()} x {out.dtype}, expected "
-                f"{self._size * inp.numel()} x {inp.dtype} ({self._size} ranks x input)"
-            )
-        comm = self._comm
-        return self._run(
-            what,
-            inp.device,
-            [output],
-            lambda a, s: comm.all_gather(inp, out, a, None, s),
-            opts,
-            keep=(inp, out),
-        )
+        async_op = self._start(opts)
+        comm = self._on("all_gather_into_tensor", "input", input)
+        work = comm.all_gather_single(output, input, async_op and not input.is_cuda)
+        return self._work("all_gather_into_tensor", [output], work)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
-        work = RcclxWork([])
+        async_op = self._start(opts)
+        works = []
         for o, i in zip(outputs, inputs, strict=True):
-            work = self._allgather_base(o, i, opts)
-        return work
+            comm = self._on("all_gather_into_tensor_coalesced", "input", i)
+            works.append(comm.all_gather_single(o, i, async_op and not i.is_cuda))
+        return self._work("all_gather_into_tensor_coalesced", list(outputs), *works)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        what = "reduce_scatter"
-        self._count(what, "output_tensors", output_tensors, 1)
-        self._count(what, "input_tensors", input_tensors, 1)
-        out = self._check(what, "output", output_tensors[0])
-        ins = input_tensors[0]
-        self._count(what, "input_list", ins, self._size)
-        self._same(what, "input_list", ins, out)
-        for i, x in enumerate(ins):
-            if x.numel() != out.numel():
-                raise ValueError(
-                    f"rcclx {what}: input_list[{i}] has {x.numel()} elements, the output "
-                    f"{out.numel()}"
-                )
-        op, scalar = _red_op(what, opts.reduceOp)
-        flat = _flat(ins)
-        comm = self._comm
-        return self._run(
-            what,
-            out.device,
-            [output_tensors[0]],
-            lambda a, s: comm.reduce_scatter(flat, out, op, scalar, a, None, s),
-            opts,
-            keep=(flat, out),
-        )
+        async_op = self._start(opts)
+        out = self._one("reduce_scatter", "output_tensors", output_tensors)
+        ins = self._one("reduce_scatter", "input_tensors", input_tensors)
+        comm = self._on("reduce_scatter", "output", out)
+        op = self._op("reduce_scatter", opts)
+        work = comm.reduce_scatter(out, ins, op, async_op and not out.is_cuda)
+        return self._work("reduce_scatter", output_tensors, work)
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        what = "reduce_scatter_tensor"
-        inp = self._check(what, "input", input)
-        out = self._check(what, "output", output)
-        if inp.numel() != self._size * out.numel() or out.dtype != inp.dtype:
-            raise ValueError(
-                f"rcclx {what}: input is {inp.numel()} x {inp.dtype}, expected "
-                f"{self._size * out.numel()} x {out.dtype} ({self._size} ranks x output)"
-            )
-        op, scalar = _red_op(what, opts.reduceOp)
-        comm = self._comm
-        return self._run(
-            what,
-            inp.device,
-            [output],
-            lambda a, s: comm.reduce_scatter(inp, out, op, scalar, a, None, s),
-            opts,
-            keep=(inp, out),
-        )
+        async_op = self._start(opts)
+        comm = self._on("reduce_scatter_tensor", "input", input)
+        op = self._op("reduce_scatter_tensor", opts)
+        work = comm.reduce_scatter_single(output, input, op, async_op and not input.is_cuda)
+        return self._work("reduce_scatter_tensor", [output], work)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
-        work = RcclxWork([])
+        async_op = self._start(opts)
+        works = []
         for o, i in zip(outputs, inputs, strict=True):
-            work = self._reduce_scatter_base(o, i, opts)
-        return work
+            comm = self._on("reduce_scatter_tensor_coalesced", "input", i)
+            op = self._op("reduce_scatter_tensor_coalesced", opts)
+            works.append(comm.reduce_scatter_single(o, i, op, async_op and not i.is_cuda))
+        return self._work("reduce_scatter_tensor_coalesced", list(outputs), *works)
 
-    def _split_counts(self, what: str, arg: str, t: torch.Tensor, splits) -> list[int]:
-        """Element counts per rank of `t` split along dim 0 by `splits` (equal when empty)."""
-        splits = list(splits or [])
-        if not splits:
-            if t.numel() % self._size:
-                raise ValueError(
-                    f"rcclx {what}: {arg} has {t.numel()} elements, not divisible by "
-                    f"{self._size} ranks (pass split sizes)"
-                )
-            return [t.numel() // self._size] * self._size
-        if len(splits) != self._size:
-            raise ValueError(
-                f"rcclx {what}: {arg} split sizes {splits} name {len(splits)} ranks, "
-                f"expected {self._size}"
-            )
+    def _equal_splits(self, what: str, arg: str, t) -> list[int]:
         rows = t.shape[0] if t.dim() else 1
-        if sum(splits) != rows or min(splits) < 0:
+        if rows % self._size:
             raise ValueError(
-                f"rcclx {what}: {arg} split sizes {splits} do not add up to its {rows} rows"
+                f"rcclx {what}: {arg} has {rows} rows, not divisible by {self._size} ranks "
+                "(pass split sizes)"
             )
-        row = t.numel() // rows if rows else 0
-        return [s * row for s in splits]
+        return [rows // self._size] * self._size
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         what = "all_to_all_single"
-        inp = self._check(what, "input", input)
-        out = self._check(what, "output", output)
-        if out.dtype != inp.dtype:
-            raise ValueError(f"rcclx {what}: output is {out.dtype}, input {inp.dtype}")
-        send = self._split_counts(what, "input", inp, input_split_sizes)
-        recv = self._split_counts(what, "output", out, output_split_sizes)
-        comm = self._comm
-        return self._run(
-            what,
-            inp.device,
-            [output],
-            lambda a, s: comm.all_to_all_v(inp, out, send, recv, None, None, a, None, s),
-            opts,
-            keep=(inp, out),
-        )
+        async_op = self._start(opts)
+        comm = self._on(what, "input", input)
+        on_host = async_op and not input.is_cuda
+        if not output_split_sizes and not input_split_sizes:
+            work = comm.all_to_all_single(output, input, on_host)
+        else:
+            recv = list(output_split_sizes) or self._equal_splits(what, "output", output)
+            send = list(input_split_sizes) or self._equal_splits(what, "input", input)
+            work = comm.all_to_all_v_single(output, input, recv, send, on_host)
+        return self._work(what, [output], work)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
-        what = "all_to_all"
-        self._count(what, "output_tensor_list", output_tensors, self._size)
-        self._count(what, "input_tensor_list", input_tensors, self._size)
-        first = self._check(what, "input_tensor_list[0]", input_tensors[0])
-        self._same(what, "input_tensor_list", input_tensors, first)
-        self._same(what, "output_tensor_list", output_tensors, first)
-        send = [t.numel() for t in input_tensors]
-        recv = [t.numel() for t in output_tensors]
-        flat_in = _flat(input_tensors)
-        flat_out = first.new_empty(sum(recv))
-        comm = self._comm
-        return self._run(
-            what,
-            first.device,
-            list(output_tensors),
-            lambda a, s: comm.all_to_all_v(flat_in, flat_out, send, recv, None, None, a, None, s),
-            opts,
-            finish=lambda: _unflatten_into(flat_out, output_tensors),
-        )
+        async_op = self._start(opts)
+        comm = self._on("all_to_all", "input_tensor_list[0]", input_tensors[0])
+        on_host = async_op and not input_tensors[0].is_cuda
+        work = comm.all_to_all(output_tensors, input_tensors, on_host)
+        return self._work("all_to_all", list(output_tensors), work)
 
     def gather(self, output_tensors, input_tensors, opts=None):
-        what = "gather"
-        self._count(what, "input_tensors", input_tensors, 1)
-        inp = self._check(what, "tensor", input_tensors[0])
+        async_op = self._start(opts)
+        t = self._one("gather", "input_tensors", input_tensors)
+        comm = self._on("gather", "tensor", t)
         root = opts.rootRank
-        comm = self._comm
-        if self._rank != root:
-            return self._run(
-                what,
-                inp.device,
-                [],
-                lambda a, s: comm.gather(inp, None, root, a, None, s),
-                opts,
-                keep=(inp,),
-            )
-        self._count(what, "output_tensors", output_tensors, 1)
-        outs = output_tensors[0]
-        self._count(what, "gather_list", outs, self._size)
-        self._same(what, "gather_list", outs, inp)
-        flat = inp.new_empty(self._size * inp.numel())
-        return self._run(
-            what,
-            inp.device,
-            list(outs),
-            lambda a, s: comm.gather(inp, flat, root, a, None, s),
-            opts,
-            finish=lambda: _unflatten_into(flat, outs),
-        )
+        outs = self._one("gather", "output_tensors", output_tensors) if self._rank == root else None
+        work = comm.gather(outs, t, root, async_op and not t.is_cuda)
+        return self._work("gather", list(outs or []), work)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
-        what = "scatter"
-        self._count(what, "output_tensors", output_tensors, 1)
-        out = self._check(what, "tensor", output_tensors[0])
+        async_op = self._start(opts)
+        out = self._one("scatter", "output_tensors", output_tensors)
+        comm = self._on("scatter", "tensor", out)
         root = opts.rootRank
-        flat = None
-        if self._rank == root:
-            self._count(what, "input_tensors", input_tensors, 1)
-            ins = input_tensors[0]
-            self._count(what, "scatter_list", ins, self._size)
-            self._same(what, "scatter_list", ins, out)
-            flat = _flat(ins)
-        comm = self._comm
-        return self._run(
-            what,
-            out.device,
-            [output_tensors[0]],
-            lambda a, s: comm.scatter(flat, out, root, a, None, s),
-            opts,
-            keep=(flat, out),
-        )
+        ins = self._one("scatter", "input_tensors", input_tensors) if self._rank == root else None
+        work = comm.scatter(out, ins, root, async_op and not out.is_cuda)
+        return self._work("scatter", output_tensors, work)
 
     def barrier(self, opts=None):
-        """A host barrier; on a group with a GPU, this process's work queued on the current
-        stream finishes first (as NCCL's barrier, which synchronises its device)."""
-        self._flush_p2p()
-        if self._device is not None and torch.cuda.is_initialized():
-            torch.cuda.current_stream(self._device).synchronize()
-        native = self._comm.barrier(bool(getattr(opts, "asyncOp", True)))
-        return RcclxWork([], native, timeout=self._timeout, what="barrier")
+        """Every rank reached it; on a group with a GPU in use, this process's work queued on
+        the current stream has finished too (a barrier on the stream, then a wait for the
+        stream, as NCCL's barrier synchronises its device)."""
+        async_op = self._start(opts)
+        if self._gpu is not None and torch.cuda.is_initialized():
+            self._gpu.barrier()
+            torch.cuda.current_stream(self._gpu.get_device()).synchronize()
+            return self._work("barrier", [])
+        return self._work("barrier", [], self._host.barrier(async_op))
 
     # --- lifetime
 
     def shutdown(self) -> None:
-        """Destroys the communicator (collective, as destroy_process_group is)."""
+        """Finalizes the communicator (collective, as destroy_process_group is); one made by
+        from_comm stays its owner's."""
         self._flush_p2p()
-        if not self._comm.destroyed:
-            self._comm.destroy()
+        for comm in (self._gpu, self._host):
+            if comm is not None and comm is not self._owner:
+                comm.finalize()  # a view: detaches
+        if self._owner is not None:
+            self._owner.finalize()
 
     def abort(self) -> None:
         """Releases the communicator without waiting for peers."""
         self._pending = []
-        if not self._comm.destroyed:
-            self._comm.abort()
+        for comm in (self._gpu, self._host, self._owner):
+            if comm is not None:
+                comm.abort()
 
     # --- torch's names: older releases call the underscored / _base / _tensor names, torch
     # 2.13 the *_single ones; both reach the same methods.
@@ -637,9 +416,3 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     reduce_scatter_single = _reduce_scatter_base
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
     all_to_all_single = alltoall_base
-
-    def allgather_coalesced(self, output_lists, input_list, opts=None):
-        work = RcclxWork([])
-        for outs, inp in zip(output_lists, input_list, strict=True):
-            work = self.allgather([outs], [inp], opts)
-        return work

@@ -1,17 +1,17 @@
 """The Work objects the "rcclx" process group returns, and the thread that completes their
 futures.
 
-A Work holds the tensors of its operation until the operation is complete (the core reads and
-writes them after the call returns). Three kinds of completion lie behind one class:
+A c10d Work carries the torchcomms Works of its operation (those keep the tensors alive until
+the operation is complete). Three kinds of completion lie behind one class:
 
 * done: a host operation that ran in the call (``async_op=False``), or a GPU one whose stream
   is already ordered (the future is completed at once, CUDA-aware where tensors are on a GPU);
-* native: a host operation on the communicator's worker (an ``rcclx_core.Work``);
-* deferred: point-to-point calls waiting to run as one group (see ``ProcessGroupRcclx``);
-  waiting on it runs the group first.
+* running: a host operation on the communicator's worker (a torchcomms HostWork);
+* deferred: point-to-point calls waiting to run as one batch (see ``ProcessGroupRcclx``);
+  waiting on it runs the batch first.
 
-``get_future()`` of a native Work hands it to one completion thread per process, which waits on
-the core's Work (the GIL is released while it waits) and completes the future with the output
+``get_future()`` of a running Work hands it to one completion thread per process, which waits
+on it (the GIL is released while the core waits) and completes the future with the output
 tensors, or with the error; DDP's communication hooks chain on that future.
 """
 
@@ -20,11 +20,13 @@ from __future__ import annotations
 import datetime
 import queue
 import threading
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 import torch.distributed as dist
 from torch.futures import Future
+
+from torchcomms_rcclx._work import HostWork
 
 
 def _seconds(timeout) -> float | None:
@@ -90,37 +92,38 @@ class RcclxWork(dist.Work):
     def __init__(
         self,
         outputs: list[torch.Tensor],
-        native: Any = None,
-        keep: tuple = (),
+        works: list | None = None,
         run: Callable[[], None] | None = None,
         timeout: float | None = None,
         what: str = "",
     ) -> None:
         super().__init__()
         self._outputs = outputs
-        self._native = native  # rcclx_core.Work, or None once complete
-        self._keep = keep  # tensors the core may still touch
-        self._run = run  # deferred: runs the pending group, which attach()es its Work here
+        self._running = [w for w in works if isinstance(w, HostWork)] if works else ()
+        self._run = run  # deferred: runs the pending batch, which attach()es its Work here
         self._timeout = timeout
         self._what = what
         self._error: BaseException | None = None
-        self._done = native is None and run is None
-        self._lock = threading.Lock()
+        self._done = not self._running and run is None
+        # Serialises wait / get_future of work still running (one thread may wait while the
+        # completion thread does); complete work never takes it.
+        self._lock = None if self._done else threading.Lock()
 
-    def attach(self, native: Any) -> None:
-        """Called by the group that ran this deferred operation: its Work (None: complete)."""
-        self._run, self._native = None, native
-        self._done = native is None
-        if self._done:
-            self._keep = ()
+    def attach(self, work) -> None:
+        """Called by the batch that ran this deferred operation, with its torchcomms Work."""
+        self._run = None
+        self._running = [work] if isinstance(work, HostWork) else ()
+        self._done = not self._running
 
     def _start(self) -> None:
         if self._run is not None:
-            self._run()  # attaches the group's Work to every operation of the group
+            self._run()  # attaches the batch's Work to every operation of the batch
 
     def wait(self, timeout=None) -> bool:
         """Blocks until the operation is complete (host); raises its error, or TimeoutError
         past `timeout` (default: the process group's timeout)."""
+        if self._done and self._error is None:
+            return True
         with self._lock:
             if self._error is not None:
                 raise self._error
@@ -129,16 +132,12 @@ class RcclxWork(dist.Work):
                 return True
             seconds = _seconds(timeout) or self._timeout
             try:
-                finished = self._native.wait(seconds)
+                for work in self._running:
+                    work.wait(seconds)
             except BaseException as e:
                 self._error = e
                 raise
-            if finished is False:
-                self._error = TimeoutError(
-                    f"rcclx: {self._what} did not complete within {seconds} s"
-                )
-                raise self._error
-            self._done, self._native, self._keep = True, None, ()
+            self._done, self._running = True, ()
             return True
 
     def is_completed(self) -> bool:
@@ -146,7 +145,7 @@ class RcclxWork(dist.Work):
             return True
         if self._run is not None:
             return False
-        if self._native.is_completed():
+        if all(w.is_completed() for w in self._running):
             try:
                 self.wait()
             except BaseException:  # noqa: BLE001 - reported by wait() and exception()
@@ -165,6 +164,8 @@ class RcclxWork(dist.Work):
 
     def get_future(self) -> Future:
         """A future completed with the output tensors once the operation is complete."""
+        if self._done and self._error is None:
+            return completed_future(self._outputs)
         with self._lock:
             self._start()
             if self._error is None and self._done:
