@@ -92,3 +92,103 @@ def _gpu_ddp_rank(ctx, port):
 def test_gpu_ddp_matches_gloo():
     results = launch(_gpu_ddp_rank, 2, checks.free_port(), timeout=240)
     checks.assert_cases(results)
+
+
+def _fsdp_reference(torch, model, batches, steps: int, lr: float):
+    """What FSDP2 over len(batches) ranks computes, in one process: each step every rank's loss
+    on its own batch, the gradients averaged over the ranks, one SGD step. Returns each rank's
+    losses."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = [[] for _ in batches]
+    for _ in range(steps):
+        grads = []
+        for r, (x, y) in enumerate(batches):
+            model.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            losses[r].append(loss.item())
+            grads.append([p.grad.clone() for p in model.parameters()])
+        for p, *gs in zip(model.parameters(), *grads):
+            p.grad = sum(gs[1:], gs[0]) / len(gs)
+        opt.step()
+    return losses
+
+
+def _gpu_fsdp_rank(ctx, port):
+    import torch
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.cuda.set_device(ctx.device)
+    dist = H.init(ctx, port, backend="cpu:rcclx,cuda:rcclx")
+    dev, steps, lr = torch.device("cuda", ctx.device), 20, 0.05
+
+    def mlp():
+        torch.manual_seed(0)
+        layers = [torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 16)]
+        return torch.nn.Sequential(*layers, torch.nn.Linear(16, 1)).to(dev)
+
+    def batch(rank):
+        g = torch.Generator().manual_seed(100 + rank)
+        return torch.randn(32, 16, generator=g).to(dev), torch.randn(32, 1, generator=g).to(dev)
+
+    model = mlp()
+    mesh = DeviceMesh.from_group(dist.group.WORLD, "cuda")
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    x, y = batch(ctx.rank)
+    got = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        got.append(loss.item())
+    ref = _fsdp_reference(torch, mlp(), [batch(r) for r in range(ctx.nranks)], steps, lr)[ctx.rank]
+    rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, ref))
+    out = {"losses": ("", None if rel <= 1e-6 else f"relative difference {rel:.3g}")}
+    out["learned"] = ("", None if got[-1] < got[0] else "loss did not fall")
+    dist.destroy_process_group()
+    return out
+
+
+def test_gpu_fsdp2_matches_one_process_reference():
+    """FSDP2 (fully_shard) on CUDA tensors against the same training computed in one process
+    (each rank's batch, gradients averaged): the losses agree within 1e-6 relative."""
+    checks.assert_cases(launch(_gpu_fsdp_rank, 2, checks.free_port(), timeout=240))
+
+
+def _gpu_graph_rank(ctx, port):
+    import torch
+
+    torch.cuda.set_device(ctx.device)
+    dist = H.init(ctx, port, backend="cpu:rcclx,cuda:rcclx")
+    n, me, dev = ctx.nranks, ctx.rank, torch.device("cuda", ctx.device)
+    out = {}
+    for count in (1024, 1 << 20):
+        t = torch.zeros(count, device=dev)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            dist.all_reduce(t)  # warm up outside the capture
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            dist.all_reduce(t)
+            t.mul_(2)
+        for step in range(3):
+            xs = [H.rank_input(r, count, torch.float32, tag=step, device=dev) for r in range(n)]
+            t.copy_(xs[me])
+            graph.replay()
+            H.collect(out, f"replay {step} of {count}", t, H.reduce_ref(xs, "SUM") * 2)
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+    return out
+
+
+def test_gpu_graph_capture_of_dist_all_reduce():
+    """dist.all_reduce captured into a CUDA graph and replayed with new inputs."""
+    checks.assert_cases(launch(_gpu_graph_rank, 2, checks.free_port(), timeout=240))
