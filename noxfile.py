@@ -3,7 +3,7 @@
 Every session installs the packages it needs into its own virtual environment under .nox/ from
 this checkout: ctran, rcclx_core and nccl_compat are native (scikit-build-core; each configures
 the one top-level CMake project, builds what it ships and installs only its own targets),
-torchcomms_rcclx is pure Python.
+torchcomms_rcclx and torchcomms_standin (the stand-in `torchcomms` module) are pure Python.
 Versions that must not drift (torch, the formatters) are pinned in constraints.txt.
 """
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent
 CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
 
 # Dependency order: each package depends only on packages before it.
-PACKAGES = ("ctran", "rcclx_core", "nccl_compat", "torchcomms_rcclx")
+PACKAGES = ("ctran", "rcclx_core", "nccl_compat", "torchcomms_rcclx", "torchcomms_standin")
 NATIVE_PACKAGES = frozenset({"ctran", "rcclx_core", "nccl_compat"})
 # Packages whose config_dump() feeds the knob table of the docs.
 KNOB_PACKAGES = ("ctran", "rcclx_core")
