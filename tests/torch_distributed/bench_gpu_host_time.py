@@ -45,7 +45,7 @@ def main() -> None:
     torch.cuda.set_device(0)
     dist.init_process_group("cpu:rcclx,cuda:rcclx", rank=0, world_size=1)
     nccl = dist.new_group(backend="nccl")
-    tc = torchcomms_rcclx.new_comm("rcclx", torch.device("cuda"), "bench")
+    tc = torchcomms_rcclx.new_comm("rcclx", torch.device("cuda"), "bench", store=dist.HashStore())
     core = tc._core
     t = torch.zeros(nbytes // 4, device="cuda")
     stream_of = torch._C._cuda_getCurrentRawStream

@@ -7,9 +7,12 @@ of the torchcomms communicator, which checks the tensors (naming the argument), 
 runs the core call; its Work becomes a c10d Work. One group serves host and GPU tensors
 (``"cpu:rcclx,cuda:rcclx"``) through two views of one communicator (``on_device``).
 
-A host tensor runs in the call when torch asks for a synchronous operation and on the
-communicator's worker otherwise; a CUDA tensor is enqueued on the current stream and its Work is
-complete for the host at once.
+Works follow torch.distributed's NCCL semantics. A synchronous operation runs in the call on
+host tensors and on the current stream for CUDA tensors. An asynchronous one runs on the
+communicator's worker (host tensors) or on the communicator's internal stream, after the work
+already queued on the current stream (CUDA tensors); its Work's ``wait()`` blocks the host, or
+makes the then current stream wait (the host does not block). FSDP2, which issues collectives
+on streams of its own and orders its compute after them through ``wait()``, relies on this.
 
 Point-to-point calls are deferred: ``isend``/``irecv`` (and so ``batch_isend_irecv``) record
 the operation, and the recorded ones run together, as one batch, when any of their Works is
@@ -237,10 +240,8 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         if self._pending:
             self._flush_p2p()
         t = self._one("all_reduce", "tensors", tensors)
-        if t.is_cuda:
-            comm, async_op = self._on("all_reduce", "tensor", t), False
-        else:
-            comm, async_op = self._host, getattr(opts, "asyncOp", True)
+        comm = self._on("all_reduce", "tensor", t) if t.is_cuda else self._host
+        async_op = getattr(opts, "asyncOp", True)
         op = ReduceOp.SUM if opts is None else from_c10d(opts.reduceOp, "all_reduce")
         work = comm.all_reduce(t.detach() if t.requires_grad else t, op, async_op)
         return RcclxWork(tensors, (work,) if async_op else None, None, self._timeout, "all_reduce")
@@ -264,7 +265,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         t = self._one("broadcast", "tensors", tensors)
         root = opts.rootRank if opts is not None else 0
-        work = self._on("broadcast", "tensor", t).broadcast(t, root, async_op and not t.is_cuda)
+        work = self._on("broadcast", "tensor", t).broadcast(t, root, async_op)
         return self._work("broadcast", tensors, work)
 
     def reduce(self, tensors, opts=None):
@@ -272,7 +273,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         t = self._one("reduce", "tensors", tensors)
         comm = self._on("reduce", "tensor", t)
         op = self._op("reduce", opts)
-        work = comm.reduce(t, opts.rootRank, op, async_op and not t.is_cuda)
+        work = comm.reduce(t, opts.rootRank, op, async_op)
         return self._work("reduce", tensors, work)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
@@ -280,7 +281,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         t = self._one("all_gather", "input_tensors", input_tensors)
         outs = self._one("all_gather", "output_tensors", output_tensors)
         comm = self._on("all_gather", "tensor", t)
-        work = comm.all_gather(outs, t, async_op and not t.is_cuda)
+        work = comm.all_gather(outs, t, async_op)
         return self._work("all_gather", list(outs), work)
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
@@ -288,14 +289,14 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         works, outputs = [], []
         for outs, t in zip(output_lists, input_list, strict=True):
             comm = self._on("all_gather_coalesced", "tensor", t)
-            works.append(comm.all_gather(outs, t, async_op and not t.is_cuda))
+            works.append(comm.all_gather(outs, t, async_op))
             outputs += outs
         return self._work("all_gather_coalesced", outputs, *works)
 
     def _allgather_base(self, output, input, opts=None):
         async_op = self._start(opts)
         comm = self._on("all_gather_into_tensor", "input", input)
-        work = comm.all_gather_single(output, input, async_op and not input.is_cuda)
+        work = comm.all_gather_single(output, input, async_op)
         return self._work("all_gather_into_tensor", [output], work)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
@@ -303,7 +304,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         works = []
         for o, i in zip(outputs, inputs, strict=True):
             comm = self._on("all_gather_into_tensor_coalesced", "input", i)
-            works.append(comm.all_gather_single(o, i, async_op and not i.is_cuda))
+            works.append(comm.all_gather_single(o, i, async_op))
         return self._work("all_gather_into_tensor_coalesced", list(outputs), *works)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
@@ -312,14 +313,14 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         ins = self._one("reduce_scatter", "input_tensors", input_tensors)
         comm = self._on("reduce_scatter", "output", out)
         op = self._op("reduce_scatter", opts)
-        work = comm.reduce_scatter(out, ins, op, async_op and not out.is_cuda)
+        work = comm.reduce_scatter(out, ins, op, async_op)
         return self._work("reduce_scatter", output_tensors, work)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         async_op = self._start(opts)
         comm = self._on("reduce_scatter_tensor", "input", input)
         op = self._op("reduce_scatter_tensor", opts)
-        work = comm.reduce_scatter_single(output, input, op, async_op and not input.is_cuda)
+        work = comm.reduce_scatter_single(output, input, op, async_op)
         return self._work("reduce_scatter_tensor", [output], work)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
@@ -328,7 +329,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         for o, i in zip(outputs, inputs, strict=True):
             comm = self._on("reduce_scatter_tensor_coalesced", "input", i)
             op = self._op("reduce_scatter_tensor_coalesced", opts)
-            works.append(comm.reduce_scatter_single(o, i, op, async_op and not i.is_cuda))
+            works.append(comm.reduce_scatter_single(o, i, op, async_op))
         return self._work("reduce_scatter_tensor_coalesced", list(outputs), *works)
 
     def _equal_splits(self, what: str, arg: str, t) -> list[int]:
@@ -344,20 +345,18 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         what = "all_to_all_single"
         async_op = self._start(opts)
         comm = self._on(what, "input", input)
-        on_host = async_op and not input.is_cuda
         if not output_split_sizes and not input_split_sizes:
-            work = comm.all_to_all_single(output, input, on_host)
+            work = comm.all_to_all_single(output, input, async_op)
         else:
             recv = list(output_split_sizes) or self._equal_splits(what, "output", output)
             send = list(input_split_sizes) or self._equal_splits(what, "input", input)
-            work = comm.all_to_all_v_single(output, input, recv, send, on_host)
+            work = comm.all_to_all_v_single(output, input, recv, send, async_op)
         return self._work(what, [output], work)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         async_op = self._start(opts)
         comm = self._on("all_to_all", "input_tensor_list[0]", input_tensors[0])
-        on_host = async_op and not input_tensors[0].is_cuda
-        work = comm.all_to_all(output_tensors, input_tensors, on_host)
+        work = comm.all_to_all(output_tensors, input_tensors, async_op)
         return self._work("all_to_all", list(output_tensors), work)
 
     def gather(self, output_tensors, input_tensors, opts=None):
@@ -366,7 +365,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         comm = self._on("gather", "tensor", t)
         root = opts.rootRank
         outs = self._one("gather", "output_tensors", output_tensors) if self._rank == root else None
-        work = comm.gather(outs, t, root, async_op and not t.is_cuda)
+        work = comm.gather(outs, t, root, async_op)
         return self._work("gather", list(outs or []), work)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
@@ -375,7 +374,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         comm = self._on("scatter", "tensor", out)
         root = opts.rootRank
         ins = self._one("scatter", "input_tensors", input_tensors) if self._rank == root else None
-        work = comm.scatter(out, ins, root, async_op and not out.is_cuda)
+        work = comm.scatter(out, ins, root, async_op)
         return self._work("scatter", output_tensors, work)
 
     def barrier(self, opts=None):

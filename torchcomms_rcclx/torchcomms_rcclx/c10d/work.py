@@ -6,7 +6,9 @@ the operation is complete). Three kinds of completion lie behind one class:
 
 * done: a host operation that ran in the call (``async_op=False``), or a GPU one whose stream
   is already ordered (the future is completed at once, CUDA-aware where tensors are on a GPU);
-* running: a host operation on the communicator's worker (a torchcomms HostWork);
+* running: a host operation on the communicator's worker (a torchcomms HostWork), or a CUDA
+  one on the communicator's internal stream (an EventWork: waiting makes the current stream
+  wait for it, the host does not block);
 * deferred: point-to-point calls waiting to run as one batch (see ``ProcessGroupRcclx``);
   waiting on it runs the batch first.
 
@@ -26,7 +28,9 @@ import torch
 import torch.distributed as dist
 from torch.futures import Future
 
-from torchcomms_rcclx._work import HostWork
+from torchcomms_rcclx._work import EventWork, HostWork
+
+_RUNNING = (HostWork, EventWork)  # the torchcomms Works whose wait() does something
 
 
 def _seconds(timeout) -> float | None:
@@ -99,7 +103,7 @@ class RcclxWork(dist.Work):
     ) -> None:
         super().__init__()
         self._outputs = outputs
-        self._running = [w for w in works if isinstance(w, HostWork)] if works else ()
+        self._running = [w for w in works if isinstance(w, _RUNNING)] if works else ()
         self._run = run  # deferred: runs the pending batch, which attach()es its Work here
         self._timeout = timeout
         self._what = what
@@ -112,7 +116,7 @@ class RcclxWork(dist.Work):
     def attach(self, work) -> None:
         """Called by the batch that ran this deferred operation, with its torchcomms Work."""
         self._run = None
-        self._running = [work] if isinstance(work, HostWork) else ()
+        self._running = [work] if isinstance(work, _RUNNING) else ()
         self._done = not self._running
 
     def _start(self) -> None:
@@ -133,7 +137,10 @@ class RcclxWork(dist.Work):
             seconds = _seconds(timeout) or self._timeout
             try:
                 for work in self._running:
-                    work.wait(seconds)
+                    if isinstance(work, HostWork):
+                        work.wait(seconds)
+                    else:
+                        work.wait()  # the current stream waits; nothing to time out
             except BaseException as e:
                 self._error = e
                 raise
@@ -163,11 +170,18 @@ class RcclxWork(dist.Work):
         return self._outputs
 
     def get_future(self) -> Future:
-        """A future completed with the output tensors once the operation is complete."""
+        """A future completed with the output tensors once the operation is complete (on CUDA
+        tensors: at once, CUDA-aware, after the current stream was made to wait)."""
         if self._done and self._error is None:
             return completed_future(self._outputs)
         with self._lock:
             self._start()
+        if not any(isinstance(w, HostWork) for w in self._running):
+            try:
+                self.wait()  # CUDA work: the current stream waits, the host does not
+            except BaseException:  # noqa: BLE001 - the future below carries the error
+                pass
+        with self._lock:
             if self._error is None and self._done:
                 return completed_future(self._outputs)
         fut = Future()
