@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ctran/config.hpp"
 
@@ -15,10 +17,19 @@ std::atomic<int> gLevel{-1};
 std::atomic<int> gRank{-1};
 thread_local int tRank = -1;
 
+/// NCCL_DEBUG's value as RCCLX_DEBUG would spell it (programs written for NCCL set it).
+std::string fromNcclDebug() {
+  std::string v = knob::NCCL_DEBUG();
+  for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (v == "info" || v == "trace" || v == "none") return v;
+  return "warn";  // VERSION, WARN, ABORT, unset or unknown
+}
+
 Level parse() {
   std::string v;
   try {
-    v = knob::RCCLX_DEBUG();
+    const char* own = std::getenv("RCCLX_DEBUG");
+    v = own == nullptr || *own == '\0' ? fromNcclDebug() : knob::RCCLX_DEBUG();
   } catch (const Error& e) {
     std::fprintf(stderr, "rcclx: %s; using WARN\n", e.what());
     return Level::kWarn;

@@ -1,44 +1,67 @@
 /*
  * nccl.h of RCCLX's NCCL-ABI library (libnccl.so.2, also installed as librccl.so.1).
  *
- * Types, enum values and the version macros are those of NCCL 2.28, so programs compiled against
- * NCCL's header run on this library and vice versa. Only the functions declared below exist in
- * this release; the communicator and collective API will be added here as it is implemented.
- * Every function also exists as a p-prefixed alias (pncclGetVersion, ...) for profilers.
+ * The types, enum values, struct layouts, macros and function signatures are those of NCCL
+ * 2.28.9, so a program compiled against NCCL's own header runs on this library unchanged, and a
+ * program compiled against this header runs on NCCL. Every function also exists as a p-prefixed
+ * alias (pncclAllReduce, ...) for profilers. The header needs no CUDA installation: without
+ * <cuda_runtime.h> it declares cudaStream_t as the CUDA runtime does (an opaque pointer), so
+ * plain C programs on host memory compile against it.
+ *
+ * Behaviour specific to RCCLX (host-memory communicators, what each call maps onto) is
+ * documented in docs/nccl_compat.rst.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#if !defined(RCCLX_NCCL_NO_CUDA) && defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#define RCCLX_NCCL_HAVE_CUDA_RUNTIME 1
+#endif
+#endif
+#ifndef RCCLX_NCCL_HAVE_CUDA_RUNTIME
+/* The CUDA runtime's own definition: a pointer to an opaque stream object (NULL: the default
+ * stream). HIP's hipStream_t has the same representation. */
+typedef struct CUstream_st* cudaStream_t;
+#endif
+
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28
-#define NCCL_PATCH 3
+#define NCCL_PATCH 9
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22803
+#define NCCL_VERSION_CODE 22809
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
 /* Identifies this header as RCCLX's (NCCL's own header does not define it). */
 #define RCCLX_NCCL_COMPAT 1
+/* RCCL's feature macros for the extensions declared at the end of this header. */
+#define RCCL_ALLTOALLV 1
+#define RCCL_GATHER_SCATTER 1
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Opaque communicator handle (no function of this release creates one). */
+/* Opaque handles. */
 typedef struct ncclComm* ncclComm_t;
+typedef struct ncclWindow_vidmem* ncclWindow_t;
 #define NCCL_COMM_NULL NULL
 
 #define NCCL_UNIQUE_ID_BYTES 128
-/* Names a bootstrap root; made by ncclGetUniqueId on one rank and passed to all others. */
+/* Names a bootstrap root; made by ncclGetUniqueId on one rank and passed to all others. It is
+ * self-contained: it may be copied by value, sent over any channel and stored. */
 typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-/* Result codes: the same numbers as NCCL's. */
+/* Result codes. This library never returns a value of ncclNumResults or above. */
 typedef enum {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
@@ -51,8 +74,76 @@ typedef enum {
   ncclNumResults = 8
 } ncclResult_t;
 
-/* Reduction operations. Values from ncclNumOps up to ncclMaxRedOp are reserved for
- * user-defined operations (ncclRedOpCreate*, not implemented yet). */
+/* Values of an ncclConfig_t field the caller left unset. */
+#define NCCL_CONFIG_UNDEF_INT INT_MIN
+#define NCCL_CONFIG_UNDEF_PTR NULL
+/* ncclCommSplit's color for a rank that joins no new communicator (it gets NULL). */
+#define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_UNDEF_FLOAT -1.0f
+
+/* The magic number of ncclConfig_t (checked by every function that reads one). */
+#define NCCL_API_MAGIC 0xcafebeef
+
+/* ncclCommWindowRegister flags. */
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+
+/* ncclConfig_t.CTAPolicy values. */
+#define NCCL_CTA_POLICY_DEFAULT 0x00
+#define NCCL_CTA_POLICY_EFFICIENCY 0x01
+#define NCCL_CTA_POLICY_ZERO 0x02
+
+/* ncclCommShrink flags. */
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+
+/* Per-communicator configuration, versioned by its leading size / magic / version fields: the
+ * library reads only the fields the caller's struct holds (NCCL 2.27's struct is 72 bytes, this
+ * 2.28 one 80; an older, shorter one or a newer, longer one works too). Initialise it with
+ * NCCL_CONFIG_INITIALIZER, then set the fields wanted. */
+typedef struct ncclConfig_v22800 {
+  size_t size;          /* sizeof the caller's struct: set by NCCL_CONFIG_INITIALIZER */
+  unsigned int magic;   /* NCCL_API_MAGIC */
+  unsigned int version; /* NCCL_VERSION_CODE of the caller's header */
+  int blocking;         /* 0: initialisation returns ncclInProgress and completes later */
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+  int trafficClass;
+  const char* commName; /* shown in the library's log lines */
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+} ncclConfig_t;
+
+#define NCCL_CONFIG_INITIALIZER                                                                    \
+  {sizeof(ncclConfig_t),  NCCL_API_MAGIC,        NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT}
+
+/* What ncclGroupSimulateEnd reports. */
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+
+#define NCCL_SIM_INFO_MAGIC 0x74685283
+#define NCCL_SIM_INFO_INITIALIZER \
+  {sizeof(ncclSimInfo_t), NCCL_SIM_INFO_MAGIC, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT}
+
+/* Reduction operations. Values from ncclNumOps up to ncclMaxRedOp are handles made by
+ * ncclRedOpCreatePreMulSum. */
 typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
 typedef enum {
   ncclSum = 0,
@@ -86,14 +177,18 @@ typedef enum {
   ncclNumTypes = 12
 } ncclDataType_t;
 
-/* Stores the library's version as NCCL_VERSION_CODE does (22803 for 2.28.3) in *version.
- * Returns ncclInvalidArgument when version is NULL. */
+/* Where ncclRedOpCreatePreMulSum's scalar lives. */
+typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+
+/* ---- Library, errors, memory ------------------------------------------------------------- */
+
+/* Stores NCCL_VERSION_CODE (22809 for 2.28.9) in *version. */
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t pncclGetVersion(int* version);
 
-/* Creates a unique id naming a bootstrap root hosted by this process (a TCP store served by a
- * background thread, kept until the process exits). The caller shares the id with every rank
- * out of band. Needs no GPU. */
+/* A new id naming a bootstrap root this process hosts (a TCP store served by a background
+ * thread). With NCCL_COMM_ID=host:port set, the id names that address instead and rank 0 hosts
+ * the root there when it initialises its communicator. Needs no GPU. */
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId);
 
@@ -101,11 +196,219 @@ ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* pncclGetErrorString(ncclResult_t result);
 
-/* The message of the last error returned by an nccl* call on the calling thread ("" when none
- * failed yet). `comm` is accepted for NCCL compatibility and may be NULL. The string stays valid
- * until the thread's next failing nccl* call. */
+/* The message of the last error an nccl* call returned on the calling thread ("" when none);
+ * it names the call, the argument and its value. comm may be NULL. */
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
+
+/* Re-reads the logging level (RCCLX_DEBUG, else NCCL_DEBUG) from the environment. */
+void ncclResetDebugInit(void);
+void pncclResetDebugInit(void);
+
+/* Memory for communication buffers: device memory of the current GPU with an IPC handle (so
+ * ncclCommWindowRegister can map it on every peer); page-aligned host memory on a machine
+ * without a usable GPU. Free it with ncclMemFree. */
+ncclResult_t ncclMemAlloc(void** ptr, size_t size);
+ncclResult_t pncclMemAlloc(void** ptr, size_t size);
+ncclResult_t ncclMemFree(void* ptr);
+ncclResult_t pncclMemFree(void* ptr);
+
+/* ---- Communicators ----------------------------------------------------------------------- */
+
+/* Creates this rank's communicator of nranks ranks that meet through commId. Collective over
+ * the ranks (inside ncclGroupStart/End, one thread may initialise several). The communicator
+ * uses the current GPU when one is usable, else host memory only. */
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+/* As ncclCommInitRank, with a configuration (NULL: defaults). With config->blocking == 0 it
+ * returns ncclInProgress at once; poll ncclCommGetAsyncError until it reports ncclSuccess. */
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t* config);
+/* As ncclCommInitRankConfig; nId ids may be given (every rank the same list), the first one is
+ * used. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                       ncclUniqueId* commIds, ncclConfig_t* config);
+/* ndev communicators of one clique, one per device of devlist (NULL: GPUs 0..ndev-1), made by
+ * this one process. On a machine without a usable GPU they are host-memory communicators. */
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
+ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
+
+/* Waits for the communicator's outstanding host work. */
+ncclResult_t ncclCommFinalize(ncclComm_t comm);
+ncclResult_t pncclCommFinalize(ncclComm_t comm);
+/* Releases the communicator (collective). Later calls on the handle return ncclInvalidUsage. */
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+ncclResult_t pncclCommDestroy(ncclComm_t comm);
+/* Releases the communicator without waiting for peers; may be called from another thread than
+ * the one using it (it waits for a call in progress on that thread to return). */
+ncclResult_t ncclCommAbort(ncclComm_t comm);
+ncclResult_t pncclCommAbort(ncclComm_t comm);
+/* Stops the communicator from accepting new calls (revokeFlags must be 0); destroy or abort it
+ * next. */
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
+
+/* Collective: ranks passing the same color form a new communicator ordered by (key, rank);
+ * NCCL_SPLIT_NOCOLOR gives *newcomm = NULL. config NULL: the parent's configuration. */
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config);
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                            ncclConfig_t* config);
+/* Collective over the ranks not excluded: a new communicator without the excludeRanksList
+ * ranks (which get *newcomm = NULL if they call it), ranks renumbered in order. With
+ * NCCL_SHRINK_ABORT the excluded ranks need not call it. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+
+/* ncclInProgress while a non-blocking initialisation runs, then its result, or the first error
+ * an asynchronous operation of the communicator met. Never blocks. */
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count);
+/* The communicator's GPU, or -1 for a host-memory communicator. */
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
+
+/* Local registration of a buffer (not collective): accepted, returning a handle for
+ * ncclCommDeregister; zero-copy comes from ncclCommWindowRegister. */
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
+/* Collective: device memory of the communicator's GPU (inside one cudaMalloc / ncclMemAlloc
+ * allocation, the same size on every rank) becomes a symmetric buffer every peer maps, so
+ * collectives whose output lies in it store straight into the peers' outputs. Host memory gets
+ * a window that changes nothing. */
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                     int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+
+/* ---- Reduction operators ----------------------------------------------------------------- */
+
+/* A SUM whose inputs are first multiplied by *scalar (of type datatype; read now for
+ * ncclScalarHostImmediate, and for ncclScalarDevice too: RCCLX copies the value at creation),
+ * for collectives of comm on datatype. The handle may be destroyed as soon as the last call
+ * using it returned, even inside an open group. */
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm);
+ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                       ncclScalarResidence_t residence, ncclComm_t comm);
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+
+/* ---- Collectives (enqueued on stream for GPU buffers; run before returning for host
+ * buffers, where stream must be NULL). In place when the buffers alias as NCCL documents. ---- */
+
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                         cudaStream_t stream);
+/* In-place broadcast (deprecated in NCCL). */
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream);
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, int root, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                            cudaStream_t stream);
+/* sendbuff holds nranks blocks of recvcount elements; block i, reduced, lands on rank i. */
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                               cudaStream_t stream);
+ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                cudaStream_t stream);
+/* recvbuff receives rank i's sendcount elements at offset i * sendcount. */
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* count elements to and from every rank: sendbuff + j * count goes to rank j. */
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* The root receives rank i's count elements at recvbuff + i * count. */
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+/* Rank i receives count elements from the root's sendbuff + i * count. */
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+
+/* Point to point, matched with the peer's ncclRecv / ncclSend in call order; put a rank's
+ * sends and receives that must progress together inside one group. */
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream);
+
+/* ---- Groups (per thread; they nest) -------------------------------------------------------- */
+
+/* Calls until the matching outermost ncclGroupEnd are recorded (communicator initialisations
+ * included) and run together by it, across every communicator they name. */
+ncclResult_t ncclGroupStart(void);
+ncclResult_t pncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+ncclResult_t pncclGroupEnd(void);
+/* Ends the group as ncclGroupEnd does: RCCLX has no cost model, so the group's operations run
+ * and simInfo->estimatedTime receives their measured host time in microseconds. */
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* ---- NCCL's device API (host side) ------------------------------------------------------- */
+
+/* Opaque here: the device API's types are declared by NCCL's nccl_device.h. */
+typedef struct ncclDevCommRequirements ncclDevCommRequirements;
+typedef struct ncclDevComm ncclDevComm;
+/* Not supported by RCCLX: both return ncclInvalidUsage (and set the last error). */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
+                               ncclDevComm* outDevComm);
+ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
+                                ncclDevComm* outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm);
+ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm);
+
+/* ---- RCCL extensions ----------------------------------------------------------------------- */
+
+/* All-to-all with per-peer counts and displacements, in elements (RCCL's signature). */
+ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                           void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                            void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+
+/* Reserved: ncclAllToAllvDynamic, the GPU-resident all-to-all-v whose split sizes live in
+ * device memory, will be declared here when rcclx_core provides it. */
 
 #ifdef __cplusplus
 }

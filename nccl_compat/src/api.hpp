@@ -7,6 +7,7 @@
 
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 
 #include "ctran/checks.hpp"
 #include "nccl.h"
@@ -22,18 +23,32 @@ namespace rcclx::nccl {
 /// at WARN, and returns `result`. Never throws.
 ncclResult_t fail(const char* entryPoint, ncclResult_t result, const char* message) noexcept;
 
-/// Runs `body`; maps what it throws to a result code: a ctran::Error to its own result(),
-/// std::bad_alloc to ncclSystemError, anything else to ncclInternalError.
+/// Remembers a failure of an operation on `comm` that its peers may also have met (a remote,
+/// system or internal error), so ncclCommGetAsyncError reports it; argument errors are the
+/// caller's alone and are not kept. Does nothing for a null or unknown handle. Never throws.
+void noteAsyncError(ncclComm_t comm, ncclResult_t result) noexcept;
+
+/// Runs `body` (returning void, or the ncclResult_t to return on success, e.g. ncclInProgress);
+/// maps what it throws to a result code: a ctran::Error to its own result(), std::bad_alloc to
+/// ncclSystemError, anything else to ncclInternalError. With `comm`, a failure of the kind
+/// noteAsyncError keeps is recorded on it.
 template <typename Body>
-ncclResult_t boundary(const char* entryPoint, Body&& body) noexcept {
+ncclResult_t boundary(const char* entryPoint, Body&& body, ncclComm_t comm = nullptr) noexcept {
   try {
-    body();
-    return ncclSuccess;
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      return ncclSuccess;
+    } else {
+      return body();
+    }
   } catch (const ctran::Error& e) {
-    return fail(entryPoint, static_cast<ncclResult_t>(e.result()), e.what());
+    const auto result = static_cast<ncclResult_t>(e.result());
+    noteAsyncError(comm, result);
+    return fail(entryPoint, result, e.what());
   } catch (const std::bad_alloc&) {
     return fail(entryPoint, ncclSystemError, "out of host memory");
   } catch (const std::exception& e) {
+    noteAsyncError(comm, ncclInternalError);
     return fail(entryPoint, ncclInternalError, e.what());
   } catch (...) {
     return fail(entryPoint, ncclInternalError, "unknown exception");

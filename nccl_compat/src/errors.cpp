@@ -45,3 +45,6 @@ const char* ncclGetErrorString(ncclResult_t result) {
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm);
 const char* ncclGetLastError(ncclComm_t /*comm*/) { return rcclx::nccl::tLastError.c_str(); }
+
+NCCL_API(void, ncclResetDebugInit, void);
+void ncclResetDebugInit(void) { ctran::log::refresh(); }

@@ -1,8 +1,6 @@
 // Library identity and bootstrap entry points: ncclGetVersion, ncclGetUniqueId.
-#include <cstring>
-
 #include "api.hpp"
-#include "ctran/bootstrap.hpp"
+#include "bootstrap_id.hpp"
 
 static_assert(NCCL_VERSION_CODE == NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),
               "NCCL_VERSION_CODE must match NCCL_MAJOR.NCCL_MINOR.NCCL_PATCH");
@@ -21,7 +19,6 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   return rcclx::nccl::boundary("ncclGetUniqueId", [&] {
     CTRAN_CHECK(uniqueId != nullptr, ctran::InvalidArgument, "uniqueId is NULL");
-    const ctran::UniqueId id = ctran::createUniqueId();
-    std::memcpy(uniqueId->internal, id.bytes.data(), sizeof(uniqueId->internal));
+    *uniqueId = rcclx::nccl::makeUniqueId();
   });
 }

@@ -184,6 +184,22 @@ std::unique_ptr<Communicator> Communicator::splitRanks(const std::vector<int>& r
   return std::make_unique<Communicator>(std::move(sub), config);
 }
 
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& ranks) {
+  Impl& c = *impl_;
+  checkUsable(c, "shrink");
+  for (int r : ranks) {
+    CTRAN_CHECK(r >= 0 && r < c.nranks, ctran::InvalidArgument, "shrink: rank ", r,
+                " is out of range for a communicator of ", c.nranks, " ranks");
+  }
+  finalize();
+  // The tag agrees among the listed ranks as long as they made the same splits before.
+  const uint64_t seq = c.splitSeq++;
+  if (std::find(ranks.begin(), ranks.end(), c.rank) == ranks.end()) return nullptr;
+  auto sub = c.group->bootstrap().subgroup(ranks, ctran::strCat("shrink", seq));
+  CommConfig config{c.device, {c.settings.hints.begin(), c.settings.hints.end()}};
+  return std::make_unique<Communicator>(std::move(sub), config);
+}
+
 void Communicator::finalize() {
   checkUsable(*impl_, "finalize");
   impl_->host->finalize();

@@ -1,5 +1,6 @@
-"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols, sonames, and the functions
-implemented so far, called through ctypes and from a plain C program (no GPU needed)."""
+"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (exactly NCCL 2.28.9's, with
+pnccl* aliases), sonames, a program binding every export at load, and a few functions called
+through ctypes and from a plain C program (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,23 @@ import pytest
 import ctran
 import rcclx_nccl
 
-IMPLEMENTED = ("ncclGetVersion", "ncclGetErrorString", "ncclGetLastError", "ncclGetUniqueId")
+# Every function NCCL 2.28.9's libnccl.so.2 exports (the 41 of nccl.h and the device-API host
+# functions torch links), RCCL's ncclAllToAllv; each also as a pnccl* alias, nothing else.
+NCCL_H = (
+    "ncclAllGather", "ncclAllReduce", "ncclAlltoAll", "ncclBcast", "ncclBroadcast",
+    "ncclCommAbort", "ncclCommCount", "ncclCommCuDevice", "ncclCommDeregister",
+    "ncclCommDestroy", "ncclCommFinalize", "ncclCommGetAsyncError", "ncclCommInitAll",
+    "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable", "ncclCommRegister",
+    "ncclCommRevoke", "ncclCommShrink", "ncclCommSplit", "ncclCommUserRank",
+    "ncclCommWindowDeregister", "ncclCommWindowRegister", "ncclGather", "ncclGetErrorString",
+    "ncclGetLastError", "ncclGetUniqueId", "ncclGetVersion", "ncclGroupEnd",
+    "ncclGroupSimulateEnd", "ncclGroupStart", "ncclMemAlloc", "ncclMemFree", "ncclRecv",
+    "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
+    "ncclResetDebugInit", "ncclScatter", "ncclSend",
+)  # fmt: skip
+EXTRA = ("ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv")
+EXPORTED = NCCL_H + EXTRA
+IMPLEMENTED = EXPORTED
 LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
 
 
@@ -44,8 +61,11 @@ def test_exports_only_nccl_symbols(name):
     assert symbols, "no dynamic symbols exported"
     stray = sorted(s for s in symbols if not s.startswith(("nccl", "pnccl")))
     assert not stray, f"exports outside nccl*/pnccl*: {stray}"
-    expected = set(IMPLEMENTED) | {"p" + f for f in IMPLEMENTED}
-    assert expected <= symbols, f"missing: {sorted(expected - symbols)}"
+    expected = set(EXPORTED) | {"p" + f for f in EXPORTED}
+    assert symbols == expected, (
+        f"missing: {sorted(expected - symbols)}, unexpected: {sorted(symbols - expected)}"
+    )
+    assert len(NCCL_H) == 41
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARIES))
@@ -186,3 +206,38 @@ def test_plain_c_program_links_and_runs(name, tmp_path):
         "last error: ncclGetVersion: version is NULL",
         f"version {code}, sizeof(ncclUniqueId) 128, ncclMaxRedOp 2147483647",
     ]
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_program_referencing_every_export_loads_with_bind_now(name, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    names = [p + f for f in EXPORTED for p in ("", "p")]
+    src = tmp_path / "all.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <nccl.h>\n"
+        "typedef void (*fn)(void);\n"
+        "static fn table[] = {\n" + "".join(f"  (fn){n},\n" for n in names) + "};\n"
+        "int main(void) {\n"
+        "  size_t n = sizeof table / sizeof table[0], set = 0;\n"
+        "  for (size_t i = 0; i < n; ++i) set += table[i] != 0;\n"
+        '  printf("%zu of %zu bound\\n", set, n);\n'
+        "  return set == n ? 0 : 1;\n}\n"
+    )
+    exe = tmp_path / "all"
+    lib = rcclx_nccl.library_path(name)
+    subprocess.run(
+        [cc, "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
+         f"-I{rcclx_nccl.include_dir()}", f"-L{lib.parent}", f"-l:{lib.name}"],
+        check=True,
+    )  # fmt: skip
+    env = rcclx_nccl.environ()
+    env["LD_BIND_NOW"] = "1"
+    run = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == f"{len(names)} of {len(names)} bound"
+    undefined = subprocess.run(
+        [_tool("nm"), "-D", "--undefined-only", str(exe)], capture_output=True, text=True
+    ).stdout
+    assert set(names) <= {line.split()[-1] for line in undefined.splitlines() if line.strip()}

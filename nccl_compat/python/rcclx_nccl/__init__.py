@@ -1,8 +1,8 @@
 """Locates RCCLX's NCCL-ABI library (libnccl.so.2, also librccl.so.1) and loads it.
 
-The library is plain C: this package only finds it, so programs built against NCCL can run on
-it (``LD_LIBRARY_PATH=$(python -m rcclx_nccl --libdir)``), and offers a small ctypes binding
-of the functions the library implements, for tests and quick checks.
+The library is plain C: this package finds it, runs programs on it (``rcclx-run [--] CMD``,
+which preloads it so that it replaces NVIDIA's NCCL even where an RPATH points there), and
+offers a small ctypes binding of a few functions, for tests and quick checks.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "library_dir",
     "library_path",
     "load",
+    "run_environment",
 ]
 __version__ = "0.1.0"
 
@@ -92,6 +93,14 @@ def load(name: str = "nccl") -> ctypes.CDLL:
     return lib
 
 
+def run_environment(base: dict[str, str] | None = None, name: str = "nccl") -> dict[str, str]:
+    """The environment ``rcclx-run`` runs a program in: our library in LD_PRELOAD (so it wins
+    over an RPATH to NVIDIA's), first on LD_LIBRARY_PATH and in VLLM_NCCL_SO_PATH."""
+    from rcclx_nccl._run import run_environment as make
+
+    return make(base, name)
+
+
 def _check(lib: ctypes.CDLL, function: str, result: int) -> None:
     if result != 0:
         description = lib.ncclGetErrorString(result).decode()
@@ -99,7 +108,7 @@ def _check(lib: ctypes.CDLL, function: str, result: int) -> None:
 
 
 def get_version(name: str = "nccl") -> int:
-    """ncclGetVersion: the NCCL_VERSION_CODE the library is compatible with (e.g. 22803)."""
+    """ncclGetVersion: the NCCL_VERSION_CODE the library is compatible with (e.g. 22809)."""
     lib = load(name)
     version = ctypes.c_int(0)
     _check(lib, "ncclGetVersion", lib.ncclGetVersion(ctypes.byref(version)))

@@ -98,6 +98,11 @@ class Communicator {
   std::unique_ptr<Communicator> split(int color, int key);
   /// Collective: the listed ranks (in that order) form a new communicator; others get nullptr.
   std::unique_ptr<Communicator> splitRanks(const std::vector<int>& ranks);
+  /// Collective over the listed ranks only (in that order; every one of them passes the same
+  /// list): they form a new communicator with this one's configuration, while the others
+  /// need not take part (they may have failed: NCCL's ncclCommShrink). A rank not listed gets
+  /// nullptr without any collective step.
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& ranks);
 
   /// Collective: `bytes` of device memory on this rank's GPU that every rank maps (a symmetric
   /// buffer; every rank passes the same size). An allreduce whose output lies in one, at the

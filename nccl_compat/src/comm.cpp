@@ -1,0 +1,62 @@
+// The handle checks every entry point makes before it reaches the core communicator.
+#include "comm.hpp"
+
+#include "api.hpp"
+#include "groups.hpp"
+
+namespace rcclx::nccl {
+
+ncclComm* checkHandle(ncclComm_t comm, const char* what) {
+  CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, what, " is NULL");
+  CTRAN_CHECK(comm->magic == ncclComm::kMagic, ctran::InvalidArgument, what, " (",
+              static_cast<const void*>(comm),
+              ") is not a communicator made by this library (corrupt or foreign handle)");
+  return comm;
+}
+
+void awaitInit(ncclComm* c, const char* entryPoint) {
+  if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
+    std::lock_guard<std::mutex> lock(c->initMu);
+    if (c->initThread.joinable()) {
+      c->initThread.join();
+    } else if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
+      (void)entryPoint;  // the boundary names the entry point
+      throw ctran::InvalidUsage(
+          "the communicator's initialisation is recorded in the open group and runs at its "
+          "ncclGroupEnd; end the group first");
+    }
+  }
+  if (c->state.load(std::memory_order_acquire) == CommState::kInitFailed)
+    throw ctran::Error(static_cast<ctran::Result>(c->initResult),
+                       "the communicator's initialisation failed: " + c->initMessage);
+}
+
+CommUse::CommUse(ncclComm_t comm, const char* entryPoint, bool joinGroup)
+    : comm_(checkHandle(comm)) {
+  awaitInit(comm_, entryPoint);
+  lock_ = std::unique_lock<std::mutex>(comm_->callMu);
+  // Checked under the lock: ncclCommAbort from another thread may have released it meanwhile.
+  switch (comm_->state.load(std::memory_order_acquire)) {
+    case CommState::kReady: break;
+    case CommState::kRevoked:
+      throw ctran::InvalidUsage(
+          "the communicator was revoked (ncclCommRevoke); only "
+          "ncclCommDestroy and ncclCommAbort are accepted");
+    default:
+      throw ctran::InvalidUsage(
+          "the communicator was already destroyed or aborted (ncclCommDestroy / ncclCommAbort)");
+  }
+  core_ = comm_->core.get();
+  if (joinGroup && groups::active()) groups::enrol(comm_);
+}
+
+void noteAsyncError(ncclComm_t comm, ncclResult_t result) noexcept {
+  if (comm == nullptr || comm->magic != ncclComm::kMagic) return;
+  if (result != ncclSystemError && result != ncclInternalError && result != ncclRemoteError &&
+      result != ncclUnhandledCudaError)
+    return;
+  int expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, result);
+}
+
+}  // namespace rcclx::nccl

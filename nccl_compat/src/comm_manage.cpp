@@ -1,0 +1,121 @@
+// A communicator's life after creation: queries, ncclCommGetAsyncError, finalize, revoke, and
+// the one release path of ncclCommDestroy and ncclCommAbort.
+#include "api.hpp"
+#include "comm.hpp"
+
+namespace rcclx::nccl {
+namespace {
+
+/// A handle's fields for the query functions: ready (after waiting for a non-blocking
+/// initialisation), not yet destroyed.
+const ncclComm& readyHandle(ncclComm_t comm, const char* entryPoint) {
+  ncclComm* c = checkHandle(comm);
+  awaitInit(c, entryPoint);
+  CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
+              ctran::InvalidUsage, "the communicator was already destroyed or aborted");
+  return *c;
+}
+
+/// Destroys (collectively) or aborts the core communicator; the handle stays as a tombstone.
+void release(ncclComm_t comm, bool abort, const char* entryPoint) {
+  ncclComm* c = checkHandle(comm);
+  {
+    // A non-blocking initialisation still running is waited for: it may hold the bootstrap.
+    std::lock_guard<std::mutex> lock(c->initMu);
+    if (c->initThread.joinable()) c->initThread.join();
+  }
+  // Waits for a call in progress on another thread (ncclCommAbort from a watchdog thread).
+  std::lock_guard<std::mutex> lock(c->callMu);
+  const CommState s = c->state.load(std::memory_order_acquire);
+  CTRAN_CHECK(s != CommState::kDestroyed, ctran::InvalidUsage,
+              "the communicator was already destroyed or aborted");
+  CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage, entryPoint,
+              ": the communicator's initialisation is recorded in the open group; end the group "
+              "first");
+  auto core = std::move(c->core);
+  c->state.store(CommState::kDestroyed, std::memory_order_release);
+  c->redOps.clear();
+  c->keepAlive.reset();
+  if (core && !core->destroyed()) {
+    if (abort)
+      core->abort();
+    else
+      core->destroy();
+  }
+}
+
+}  // namespace
+}  // namespace rcclx::nccl
+
+using rcclx::nccl::boundary;
+using rcclx::nccl::CommUse;
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return boundary("ncclCommDestroy", [&] { rcclx::nccl::release(comm, false, "ncclCommDestroy"); });
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return boundary("ncclCommAbort", [&] { rcclx::nccl::release(comm, true, "ncclCommAbort"); });
+}
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return boundary(
+      "ncclCommFinalize", [&] { CommUse(comm, "ncclCommFinalize", false)->finalize(); }, comm);
+}
+
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return boundary("ncclCommRevoke", [&] {
+    CTRAN_CHECK(revokeFlags == 0, ctran::InvalidArgument, "revokeFlags ", revokeFlags,
+                " must be 0 (NCCL_REVOKE_DEFAULT)");
+    CommUse use(comm, "ncclCommRevoke", false);
+    use.handle().state.store(CommState::kRevoked, std::memory_order_release);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  // Only atomics are read: it never waits, whatever another thread does with the communicator.
+  return boundary("ncclCommGetAsyncError", [&] {
+    ncclComm* c = rcclx::nccl::checkHandle(comm);
+    CTRAN_CHECK(asyncError != nullptr, ctran::InvalidArgument, "asyncError is NULL");
+    switch (c->state.load(std::memory_order_acquire)) {
+      case CommState::kInitializing: *asyncError = ncclInProgress; return;
+      case CommState::kInitFailed: *asyncError = c->initResult; return;
+      case CommState::kDestroyed:
+        throw ctran::InvalidUsage("the communicator was already destroyed or aborted");
+      default:
+        *asyncError = static_cast<ncclResult_t>(c->asyncError.load(std::memory_order_relaxed));
+    }
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return boundary("ncclCommCount", [&] {
+    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommCount");
+    CTRAN_CHECK(count != nullptr, ctran::InvalidArgument, "count is NULL");
+    *count = c.nranks;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return boundary("ncclCommCuDevice", [&] {
+    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommCuDevice");
+    CTRAN_CHECK(device != nullptr, ctran::InvalidArgument, "device is NULL");
+    *device = c.device;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return boundary("ncclCommUserRank", [&] {
+    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommUserRank");
+    CTRAN_CHECK(rank != nullptr, ctran::InvalidArgument, "rank is NULL");
+    *rank = c.rank;
+  });
+}

@@ -1,0 +1,79 @@
+// New communicators from an existing one: ncclCommSplit and ncclCommShrink.
+#include <algorithm>
+#include <vector>
+
+#include "api.hpp"
+#include "create.hpp"
+#include "groups.hpp"
+
+using rcclx::nccl::boundary;
+using rcclx::nccl::CommUse;
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+         ncclConfig_t* config);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  namespace nccl = rcclx::nccl;
+  return boundary(
+      "ncclCommSplit",
+      [&] {
+        CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
+        *newcomm = nullptr;
+        CTRAN_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, ctran::InvalidArgument, "color ",
+                    color, " is negative but not NCCL_SPLIT_NOCOLOR (-1)");
+        // A split is a collective of the parent: recorded in a group it would need every
+        // rank's thread at once.
+        CTRAN_CHECK(!nccl::groups::active(), ctran::InvalidUsage,
+                    "ncclCommSplit inside ncclGroupStart / ncclGroupEnd is not supported");
+        CommUse parent(comm, "ncclCommSplit", false);
+        // Read before the collective step, so a bad config fails on this rank at once.
+        const nccl::CommOptions options =
+            nccl::readConfig(config, nccl::optionsOf(parent.handle()));
+        auto sub = parent->split(color, key);
+        if (sub) *newcomm = nccl::adoptComm(std::move(sub), options);
+      },
+      comm);
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
+         int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  namespace nccl = rcclx::nccl;
+  return boundary(
+      "ncclCommShrink",
+      [&] {
+        CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
+        *newcomm = nullptr;
+        CTRAN_CHECK(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
+                    ctran::InvalidArgument, "shrinkFlags ", shrinkFlags,
+                    " is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)");
+        CTRAN_CHECK(excludeRanksCount >= 0, ctran::InvalidArgument, "excludeRanksCount ",
+                    excludeRanksCount, " is negative");
+        CTRAN_CHECK(excludeRanksCount == 0 || excludeRanksList != nullptr, ctran::InvalidArgument,
+                    "excludeRanksList is NULL but excludeRanksCount is ", excludeRanksCount);
+        CTRAN_CHECK(!nccl::groups::active(), ctran::InvalidUsage,
+                    "ncclCommShrink inside ncclGroupStart / ncclGroupEnd is not supported");
+        CommUse parent(comm, "ncclCommShrink", false);
+        const int n = parent->size();
+        std::vector<bool> excluded(n, false);
+        for (int i = 0; i < excludeRanksCount; ++i) {
+          const int r = excludeRanksList[i];
+          CTRAN_CHECK(r >= 0 && r < n, ctran::InvalidArgument, "excludeRanksList[", i, "] = ", r,
+                      " is out of range for a communicator of ", n, " ranks");
+          CTRAN_CHECK(!excluded[r], ctran::InvalidArgument, "excludeRanksList lists rank ", r,
+                      " twice");
+          excluded[r] = true;
+        }
+        std::vector<int> kept;
+        for (int r = 0; r < n; ++r)
+          if (!excluded[r]) kept.push_back(r);
+        CTRAN_CHECK(!kept.empty(), ctran::InvalidArgument, "excludeRanksList excludes all ", n,
+                    " ranks");
+        const nccl::CommOptions options =
+            nccl::readConfig(config, nccl::optionsOf(parent.handle()));
+        if (excluded[parent->rank()]) return;  // an excluded rank joins nothing
+        *newcomm = nccl::adoptComm(parent->shrink(kept), options);
+      },
+      comm);
+}

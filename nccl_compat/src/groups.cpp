@@ -1,0 +1,135 @@
+// ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd and the per-thread group state.
+#include "groups.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "api.hpp"
+#include "comm.hpp"
+
+namespace rcclx::nccl::groups {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<ncclComm*> comms;  ///< enrolled communicators, in order of first use
+  std::vector<std::function<void()>> inits;
+};
+
+thread_local GroupState tGroup;
+
+/// Ends the core group of every enrolled communicator without waiting, then waits for each.
+void endCommunicatorGroups(std::vector<ncclComm*>& comms, std::exception_ptr& firstError) {
+  std::vector<WorkPtr> works;
+  works.reserve(comms.size());
+  for (ncclComm* c : comms) {
+    try {
+      std::lock_guard<std::mutex> lock(c->callMu);
+      // A communicator aborted from another thread mid-group has nothing left to run.
+      if (c->core && !c->core->destroyed() && c->core->inGroup())
+        works.push_back(c->core->groupEnd(/*async=*/true));
+    } catch (...) {
+      if (!firstError) firstError = std::current_exception();
+    }
+  }
+  for (const WorkPtr& w : works) {
+    if (!w) continue;  // device work: enqueued on its stream
+    try {
+      w->wait();
+    } catch (...) {
+      if (!firstError) firstError = std::current_exception();
+    }
+  }
+}
+
+}  // namespace
+
+bool active() { return tGroup.depth > 0; }
+
+void start() { ++tGroup.depth; }
+
+void enrol(ncclComm* comm) {
+  auto& comms = tGroup.comms;
+  if (std::find(comms.begin(), comms.end(), comm) != comms.end()) return;
+  comm->core->groupStart();
+  comms.push_back(comm);
+}
+
+void deferInit(std::function<void()> init) { tGroup.inits.push_back(std::move(init)); }
+
+void runTogether(std::vector<std::function<void()>>& tasks) {
+  std::vector<std::exception_ptr> errors(tasks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < tasks.size(); ++i) {
+    threads.emplace_back([&tasks, &errors, i] {
+      try {
+        tasks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  if (!tasks.empty()) {
+    try {
+      tasks[0]();
+    } catch (...) {
+      errors[0] = std::current_exception();
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+double end() {
+  CTRAN_CHECK(tGroup.depth > 0, ctran::InvalidUsage,
+              "no group is open on this thread (ncclGroupEnd without ncclGroupStart)");
+  if (--tGroup.depth > 0) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Taken out first, so the state is clean for the next group whatever happens below.
+  auto inits = std::move(tGroup.inits);
+  auto comms = std::move(tGroup.comms);
+  tGroup = GroupState{};
+  std::exception_ptr firstError;
+  try {
+    runTogether(inits);
+  } catch (...) {
+    firstError = std::current_exception();
+  }
+  endCommunicatorGroups(comms, firstError);
+  if (firstError) std::rethrow_exception(firstError);
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace rcclx::nccl::groups
+
+namespace groups = rcclx::nccl::groups;
+
+NCCL_API(ncclResult_t, ncclGroupStart, void);
+ncclResult_t ncclGroupStart(void) {
+  return rcclx::nccl::boundary("ncclGroupStart", [] { groups::start(); });
+}
+
+NCCL_API(ncclResult_t, ncclGroupEnd, void);
+ncclResult_t ncclGroupEnd(void) {
+  return rcclx::nccl::boundary("ncclGroupEnd", [] { groups::end(); });
+}
+
+NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return rcclx::nccl::boundary("ncclGroupSimulateEnd", [&] {
+    if (simInfo != nullptr) {
+      CTRAN_CHECK(simInfo->magic == NCCL_SIM_INFO_MAGIC, ctran::InvalidArgument, "simInfo->magic ",
+                  simInfo->magic,
+                  " is not NCCL_SIM_INFO_MAGIC (initialise it with NCCL_SIM_INFO_INITIALIZER)");
+      CTRAN_CHECK(simInfo->size >= sizeof(ncclSimInfo_t), ctran::InvalidArgument, "simInfo->size ",
+                  simInfo->size, " is smaller than ncclSimInfo_t (", sizeof(ncclSimInfo_t),
+                  " bytes)");
+    }
+    const double us = groups::end();
+    if (simInfo != nullptr) simInfo->estimatedTime = static_cast<float>(us);
+  });
+}

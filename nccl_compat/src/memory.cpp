@@ -1,0 +1,183 @@
+// Memory and registration: ncclMemAlloc / ncclMemFree, ncclCommRegister / Deregister (local),
+// ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU),
+// and the device-API entry points RCCLX does not provide.
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "api.hpp"
+#include "comm.hpp"
+#include "ctran/device.hpp"
+#include "gpu.hpp"
+
+/// A window of ncclCommWindowRegister.
+struct ncclWindow_vidmem {
+  static constexpr uint64_t kMagic = 0x52434c5857494e44ull;  // "RCLXWIND"
+  uint64_t magic = kMagic;
+  ncclComm* comm = nullptr;
+  void* base = nullptr;
+  size_t bytes = 0;
+  bool symmetric = false;  ///< device memory registered with the core (else host: no effect)
+};
+
+namespace rcclx::nccl {
+namespace {
+
+/// A registration of ncclCommRegister.
+struct Registration {
+  static constexpr uint64_t kMagic = 0x52434c5852454721ull;  // "RCLXREG!"
+  uint64_t magic = kMagic;
+  ncclComm* comm;
+  void* base;
+  size_t bytes;
+};
+
+// Host memory ncclMemAlloc handed out (no usable GPU), so ncclMemFree tells it from device
+// memory and refuses pointers it did not allocate.
+std::mutex gHostAllocMu;
+std::set<void*> gHostAllocs;
+
+constexpr size_t kHostAlignment = NCCL_WIN_REQUIRED_ALIGNMENT;
+
+void checkRange(void* buff, size_t size) {
+  CTRAN_CHECK(buff != nullptr, ctran::InvalidArgument, "buff is NULL");
+  CTRAN_CHECK(size > 0, ctran::InvalidArgument, "size is 0");
+}
+
+}  // namespace
+}  // namespace rcclx::nccl
+
+using rcclx::nccl::boundary;
+using rcclx::nccl::CommUse;
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  namespace nccl = rcclx::nccl;
+  return boundary("ncclMemAlloc", [&] {
+    CTRAN_CHECK(ptr != nullptr, ctran::InvalidArgument, "ptr is NULL");
+    CTRAN_CHECK(size > 0, ctran::InvalidArgument, "size is 0");
+    *ptr = nullptr;
+    if (nccl::gpu::currentDevice() >= 0) {
+      *ptr = nccl::gpu::allocDevice(size);
+      return;
+    }
+    void* p = nullptr;
+    const size_t rounded =
+        (size + nccl::kHostAlignment - 1) / nccl::kHostAlignment * nccl::kHostAlignment;
+    CTRAN_CHECK(posix_memalign(&p, nccl::kHostAlignment, rounded) == 0, ctran::SystemError,
+                "cannot allocate ", size, " bytes of host memory");
+    std::lock_guard<std::mutex> lock(nccl::gHostAllocMu);
+    nccl::gHostAllocs.insert(p);
+    *ptr = p;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr);
+ncclResult_t ncclMemFree(void* ptr) {
+  namespace nccl = rcclx::nccl;
+  return boundary("ncclMemFree", [&] {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(nccl::gHostAllocMu);
+      if (nccl::gHostAllocs.erase(ptr) == 1) {
+        std::free(ptr);
+        return;
+      }
+    }
+    CTRAN_CHECK(ctran::device::pointerDevice(ptr) >= 0, ctran::InvalidArgument, "ptr ", ptr,
+                " was not allocated by ncclMemAlloc");
+    nccl::gpu::freeDevice(ptr);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+         void** handle);
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return boundary("ncclCommRegister", [&] {
+    CommUse use(comm, "ncclCommRegister", false);
+    rcclx::nccl::checkRange(buff, size);
+    CTRAN_CHECK(handle != nullptr, ctran::InvalidArgument, "handle is NULL");
+    *handle =
+        new rcclx::nccl::Registration{rcclx::nccl::Registration::kMagic, &use.handle(), buff, size};
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  using rcclx::nccl::Registration;
+  return boundary("ncclCommDeregister", [&] {
+    CommUse use(comm, "ncclCommDeregister", false);
+    auto* reg = static_cast<Registration*>(handle);
+    CTRAN_CHECK(reg != nullptr && reg->magic == Registration::kMagic, ctran::InvalidArgument,
+                "handle ", handle, " is not a registration of ncclCommRegister");
+    CTRAN_CHECK(reg->comm == &use.handle(), ctran::InvalidArgument, "handle ", handle,
+                " was registered with another communicator");
+    reg->magic = 0;
+    delete reg;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+         ncclWindow_t* win, int winFlags);
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                    int winFlags) {
+  return boundary(
+      "ncclCommWindowRegister",
+      [&] {
+        CommUse use(comm, "ncclCommWindowRegister", false);
+        rcclx::nccl::checkRange(buff, size);
+        CTRAN_CHECK(win != nullptr, ctran::InvalidArgument, "win is NULL");
+        CTRAN_CHECK((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, ctran::InvalidArgument,
+                    "winFlags 0x", std::hex, winFlags, std::dec,
+                    " has bits other than NCCL_WIN_COLL_SYMMETRIC");
+        auto w = std::make_unique<ncclWindow_vidmem>();
+        w->comm = &use.handle();
+        w->base = buff;
+        w->bytes = size;
+        // Device memory becomes one of the core's symmetric buffers (collective, zero-copy);
+        // host memory needs no registration.
+        if (ctran::device::pointerDevice(buff) >= 0) {
+          use->registerSymmetric(buff, size);
+          w->symmetric = true;
+        }
+        *win = w.release();
+      },
+      comm);
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return boundary(
+      "ncclCommWindowDeregister",
+      [&] {
+        CommUse use(comm, "ncclCommWindowDeregister", false);
+        CTRAN_CHECK(win != nullptr && win->magic == ncclWindow_vidmem::kMagic,
+                    ctran::InvalidArgument, "win ", static_cast<const void*>(win),
+                    " is not a window of ncclCommWindowRegister");
+        CTRAN_CHECK(win->comm == &use.handle(), ctran::InvalidArgument, "win ",
+                    static_cast<const void*>(win), " was registered with another communicator");
+        if (win->symmetric) use->freeSymmetric(win->base);
+        win->magic = 0;
+        delete win;
+      },
+      comm);
+}
+
+NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements* reqs,
+         ncclDevComm* outDevComm);
+ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) {
+  return boundary("ncclDevCommCreate", [] {
+    throw ctran::InvalidUsage(
+        "NCCL's device API (nccl_device.h: device communicators, LSA/GIN kernels) is not "
+        "provided by RCCLX; use the host collectives");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm* devComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t, const ncclDevComm*) {
+  return boundary("ncclDevCommDestroy", [] {
+    throw ctran::InvalidUsage(
+        "NCCL's device API (nccl_device.h) is not provided by RCCLX: no device communicator "
+        "exists to destroy");
+  });
+}

@@ -1,0 +1,350 @@
+/* Every collective and point-to-point call of the NCCL ABI on host memory, verified exactly
+ * against values each rank computes for every peer; groups, PreMulSum, split and shrink too.
+ * Usage: collectives RANK NRANKS (the ranks meet through NCCL_TEST_ID or NCCL_COMM_ID). */
+#include "nccl_test.h"
+
+static int R, N;
+static ncclComm_t comm;
+
+static const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,
+                                        ncclInt64,   ncclUint64,  ncclFloat16, ncclFloat32,
+                                        ncclFloat64, ncclBfloat16};
+static const size_t kCounts[] = {0, 1, 7, 1001, 40000};
+#define NTYPES (sizeof kTypes / sizeof kTypes[0])
+#define NCOUNTS (sizeof kCounts / sizeof kCounts[0])
+
+/* Rank r's input element i for a reduction with op: small integers whose sum, product, max and
+ * min every type holds exactly. */
+static double input(int r, size_t i, ncclRedOp_t op) {
+  if (op == ncclProd) return (double)(1 + (i + (size_t)r) % 2);
+  return (double)((i * 7 + (size_t)r * 3) % 11 + (size_t)r);
+}
+
+static double reduced(size_t i, ncclRedOp_t op, ncclDataType_t t) {
+  double acc = input(0, i, op);
+  for (int r = 1; r < N; ++r) {
+    double v = input(r, i, op);
+    switch (op) {
+      case ncclSum:
+      case ncclAvg: acc += v; break;
+      case ncclProd: acc *= v; break;
+      case ncclMax: acc = v > acc ? v : acc; break;
+      default: acc = v < acc ? v : acc; break;
+    }
+  }
+  if (op == ncclAvg) acc = is_float(t) ? acc / N : floor(acc / N);
+  return acc;
+}
+
+static int close_enough(double got, double want, ncclDataType_t t, ncclRedOp_t op) {
+  if (op != ncclAvg || !is_float(t)) return got == want;
+  double tol = (t == ncclFloat16 || t == ncclBfloat16) ? 1e-2 : 1e-6;
+  return fabs(got - want) <= tol * fabs(want) + 1e-12;
+}
+
+static void* alloc(size_t count, ncclDataType_t t) {
+  void* p = calloc(count ? count : 1, type_size(t));
+  if (!p) exit(101);
+  return p;
+}
+
+static void test_all_reduce(void) {
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (size_t ti = 0; ti < NTYPES; ++ti) {
+    for (size_t oi = 0; oi < 5; ++oi) {
+      for (size_t ci = 0; ci < NCOUNTS; ++ci) {
+        ncclDataType_t t = kTypes[ti];
+        ncclRedOp_t op = ops[oi];
+        size_t n = kCounts[ci];
+        void* in = alloc(n, t);
+        void* out = alloc(n, t);
+        for (size_t i = 0; i < n; ++i) store(in, i, t, input(R, i, op));
+        int inPlace = ci == 3;
+        NCCLCHECK(ncclAllReduce(in, inPlace ? in : out, n, t, op, comm, NULL));
+        const void* res = inPlace ? in : out;
+        for (size_t i = 0; i < n; ++i) {
+          double got = load(res, i, t), want = reduced(i, op, t);
+          if (!close_enough(got, want, t, op)) {
+            EXPECT(0, "allreduce type %d op %d count %zu [%zu]: got %g want %g", (int)t, (int)op, n,
+                   i, got, want);
+            break;
+          }
+        }
+        free(in);
+        free(out);
+      }
+    }
+  }
+}
+
+static void test_reduce_and_broadcast(void) {
+  const size_t n = 1001;
+  const int root = N - 1;
+  double* in = alloc(n, ncclFloat64);
+  double* out = alloc(n, ncclFloat64);
+  for (size_t i = 0; i < n; ++i) in[i] = input(R, i, ncclSum);
+  NCCLCHECK(ncclReduce(in, R == root ? out : NULL, n, ncclFloat64, ncclSum, root, comm, NULL));
+  if (R == root)
+    for (size_t i = 0; i < n; ++i)
+      EXPECT(out[i] == reduced(i, ncclSum, ncclFloat64), "reduce [%zu] %g", i, out[i]);
+  int32_t* b = alloc(n, ncclInt32);
+  int32_t* c = alloc(n, ncclInt32);
+  const int broot = 1 % N;
+  for (size_t i = 0; i < n; ++i) b[i] = R == broot ? (int32_t)(i * 3 + 1) : -1;
+  NCCLCHECK(ncclBroadcast(b, c, n, ncclInt32, broot, comm, NULL));
+  for (size_t i = 0; i < n; ++i)
+    EXPECT(c[i] == (int32_t)(i * 3 + 1), "broadcast [%zu] %d", i, c[i]);
+  for (size_t i = 0; i < n; ++i) b[i] = R == 0 ? (int32_t)(i ^ 0x55) : 0;
+  NCCLCHECK(ncclBcast(b, n, ncclInt32, 0, comm, NULL));
+  for (size_t i = 0; i < n; ++i) EXPECT(b[i] == (int32_t)(i ^ 0x55), "bcast [%zu] %d", i, b[i]);
+  free(in);
+  free(out);
+  free(b);
+  free(c);
+}
+
+static void test_gathers(void) {
+  const size_t n = 333;
+  const ncclDataType_t types[] = {ncclInt32, ncclFloat8e4m3, ncclFloat64};
+  for (int k = 0; k < 3; ++k) {
+    ncclDataType_t t = types[k];
+    void* in = alloc(n, t);
+    void* all = alloc(n * N, t);
+    for (size_t i = 0; i < n; ++i) store(in, i, t, (double)((R * 37 + i) % 100));
+    NCCLCHECK(ncclAllGather(in, all, n, t, comm, NULL));
+    for (int r = 0; r < N; ++r)
+      for (size_t i = 0; i < n; ++i)
+        EXPECT(load(all, r * n + i, t) == (double)((r * 37 + i) % 100), "allgather t%d", (int)t);
+    /* In place: this rank's block of the output is its input. */
+    memset(all, 0, n * N * type_size(t));
+    char* mine = (char*)all + R * n * type_size(t);
+    memcpy(mine, in, n * type_size(t));
+    NCCLCHECK(ncclAllGather(mine, all, n, t, comm, NULL));
+    for (int r = 0; r < N; ++r)
+      EXPECT(load(all, r * n + n - 1, t) == (double)((r * 37 + n - 1) % 100), "allgather in place");
+    const int root = N / 2;
+    memset(all, 0, n * N * type_size(t));
+    NCCLCHECK(ncclGather(in, all, n, t, root, comm, NULL));
+    if (R == root)
+      for (int r = 0; r < N; ++r)
+        EXPECT(load(all, r * n + 5, t) == (double)((r * 37 + 5) % 100), "gather r%d", r);
+    for (size_t i = 0; i < n * N; ++i) store(all, i, t, R == root ? (double)(i % 97) : 0.0);
+    NCCLCHECK(ncclScatter(all, in, n, t, root, comm, NULL));
+    for (size_t i = 0; i < n; ++i)
+      EXPECT(load(in, i, t) == (double)((R * n + i) % 97), "scatter [%zu]", i);
+    free(in);
+    free(all);
+  }
+}
+
+static void test_reduce_scatter(void) {
+  const size_t n = 257;
+  float* in = alloc(n * N, ncclFloat32);
+  float* out = alloc(n, ncclFloat32);
+  for (size_t i = 0; i < n * N; ++i) in[i] = (float)input(R, i, ncclMax);
+  NCCLCHECK(ncclReduceScatter(in, out, n, ncclFloat32, ncclMax, comm, NULL));
+  for (size_t i = 0; i < n; ++i)
+    EXPECT(out[i] == (float)reduced(R * n + i, ncclMax, ncclFloat32), "reducescatter [%zu]", i);
+  free(in);
+  free(out);
+}
+
+static void test_all_to_all(void) {
+  const size_t n = 129;
+  int64_t* in = alloc(n * N, ncclInt64);
+  int64_t* out = alloc(n * N, ncclInt64);
+  for (int p = 0; p < N; ++p)
+    for (size_t i = 0; i < n; ++i) in[p * n + i] = R * 1000000 + p * 1000 + (int64_t)i;
+  NCCLCHECK(ncclAlltoAll(in, out, n, ncclInt64, comm, NULL));
+  for (int p = 0; p < N; ++p)
+    for (size_t i = 0; i < n; ++i)
+      EXPECT(out[p * n + i] == p * 1000000 + R * 1000 + (int64_t)i, "alltoall from %d [%zu]", p, i);
+  /* All-to-all-v: rank a sends (a + b) % 3 + 1 elements to rank b, blocks packed with a gap. */
+  size_t sc[8], sd[8], rc[8], rd[8], soff = 0, roff = 0;
+  for (int p = 0; p < N; ++p) {
+    sc[p] = (size_t)((R + p) % 3 + 1);
+    rc[p] = (size_t)((p + R) % 3 + 1);
+    sd[p] = soff;
+    rd[p] = roff;
+    soff += sc[p] + 1;
+    roff += rc[p] + 2;
+  }
+  for (int p = 0; p < N; ++p)
+    for (size_t i = 0; i < sc[p]; ++i) in[sd[p] + i] = R * 100 + p * 10 + (int64_t)i;
+  memset(out, 0, n * N * sizeof(int64_t));
+  NCCLCHECK(ncclAllToAllv(in, sc, sd, out, rc, rd, ncclInt64, comm, NULL));
+  for (int p = 0; p < N; ++p)
+    for (size_t i = 0; i < rc[p]; ++i)
+      EXPECT(out[rd[p] + i] == p * 100 + R * 10 + (int64_t)i, "alltoallv from %d [%zu]", p, i);
+  free(in);
+  free(out);
+}
+
+/* Grouped send/recv around a ring, both directions, and broadcasts of different roots in one
+ * group; a PreMulSum operator destroyed before its group ends. */
+static void test_groups(void) {
+  const size_t n = 4097;
+  int32_t *s = alloc(n, ncclInt32), *fromLeft = alloc(n, ncclInt32),
+          *fromRight = alloc(n, ncclInt32);
+  for (size_t i = 0; i < n; ++i) s[i] = R * 10000 + (int32_t)i;
+  int right = (R + 1) % N, left = (R + N - 1) % N;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(s, n, ncclInt32, right, comm, NULL));
+  NCCLCHECK(ncclSend(s, n, ncclInt32, left, comm, NULL));
+  NCCLCHECK(ncclRecv(fromLeft, n, ncclInt32, left, comm, NULL));
+  NCCLCHECK(ncclRecv(fromRight, n, ncclInt32, right, comm, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT(fromLeft[i] == left * 10000 + (int32_t)i, "recv from left [%zu] %d", i, fromLeft[i]);
+    EXPECT(fromRight[i] == right * 10000 + (int32_t)i, "recv from right [%zu]", i);
+    if (g_failures) break;
+  }
+  int32_t bufs[4][16];
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclGroupStart()); /* groups nest */
+  for (int root = 0; root < N && root < 4; ++root) {
+    for (int i = 0; i < 16; ++i) bufs[root][i] = R == root ? root * 100 + i : -1;
+    NCCLCHECK(ncclBroadcast(bufs[root], bufs[root], 16, ncclInt32, root, comm, NULL));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  float pin[64], pout[64];
+  for (int i = 0; i < 64; ++i) pin[i] = (float)(R + i);
+  ncclRedOp_t premul;
+  float scalar = 0.5f * (float)(R + 1);
+  NCCLCHECK(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
+  EXPECT((int)premul >= (int)ncclNumOps, "premul handle %d", (int)premul);
+  NCCLCHECK(ncclAllReduce(pin, pout, 64, ncclFloat32, premul, comm, NULL));
+  NCCLCHECK(ncclRedOpDestroy(premul, comm));
+  scalar = 1000.0f; /* read when created: changing it now changes nothing */
+  NCCLCHECK(ncclGroupEnd());
+  for (int root = 0; root < N && root < 4; ++root)
+    for (int i = 0; i < 16; ++i)
+      EXPECT(bufs[root][i] == root * 100 + i, "grouped bcast root %d [%d] %d", root, i,
+             bufs[root][i]);
+  for (int i = 0; i < 64; ++i) {
+    double want = 0;
+    for (int r = 0; r < N; ++r) want += 0.5 * (r + 1) * (r + i);
+    EXPECT(pout[i] == (float)want, "premulsum [%d] %g want %g", i, pout[i], want);
+  }
+  EXPECT_ERROR(ncclAllReduce(pin, pout, 64, ncclFloat32, premul, comm, NULL), ncclInvalidArgument,
+               "PreMulSum");
+  free(s);
+  free(fromLeft);
+  free(fromRight);
+}
+
+static void check_comm(ncclComm_t c, int wantRank, int wantSize, const char* what) {
+  int rank = -1, size = -1, dev = -2;
+  NCCLCHECK(ncclCommUserRank(c, &rank));
+  NCCLCHECK(ncclCommCount(c, &size));
+  NCCLCHECK(ncclCommCuDevice(c, &dev));
+  EXPECT(rank == wantRank && size == wantSize, "%s: rank %d of %d, want %d of %d", what, rank, size,
+         wantRank, wantSize);
+  /* An allreduce of the members' original ranks shows who is in it. */
+  int32_t x = R, sum = -1;
+  NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, c, NULL));
+  (void)sum;
+}
+
+static void test_split_and_shrink(void) {
+  ncclComm_t sub = NULL;
+  /* Odd and even ranks, in reverse order of rank. */
+  NCCLCHECK(ncclCommSplit(comm, R % 2, -R, &sub, NULL));
+  int members = (N - R % 2 + 1) / 2, pos = 0;
+  for (int r = N - 1; r > R; --r) pos += r % 2 == R % 2;
+  EXPECT(sub != NULL, "split gave NULL");
+  if (sub) {
+    check_comm(sub, pos, members, "split");
+    int32_t x = R, sum = 0, want = 0;
+    NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, sub, NULL));
+    for (int r = R % 2; r < N; r += 2) want += r;
+    EXPECT(sum == want, "split allreduce %d want %d", sum, want);
+    NCCLCHECK(ncclCommDestroy(sub));
+  }
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.commName = "split-nocolor";
+  NCCLCHECK(ncclCommSplit(comm, R == 0 ? NCCL_SPLIT_NOCOLOR : 7, R, &sub, &cfg));
+  EXPECT((R == 0) == (sub == NULL), "NOCOLOR: rank %d got %p", R, (void*)sub);
+  if (sub) {
+    check_comm(sub, R - 1, N - 1, "split nocolor");
+    NCCLCHECK(ncclCommDestroy(sub));
+  }
+  /* Shrink without the last rank, which takes no part (as a failed rank would not). */
+  int excluded = N - 1;
+  if (R != excluded) {
+    NCCLCHECK(ncclCommShrink(comm, &excluded, 1, &sub, NULL, NCCL_SHRINK_DEFAULT));
+    EXPECT(sub != NULL, "shrink gave NULL");
+    if (sub) {
+      check_comm(sub, R, N - 1, "shrink");
+      int32_t x = R + 1, sum = 0;
+      NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, sub, NULL));
+      EXPECT(sum == (N - 1) * N / 2, "shrink allreduce %d", sum);
+      NCCLCHECK(ncclCommDestroy(sub));
+    }
+  }
+  /* Every rank calls it again, the excluded one gets NULL at once. */
+  NCCLCHECK(ncclCommShrink(comm, &excluded, 1, &sub, NULL, NCCL_SHRINK_DEFAULT));
+  EXPECT((R == excluded) == (sub == NULL), "shrink excluded rank %d got %p", R, (void*)sub);
+  if (sub) NCCLCHECK(ncclCommDestroy(sub));
+}
+
+/* Bad arguments: each fails on this rank alone, before any step that involves peers. */
+static void test_errors(void) {
+  float x[4] = {0};
+  EXPECT_ERROR(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, NULL, NULL), ncclInvalidArgument,
+               "comm is NULL");
+  EXPECT_ERROR(ncclAllReduce(x, x, 4, (ncclDataType_t)12, ncclSum, comm, NULL), ncclInvalidArgument,
+               "datatype 12");
+  EXPECT_ERROR(ncclAllReduce(x, x, 4, ncclFloat32, (ncclRedOp_t)99, comm, NULL),
+               ncclInvalidArgument, "op 99");
+  EXPECT_ERROR(ncclBroadcast(x, x, 4, ncclFloat32, N + 3, comm, NULL), ncclInvalidArgument, "root");
+  EXPECT_ERROR(ncclSend(x, 4, ncclFloat32, N, comm, NULL), ncclInvalidArgument, "peer");
+  EXPECT_ERROR(ncclAllReduce(NULL, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidArgument,
+               "sendbuf");
+  EXPECT_ERROR(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, (cudaStream_t)0x1234),
+               ncclInvalidArgument, "stream");
+  EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd");
+  EXPECT_ERROR(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument, "built-in");
+  EXPECT_ERROR(ncclDevCommCreate(comm, NULL, NULL), ncclInvalidUsage, "device API");
+  EXPECT_ERROR(ncclCommCount(comm, NULL), ncclInvalidArgument, "count is NULL");
+  EXPECT_ERROR(ncclCommRevoke(comm, 3), ncclInvalidArgument, "revokeFlags 3");
+  int bogus[4] = {0};
+  EXPECT_ERROR(ncclCommCount((ncclComm_t)bogus, &bogus[0]), ncclInvalidArgument,
+               "not a communicator");
+  ncclComm_t other = NULL;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  EXPECT_ERROR(ncclCommInitRank(&other, 2, id, 5), ncclInvalidArgument, "rank 5");
+  EXPECT(other == NULL, "failed init left a handle");
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.magic = 0x1234;
+  EXPECT_ERROR(ncclCommInitRankConfig(&other, 1, id, 0, &cfg), ncclInvalidArgument,
+               "config->magic");
+  ncclResult_t async = ncclInternalError;
+  NCCLCHECK(ncclCommGetAsyncError(comm, &async));
+  EXPECT(async == ncclSuccess, "async error %d after argument errors", (int)async);
+}
+
+int main(int argc, char** argv) {
+  test_init_args(argc, argv, &R, &N);
+  ncclUniqueId id = test_unique_id();
+  NCCLCHECK(ncclCommInitRank(&comm, N, id, R));
+  check_comm(comm, R, N, "world");
+  test_all_reduce();
+  test_reduce_and_broadcast();
+  test_gathers();
+  test_reduce_scatter();
+  test_all_to_all();
+  test_groups();
+  test_split_and_shrink();
+  test_errors();
+  NCCLCHECK(ncclCommFinalize(comm));
+  NCCLCHECK(ncclCommDestroy(comm));
+  float x = 1;
+  EXPECT_ERROR(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage,
+               "destroyed");
+  EXPECT_ERROR(ncclCommDestroy(comm), ncclInvalidUsage, "destroyed");
+  EXPECT_ERROR(ncclCommGetAsyncError(comm, (ncclResult_t*)&x), ncclInvalidUsage, "destroyed");
+  printf("rank %d: %s (%d failures)\n", R, g_failures ? "FAILED" : "passed", g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,216 @@
+/* Ways of making communicators: non-blocking initialisation polled through
+ * ncclCommGetAsyncError, several ranks initialised by one thread inside a group, ncclCommInitAll,
+ * and ncclCommAbort from a watchdog thread while another thread polls async errors.
+ * Usage: init_modes RANK NRANKS MODE, MODE one of
+ *   nonblocking  every rank a process; blocking = 0
+ *   group        one process (RANK 0) initialising NRANKS ranks in one group
+ *   initall      one process: ncclCommInitAll of NRANKS
+ *   abort        every rank a process; a second thread aborts the communicator
+ *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
+ *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts */
+#include <pthread.h>
+#include <time.h>
+
+#include "nccl_test.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A grouped allreduce over `n` communicators of one clique driven by this thread. */
+static void grouped_all_reduce(ncclComm_t* comms, int n) {
+  int32_t in[8][33], out[8][33];
+  NCCLCHECK(ncclGroupStart());
+  for (int c = 0; c < n; ++c) {
+    for (int i = 0; i < 33; ++i) in[c][i] = c * 10 + i;
+    NCCLCHECK(ncclAllReduce(in[c], out[c], 33, ncclInt32, ncclSum, comms[c], NULL));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  for (int c = 0; c < n; ++c)
+    for (int i = 0; i < 33; ++i)
+      EXPECT(out[c][i] == 10 * n * (n - 1) / 2 + n * i, "comm %d [%d] = %d", c, i, out[c][i]);
+}
+
+static void mode_nonblocking(int rank, int nranks) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.commName = "nonblocking";
+  ncclComm_t comm = NULL;
+  ncclUniqueId id = test_unique_id();
+  /* Rank 0 starts late, so the others are certainly still initialising when they poll. */
+  if (rank == 0) {
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  EXPECT(r == ncclInProgress || r == ncclSuccess, "init returned %d", (int)r);
+  EXPECT(comm != NULL, "no handle before the initialisation finished");
+  ncclResult_t state = ncclInProgress;
+  int polls = 0, inProgress = 0;
+  double slowest = 0;
+  while (state == ncclInProgress) {
+    double t0 = now_ms();
+    NCCLCHECK(ncclCommGetAsyncError(comm, &state));
+    double dt = now_ms() - t0;
+    slowest = dt > slowest ? dt : slowest;
+    inProgress += state == ncclInProgress;
+    ++polls;
+  }
+  EXPECT(state == ncclSuccess, "initialisation ended with %d", (int)state);
+  EXPECT(slowest < 50, "ncclCommGetAsyncError took %.1f ms (it must not block)", slowest);
+  if (rank != 0) EXPECT(inProgress > 0, "never saw ncclInProgress (%d polls)", polls);
+  int32_t x = rank + 1, sum = 0;
+  NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, comm, NULL));
+  EXPECT(sum == nranks * (nranks + 1) / 2, "sum %d", sum);
+  NCCLCHECK(ncclCommDestroy(comm));
+}
+
+static void mode_group(int nranks) {
+  ncclComm_t comms[8] = {0};
+  ncclUniqueId id;
+  NCCLCHECK(ncclGetUniqueId(&id));
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  /* Recorded, not run: using one before the group ends is refused. */
+  int count = 0;
+  EXPECT_ERROR(ncclAllReduce(&count, &count, 1, ncclInt32, ncclSum, comms[0], NULL),
+               ncclInvalidUsage, "open group");
+  NCCLCHECK(ncclGroupEnd());
+  for (int r = 0; r < nranks; ++r) {
+    int rank = -1;
+    NCCLCHECK(ncclCommUserRank(comms[r], &rank));
+    EXPECT(rank == r, "comm %d has rank %d", r, rank);
+  }
+  grouped_all_reduce(comms, nranks);
+  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
+}
+
+static void mode_initall(int nranks) {
+  ncclComm_t comms[8] = {0};
+  NCCLCHECK(ncclCommInitAll(comms, nranks, NULL));
+  for (int r = 0; r < nranks; ++r) {
+    int rank = -1, size = -1;
+    NCCLCHECK(ncclCommUserRank(comms[r], &rank));
+    NCCLCHECK(ncclCommCount(comms[r], &size));
+    EXPECT(rank == r && size == nranks, "comm %d: rank %d of %d", r, rank, size);
+  }
+  grouped_all_reduce(comms, nranks);
+  /* Grouped point to point between communicators of one thread: a ring. */
+  int32_t send[8], recv[8];
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    send[r] = 100 + r;
+    recv[r] = -1;
+    NCCLCHECK(ncclSend(&send[r], 1, ncclInt32, (r + 1) % nranks, comms[r], NULL));
+    NCCLCHECK(ncclRecv(&recv[r], 1, ncclInt32, (r + nranks - 1) % nranks, comms[r], NULL));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  for (int r = 0; r < nranks; ++r)
+    EXPECT(recv[r] == 100 + (r + nranks - 1) % nranks, "ring recv %d: %d", r, recv[r]);
+  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
+}
+
+struct Watchdog {
+  ncclComm_t comm;
+  volatile int stop;
+  int polls;
+  ncclResult_t abortResult;
+};
+
+static void* watchdog(void* arg) {
+  struct Watchdog* w = (struct Watchdog*)arg;
+  while (!w->stop) {
+    ncclResult_t state = ncclInternalError;
+    NCCLCHECK(ncclCommGetAsyncError(w->comm, &state));
+    EXPECT(state == ncclSuccess, "async error %d while healthy", (int)state);
+    ++w->polls;
+  }
+  w->abortResult = ncclCommAbort(w->comm);
+  return NULL;
+}
+
+static void mode_abort(int rank, int nranks) {
+  ncclComm_t comm = NULL;
+  ncclUniqueId id = test_unique_id();
+  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  struct Watchdog w = {comm, 0, 0, ncclInternalError};
+  pthread_t t;
+  pthread_create(&t, NULL, watchdog, &w);
+  for (int k = 0; k < 200; ++k) {
+    float x[256], y[256];
+    for (int i = 0; i < 256; ++i) x[i] = (float)(rank + i);
+    NCCLCHECK(ncclAllReduce(x, y, 256, ncclFloat32, ncclSum, comm, NULL));
+    EXPECT(y[255] == (float)(nranks * 255 + nranks * (nranks - 1) / 2), "iteration %d: %g", k,
+           y[255]);
+  }
+  w.stop = 1;
+  pthread_join(t, NULL);
+  EXPECT(w.polls > 0, "the watchdog never polled");
+  EXPECT(w.abortResult == ncclSuccess, "ncclCommAbort from the watchdog returned %d (%s)",
+         (int)w.abortResult, ncclGetLastError(NULL));
+  float x = 1;
+  EXPECT_ERROR(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage,
+               "aborted");
+  EXPECT_ERROR(ncclCommAbort(comm), ncclInvalidUsage, "aborted");
+}
+
+struct DeadPeerWatchdog {
+  ncclComm_t comm;
+  ncclResult_t seen;
+  ncclResult_t abortResult;
+};
+
+static void* dead_peer_watchdog(void* arg) {
+  struct DeadPeerWatchdog* w = (struct DeadPeerWatchdog*)arg;
+  ncclResult_t state = ncclSuccess;
+  while (state == ncclSuccess) {
+    NCCLCHECK(ncclCommGetAsyncError(w->comm, &state));
+    struct timespec pause = {0, 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  w->seen = state;
+  w->abortResult = ncclCommAbort(w->comm);
+  return NULL;
+}
+
+static void mode_dead_peer(int rank, int nranks) {
+  ncclComm_t comm = NULL;
+  ncclUniqueId id = test_unique_id();
+  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  if (rank != 0) return; /* exits without ever joining rank 0's allreduce */
+  struct DeadPeerWatchdog w = {comm, ncclSuccess, ncclInternalError};
+  pthread_t t;
+  pthread_create(&t, NULL, dead_peer_watchdog, &w);
+  float x[1024] = {0}, y[1024];
+  ncclResult_t r = ncclAllReduce(x, y, 1024, ncclFloat32, ncclSum, comm, NULL);
+  EXPECT(r == ncclRemoteError || r == ncclSystemError, "allreduce with a dead peer returned %d",
+         (int)r);
+  pthread_join(t, NULL);
+  EXPECT(w.seen == r, "the watchdog saw async error %d, the call returned %d", (int)w.seen, (int)r);
+  EXPECT(w.abortResult == ncclSuccess, "abort returned %d", (int)w.abortResult);
+}
+
+int main(int argc, char** argv) {
+  int rank, nranks;
+  test_init_args(argc, argv, &rank, &nranks);
+  const char* mode = argc > 3 ? argv[3] : "";
+  if (strcmp(mode, "nonblocking") == 0)
+    mode_nonblocking(rank, nranks);
+  else if (strcmp(mode, "group") == 0)
+    mode_group(nranks);
+  else if (strcmp(mode, "initall") == 0)
+    mode_initall(nranks);
+  else if (strcmp(mode, "abort") == 0)
+    mode_abort(rank, nranks);
+  else if (strcmp(mode, "dead_peer") == 0)
+    mode_dead_peer(rank, nranks);
+  else {
+    fprintf(stderr, "unknown mode '%s'\n", mode);
+    return 2;
+  }
+  printf("rank %d %s: %s (%d failures)\n", rank, mode, g_failures ? "FAILED" : "passed",
+         g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,123 @@
+"""Builds the C test programs of tests/nccl_compat/c with the system C compiler, against our
+nccl.h only, and runs them as ranks: one process per rank, meeting through a unique id made
+here (hex in NCCL_TEST_ID) or through NCCL_COMM_ID."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import rcclx_nccl
+
+C_DIR = Path(__file__).resolve().parent / "c"
+LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
+
+
+@functools.cache
+def _build_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="nccl_programs_"))
+
+
+def compiler() -> str:
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler (cc) on this machine")
+    return cc
+
+
+def build(
+    source: str | Path, library: str = "nccl", flags: tuple[str, ...] = (), tag: str = ""
+) -> Path:
+    """Compiles `source` (a file of c/, or a path) into a program linked to our `library`
+    (nccl or rccl); cached per process."""
+    src = Path(source) if Path(source).is_absolute() else C_DIR / source
+    exe = _build_dir() / f"{src.stem}{tag}-{library}"
+    if not exe.exists():
+        lib = rcclx_nccl.library_path(library)
+        command = [
+            compiler(), "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-pthread",
+            f"-I{rcclx_nccl.include_dir()}", f"-I{C_DIR}", *flags, "-o", str(exe), str(src),
+            f"-L{lib.parent}", f"-l:{lib.name}", "-lm",
+        ]  # fmt: skip
+        subprocess.run(command, check=True, capture_output=True, text=True)
+    return exe
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RankResult:
+    rank: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def rank_env(extra: dict[str, str] | None = None, comm_id: bool = False) -> dict[str, str]:
+    """The ranks' environment: our library found first, loopback bootstrap, short timeouts."""
+    env = rcclx_nccl.environ()
+    env.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
+    env.setdefault("RCCLX_TIMEOUT_MS", "30000")
+    env.pop("NCCL_COMM_ID", None)
+    if comm_id:
+        env["NCCL_COMM_ID"] = f"127.0.0.1:{free_port()}"
+    else:
+        # Hosted by this process (the library loaded through ctypes), alive until it exits.
+        os.environ.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
+        env["NCCL_TEST_ID"] = rcclx_nccl.get_unique_id().hex()
+    env.update(extra or {})
+    return env
+
+
+def run_ranks(
+    exe: Path,
+    nranks: int,
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    launched: int | None = None,
+) -> list[RankResult]:
+    """Runs ranks 0..`launched`-1 (default all) of `nranks` as processes; returns each one's
+    exit status and output. Processes still running at `timeout` are killed."""
+    env = env if env is not None else rank_env()
+    procs = [
+        subprocess.Popen(
+            [str(exe), str(r), str(nranks), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for r in range(nranks if launched is None else launched)
+    ]
+    results = []
+    for r, p in enumerate(procs):
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, err = p.communicate()
+            err += f"\n(killed after {timeout} s)"
+        results.append(RankResult(r, p.returncode, out, err))
+    return results
+
+
+def check_ranks(results: list[RankResult]) -> None:
+    """Every rank exited 0; otherwise shows each failing rank's output."""
+    bad = [r for r in results if r.returncode != 0]
+    assert not bad, "\n".join(
+        f"--- rank {r.rank} exited {r.returncode}\n{r.stdout}\n{r.stderr[-6000:]}" for r in bad
+    )

@@ -1,0 +1,77 @@
+"""The NCCL ABI from plain C programs (c/*.c, compiled here against our nccl.h only), as 2-4
+processes on host memory: every collective verified exactly, groups, split / shrink, the ways
+of initialising, abort from another thread, errors, and ncclConfig_t of other NCCL versions."""
+
+from __future__ import annotations
+
+import pytest
+from nccl_programs import build, check_ranks, rank_env, run_ranks
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_collectives(nranks):
+    results = run_ranks(build("collectives.c"), nranks)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+
+
+def test_collectives_over_tcp_with_nccl_comm_id():
+    # NCCL_COMM_ID: every rank calls ncclGetUniqueId itself; rank 0 hosts the store there.
+    env = rank_env({"RCCLX_TRANSPORT": "tcp"}, comm_id=True)
+    check_ranks(run_ranks(build("collectives.c"), 2, env=env))
+
+
+def test_collectives_on_librccl():
+    check_ranks(run_ranks(build("collectives.c", library="rccl"), 2))
+
+
+def test_nonblocking_init():
+    results = run_ranks(build("init_modes.c"), 3, ("nonblocking",))
+    check_ranks(results)
+
+
+@pytest.mark.parametrize("mode", ["group", "initall"])
+def test_one_thread_drives_several_ranks(mode):
+    # One process: three communicators of one clique from one thread.
+    check_ranks(run_ranks(build("init_modes.c"), 3, (mode,), launched=1))
+
+
+def test_abort_from_watchdog_thread():
+    check_ranks(run_ranks(build("init_modes.c"), 2, ("abort",)))
+
+
+def test_dead_peer_reaches_watchdog_then_abort():
+    env = rank_env({"RCCLX_TIMEOUT_MS": "5000"})
+    results = run_ranks(build("init_modes.c"), 2, ("dead_peer",), env=env, timeout=60)
+    check_ranks(results)
+    assert "rank 0 dead_peer: passed" in results[0].stdout
+
+
+def test_config_layouts_of_other_nccl_versions():
+    env = rank_env({"NCCL_DEBUG": "INFO"})
+    env.pop("RCCLX_DEBUG", None)
+    (result,) = run_ranks(build("config_layouts.c"), 1, env=env)
+    check_ranks([result])
+    for layout in ("48", "72", "80", "newer", "initializer"):
+        assert f"layout-{layout}: initialised" in result.stdout
+    # commName is read at its offset from the 72-byte and longer structs; 2.17's has none.
+    for named in ("72", "80", "newer", "initializer"):
+        assert f"communicator 'layout-{named}' rank 0 of 1" in result.stderr
+    assert "'layout-48'" not in result.stderr
+
+
+def test_a_failing_check_fails_the_program(tmp_path):
+    # The harness itself: a program whose expectation is wrong must exit non-zero.
+    src = tmp_path / "wrong.c"
+    src.write_text(
+        '#include "nccl_test.h"\n'
+        "int main(int argc, char** argv) {\n"
+        "  int r, n; test_init_args(argc, argv, &r, &n);\n"
+        "  int v = 0; NCCLCHECK(ncclGetVersion(&v));\n"
+        '  EXPECT(v == 1, "version %d", v);\n'
+        "  return g_failures ? 1 : 0;\n"
+        "}\n"
+    )
+    (result,) = run_ranks(build(src), 1)
+    assert result.returncode == 1 and "FAILED v == 1" in result.stderr
