@@ -270,8 +270,12 @@ def _gpu_rank(ctx):
         torch.cuda.synchronize()
         n, me = comm.get_size(), comm.get_rank()
         peer = win.map_remote_tensor((me + 1) % n)
+        theirs = torch.full((N,), -1, dtype=dtype)  # what this rank put into the next one
+        for k in range(ROUNDS):
+            theirs[k * PIECE + 1 : (k + 1) * PIECE + 1] = _piece(me, k, dtype)
+        out[f"map {H.name_of(dtype)}"] = ("", H.compare(peer, theirs))
+        comm.barrier()
         torch.cuda.synchronize()
-        out[f"map {H.name_of(dtype)}"] = ("", None if peer.shape == (N,) else str(peer.shape))
         # async_op=True: on the window's internal stream; the signal follows the put.
         work = win.put(_piece(me, 7, dtype, comm.get_device()), (me + 1) % n, 0, async_op=True)
         win.signal((me + 1) % n)
@@ -293,3 +297,36 @@ def test_gpu_ring_put_signal_wait(nranks):
     if launcher.gpu_count() == 0 or not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     checks.assert_cases(launch(_gpu_rank, nranks), expect_cases=6)
+
+
+def _gpu_silent_peer_rank(ctx):
+    """Rank 1 never signals: rank 0's wait kernel gives up at the timeout and the stream
+    reports an error (the GPU does not hang)."""
+    comm = H.comm_of(ctx, "win_gpu_silent", device="cuda")
+    win = comm.new_window()
+    win.tensor_register(torch.zeros(16, device=comm.get_device()))
+    outcome = "rank 1"
+    if comm.get_rank() == 0:
+        start = time.monotonic()
+        win.wait_signal(1, timeout=0.5)  # enqueued: the host goes on
+        enqueued = time.monotonic() - start
+        try:
+            torch.cuda.synchronize()
+            outcome = "the wait returned without a signal"
+        except RuntimeError as e:
+            outcome = f"error after {time.monotonic() - start:.1f} s: {e}"
+            if enqueued > 0.4 or time.monotonic() - start > 10:
+                outcome = f"too slow ({enqueued:.2f} s to enqueue): {e}"
+    ctx.barrier("rank 0 done")
+    return outcome
+
+
+@pytest.mark.gpu
+def test_gpu_wait_without_signal_is_an_error():
+    import launcher
+
+    if launcher.gpu_count() == 0 or not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    results = launch(_gpu_silent_peer_rank, 2, expect_errors=True, timeout=60)
+    outcome = results[0].value
+    assert results[0].ok and outcome.startswith("error after"), (outcome, results[0].error)

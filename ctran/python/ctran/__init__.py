@@ -8,6 +8,7 @@ peers elsewhere reach by ``put`` / ``signal``.
 from ctran._C import (
     Bootstrap,
     CudaError,
+    DeviceRma,
     Error,
     FileStore,
     InvalidArgumentError,
@@ -37,6 +38,7 @@ from ctran._C import (
 __all__ = [
     "Bootstrap",
     "CudaError",
+    "DeviceRma",
     "Error",
     "FileStore",
     "InvalidArgumentError",

@@ -13,6 +13,7 @@ namespace ctran::python {
 
 void registerStore(py::module_& m);
 void registerPeerGroup(py::module_& m);
+void registerDeviceRma(py::module_& m);
 
 void defineErrors(py::module_& m) {
   auto make = [&](const char* name, py::object bases, const char* doc) {
@@ -91,4 +92,5 @@ PYBIND11_MODULE(_C, m) {
   ctran::python::registerConfig(m);
   ctran::python::registerStore(m);
   ctran::python::registerPeerGroup(m);
+  ctran::python::registerDeviceRma(m);
 }
