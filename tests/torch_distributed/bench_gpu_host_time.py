@@ -1,12 +1,15 @@
 """Host time per eager GPU all_reduce through each layer, in one run on one GPU (1 rank): the
-core's own Python call, the torchcomms communicator, ``dist.all_reduce`` on an "rcclx" group
-and on an "nccl" group. The host time is what a loop of calls costs the CPU per call (nothing
-waits for the GPU inside the loop); end to end adds the wait for the GPU after the loop.
+core's own Python call, the torchcomms communicator, ``dist.all_reduce`` on an "rcclx" group,
+on an "nccl" group and on a group that does nothing. The host time is what a loop of calls
+costs the CPU per call (nothing waits for the GPU inside the loop); end to end adds the wait for
+the GPU after the loop.
 
     python tests/torch_distributed/bench_gpu_host_time.py [--bytes 1K] [--calls 200] [--blocks 40]
 
-The four are timed in alternating blocks of ``--calls`` calls (a load on the machine falls on
-all of them alike); each figure is the median over the blocks, in microseconds per call.
+"dist nothing" is a Python process group whose all_reduce returns at once: torch's own cost of
+reaching any Python backend. The five are timed in alternating blocks of ``--calls`` calls (a
+load on the machine falls on all of them alike); each figure is the median over the blocks, in
+microseconds per call.
 """
 
 from __future__ import annotations
@@ -40,11 +43,23 @@ def main() -> None:
     import torchcomms_rcclx
     import torchcomms_rcclx.c10d  # noqa: F401 - registers "rcclx"
 
+    class NothingGroup(dist.ProcessGroup):
+        """torch's own cost of a call into a Python process group: one that does nothing."""
+
+        def __init__(self, *args):
+            super().__init__(0, 1)
+            self._done = dist.Work()
+
+        def allreduce(self, tensors, opts=None):
+            return self._done
+
+    dist.Backend.register_backend("nothing", NothingGroup, devices=["cuda"])
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     os.environ.update(TORCHCOMM_RANK="0", TORCHCOMM_SIZE="1")
     torch.cuda.set_device(0)
     dist.init_process_group("cpu:rcclx,cuda:rcclx", rank=0, world_size=1)
     nccl = dist.new_group(backend="nccl")
+    nothing = dist.new_group(backend="nothing")
     tc = torchcomms_rcclx.new_comm("rcclx", torch.device("cuda"), "bench", store=dist.HashStore())
     core = tc._core
     t = torch.zeros(nbytes // 4, device="cuda")
@@ -54,6 +69,7 @@ def main() -> None:
         "torchcomms_rcclx": lambda: tc.all_reduce(t),
         "dist rcclx": lambda: dist.all_reduce(t),
         "dist nccl": lambda: dist.all_reduce(t, group=nccl),
+        "dist nothing": lambda: dist.all_reduce(t, group=nothing),
     }
     host = {k: [] for k in calls}
     end = {k: [] for k in calls}
@@ -78,6 +94,10 @@ def main() -> None:
           f"{args.blocks} blocks of {args.calls} calls; median us per call")  # fmt: skip
     for name in calls:
         print(f"  {name:18s} host {med[name]:7.2f} us   end to end {med_end[name]:7.2f} us")
+    print(
+        f"  dist rcclx - dist nothing (this backend's own cost inside torch.distributed): "
+        f"host {med['dist rcclx'] - med['dist nothing']:+.2f} us"
+    )
     for name in ("torchcomms_rcclx", "dist rcclx"):
         print(
             f"  {name} - core: host {med[name] - med['core']:+.2f} us; "

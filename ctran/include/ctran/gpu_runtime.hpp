@@ -61,6 +61,12 @@ using gpuPointerAttributes = hipPointerAttribute_t;
 #define gpuIpcOpenMemHandle hipIpcOpenMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define gpuPointerGetAttributes hipPointerGetAttributes
+using gpuEvent_t = hipEvent_t;
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuEventRecord hipEventRecord
+#define gpuEventDestroy hipEventDestroy
+#define gpuStreamWaitEvent hipStreamWaitEvent
 #define RCCLX_WARP_SIZE 64
 // Peer-visible memory (flags polled with system-scope atomics) must be fine-grained on AMD:
 // plain hipMalloc memory is coarse-grained, coherent only at kernel boundaries.
@@ -104,6 +110,12 @@ using gpuPointerAttributes = cudaPointerAttributes;
 #define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
 #define gpuPointerGetAttributes cudaPointerGetAttributes
+using gpuEvent_t = cudaEvent_t;
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuEventRecord cudaEventRecord
+#define gpuEventDestroy cudaEventDestroy
+#define gpuStreamWaitEvent cudaStreamWaitEvent
 #define RCCLX_WARP_SIZE 32
 
 #endif
@@ -120,6 +132,26 @@ inline gpuError_t gpuMallocPeerVisible(void** ptr, size_t bytes) {
   return hipExtMallocWithFlags(ptr, bytes, RCCLX_HIP_PEER_VISIBLE_FLAGS);
 #else
   return cudaMalloc(ptr, bytes);
+#endif
+}
+
+/// Whether work enqueued on `stream` is being captured into a graph (false when the query
+/// fails, as for a stream that no longer exists; the error is cleared).
+inline bool gpuStreamCapturing(gpuStream_t stream) {
+#if RCCLX_GPU_HIP
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  if (hipStreamIsCapturing(stream, &status) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+  return status != hipStreamCaptureStatusNone;
+#else
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
 #endif
 }
 

@@ -12,6 +12,7 @@
 #include "device/collectives/gpu_collectives.hpp"
 #include "device/device_resources.hpp"
 #include "device/lp/gpu_low_precision.hpp"
+#include "device/stream_order.hpp"
 #include "lp/lp_policy.hpp"
 
 namespace rcclx {
@@ -46,6 +47,7 @@ class GpuBackend final : public DeviceBackend {
 
   void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                  const CallOptions& opts, void* stream) override {
+    order_.enter(stream);
     const size_t bytes = count * dataTypeSize(type);
     if (auto plan = lp::planLowPrecision(
             settings_.lp, request(lp::LpCollective::kAllReduce, bytes, type, op, opts),
@@ -66,12 +68,14 @@ class GpuBackend final : public DeviceBackend {
 
   void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
               double premulScalar, int root, void* stream) override {
+    order_.enter(stream);
     collectives_->reduce(send, recv, count, type, op, premulScalar, root, stream);
   }
 
   void allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
                   const std::vector<size_t>& displs, DataType type, const CallOptions& opts,
                   void* stream) override {
+    order_.enter(stream);
     size_t total = 0;
     for (size_t c : counts) total += c;
     if (auto plan =
@@ -91,6 +95,7 @@ class GpuBackend final : public DeviceBackend {
   void reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
                       const std::vector<size_t>& displs, DataType type, RedOp op,
                       const CallOptions& opts, void* stream) override {
+    order_.enter(stream);
     size_t total = 0;
     for (size_t c : counts) total += c;
     if (auto plan = lp::planLowPrecision(
@@ -107,6 +112,7 @@ class GpuBackend final : public DeviceBackend {
 
   void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
                 const CallOptions& opts, void* stream) override {
+    order_.enter(stream);
     const size_t total = countPerRank * nranks_;
     if (auto plan =
             lp::planLowPrecision(settings_.lp,
@@ -125,6 +131,7 @@ class GpuBackend final : public DeviceBackend {
   void allToAllV(const void* send, void* recv, const std::vector<size_t>& sendCounts,
                  const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
                  const std::vector<size_t>& recvDispls, DataType type, void* stream) override {
+    order_.enter(stream);
     size_t moved = 0;
     for (int p = 0; p < nranks_; ++p) moved += sendCounts[p] + recvCounts[p];
     CTRAN_CHECK(moved == 0 || send != recv, ctran::InvalidArgument,
@@ -136,10 +143,12 @@ class GpuBackend final : public DeviceBackend {
   }
 
   void exchange(const Exchange& x, const char* what, void* stream) override {
+    order_.enter(stream);
     collectives_->run(x, what, stream);
   }
 
   void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream) override {
+    order_.enter(stream);
     collectives_->sendRecv(ops, stream);
   }
 
@@ -191,6 +200,7 @@ class GpuBackend final : public DeviceBackend {
   std::unique_ptr<gpu::GpuAllReduce> allReduce_;
   std::unique_ptr<gpu::GpuCollectives> collectives_;
   std::unique_ptr<lp::GpuLowPrecision> lp_;
+  gpu::StreamOrder order_;  ///< every call enters it first, with its stream
 };
 
 }  // namespace
