@@ -173,6 +173,45 @@ def test_map_remote_tensor(transport):
     checks.assert_cases(launch(_map_rank, 3, transport, env={"RCCLX_TRANSPORT": transport}))
 
 
+def _split_rank(ctx):
+    """Windows of a split communicator and of its parent, in one store at once: each window
+    meets only its own ranks. Tensors taken from a window outlive its deregistration."""
+    import gc
+
+    comm = H.comm_of(ctx, "parent", timeout=10)
+    me = comm.get_rank()
+    pair = comm.split([0, 1] if me < 2 else [2], "child")
+    solo = comm.split([2] if me == 2 else [1, 0], "child")  # the same name again
+    out = {}
+    outer = comm.new_window()
+    outer.tensor_register(torch.zeros(4, dtype=torch.int64))
+    for name, child in (("pair", pair), ("reversed", solo)):
+        n, r = child.get_size(), child.get_rank()
+        win = child.new_window()
+        win.tensor_register(torch.zeros(4, dtype=torch.int64))
+        win.put(torch.full((4,), 10 * me + 1, dtype=torch.int64), (r + 1) % n, 0)
+        win.signal((r + 1) % n)
+        win.wait_signal((r - 1) % n)
+        prev = me if me == 2 else 1 - me  # the parent rank of the child rank before this one
+        got = win.get_tensor().tolist()
+        out[f"{name} window"] = ("", None if got == [10 * prev + 1] * 4 else f"got {got}")
+        mapped = win.map_remote_tensor(r)
+        win.tensor_deregister()
+        del win
+        gc.collect()
+        out[f"{name} outlives"] = ("", None if mapped.tolist() == got else f"{mapped.tolist()}")
+    # The parent's window saw none of the children's puts.
+    out["parent window"] = ("", None if outer.get_tensor().tolist() == [0] * 4 else "written")
+    outer.tensor_deregister()
+    for c in (pair, solo, comm):
+        c.finalize()
+    return out
+
+
+def test_split_communicators_have_their_own_windows():
+    checks.assert_cases(launch(_split_rank, 3))
+
+
 def _raises(out, key, fn, error, *words):
     try:
         fn()
