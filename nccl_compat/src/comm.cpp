@@ -14,6 +14,13 @@ ncclComm* checkHandle(ncclComm_t comm, const char* what) {
   return comm;
 }
 
+void formClique(const std::vector<ncclComm*>& members) {
+  if (members.size() < 2) return;
+  auto clique = std::make_shared<LocalClique>();
+  clique->outstanding = static_cast<int>(members.size());
+  for (ncclComm* c : members) c->clique = clique;
+}
+
 void awaitInit(ncclComm* c, const char* entryPoint) {
   if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
     std::lock_guard<std::mutex> lock(c->initMu);

@@ -34,6 +34,18 @@ struct PreMulSumOp {
   double scalar = 1.0;
 };
 
+struct ncclComm;
+
+/// Communicators of one clique made by one thread (ncclCommInitAll, or several ncclCommInitRank
+/// in one group). Destroying a GPU communicator is collective (a barrier among its ranks), so
+/// their destroys, which that thread makes one after another, are held back until every
+/// member asked, then run together.
+struct LocalClique {
+  std::mutex mu;
+  int outstanding = 0;  ///< members not yet destroyed or aborted
+  std::vector<std::unique_ptr<rcclx::Communicator>> toDestroy;
+};
+
 struct ncclComm {
   static constexpr uint64_t kMagic = 0x524343'4c584e43ull;  // "RCCLXNC"
   uint64_t magic = kMagic;
@@ -54,6 +66,7 @@ struct ncclComm {
   /// What must outlive the communicator: rank 0's bootstrap store under NCCL_COMM_ID.
   std::shared_ptr<void> keepAlive;
   std::vector<PreMulSumOp> redOps;
+  std::shared_ptr<LocalClique> clique;  ///< set when one thread made this and its peers
 
   // Initialisation outside the caller's thread (non-blocking config or a group).
   std::mutex initMu;
@@ -67,6 +80,9 @@ namespace rcclx::nccl {
 /// `comm`, after checking it is a handle of this library (InvalidArgument naming `what` for
 /// NULL or anything else).
 ncclComm* checkHandle(ncclComm_t comm, const char* what = "comm");
+
+/// Makes `members` (ready handles of one clique, made by this thread) a LocalClique.
+void formClique(const std::vector<ncclComm*>& members);
 
 /// Waits for a non-blocking initialisation of `c` to finish (returns at once otherwise).
 /// Throws InvalidUsage when it is recorded in this thread's open group (it runs at

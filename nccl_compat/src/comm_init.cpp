@@ -89,7 +89,7 @@ ncclResult_t createComm(ncclComm_t* out, const CommOptions& options, CoreFactory
   h->name = options.name;
   if (groups::active()) {
     *out = owned.release();
-    groups::deferInit([h, make] { initialise(*h, make); });
+    groups::deferInit(h, [h, make] { initialise(*h, make); });
     return ncclSuccess;
   }
   if (!options.blocking) {
@@ -165,6 +165,9 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
       });
     }
     nccl::groups::runTogether(tasks);  // every rank or none: a failure leaves *comm untouched
-    for (int i = 0; i < ndev; ++i) comm[i] = nccl::adoptComm(std::move(cores[i]), {});
+    std::vector<ncclComm*> handles;
+    for (int i = 0; i < ndev; ++i) handles.push_back(nccl::adoptComm(std::move(cores[i]), {}));
+    nccl::formClique(handles);
+    for (int i = 0; i < ndev; ++i) comm[i] = handles[i];
   });
 }

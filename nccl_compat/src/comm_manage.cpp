@@ -2,6 +2,7 @@
 // the one release path of ncclCommDestroy and ncclCommAbort.
 #include "api.hpp"
 #include "comm.hpp"
+#include "groups.hpp"
 
 namespace rcclx::nccl {
 namespace {
@@ -14,6 +15,21 @@ const ncclComm& readyHandle(ncclComm_t comm, const char* entryPoint) {
   CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
               ctran::InvalidUsage, "the communicator was already destroyed or aborted");
   return *c;
+}
+
+/// Hands a member's core communicator to be destroyed with the clique's others (null for one
+/// already released, e.g. aborted); the last member to arrive destroys them all at once.
+void releaseInClique(LocalClique& clique, std::unique_ptr<rcclx::Communicator> core) {
+  std::vector<std::unique_ptr<rcclx::Communicator>> cores;
+  {
+    std::lock_guard<std::mutex> lock(clique.mu);
+    if (core) clique.toDestroy.push_back(std::move(core));
+    if (--clique.outstanding > 0) return;
+    cores = std::move(clique.toDestroy);
+  }
+  std::vector<std::function<void()>> destroys;
+  for (auto& c : cores) destroys.emplace_back([&c] { c->destroy(); });
+  groups::runTogether(destroys);
 }
 
 /// Destroys (collectively) or aborts the core communicator; the handle stays as a tombstone.
@@ -36,12 +52,11 @@ void release(ncclComm_t comm, bool abort, const char* entryPoint) {
   c->state.store(CommState::kDestroyed, std::memory_order_release);
   c->redOps.clear();
   c->keepAlive.reset();
-  if (core && !core->destroyed()) {
-    if (abort)
-      core->abort();
-    else
-      core->destroy();
-  }
+  if (!core || core->destroyed()) core.reset();
+  if (core && abort) core->abort();
+  if (core && !abort && !c->clique) core->destroy();
+  if (c->clique) releaseInClique(*c->clique, abort ? nullptr : std::move(core));
+  c->clique.reset();
 }
 
 }  // namespace

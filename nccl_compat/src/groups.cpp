@@ -17,6 +17,7 @@ struct GroupState {
   int depth = 0;
   std::vector<ncclComm*> comms;  ///< enrolled communicators, in order of first use
   std::vector<std::function<void()>> inits;
+  std::vector<ncclComm*> initialised;  ///< the handles `inits` fill
 };
 
 thread_local GroupState tGroup;
@@ -58,7 +59,10 @@ void enrol(ncclComm* comm) {
   comms.push_back(comm);
 }
 
-void deferInit(std::function<void()> init) { tGroup.inits.push_back(std::move(init)); }
+void deferInit(ncclComm* comm, std::function<void()> init) {
+  tGroup.inits.push_back(std::move(init));
+  tGroup.initialised.push_back(comm);
+}
 
 void runTogether(std::vector<std::function<void()>>& tasks) {
   std::vector<std::exception_ptr> errors(tasks.size());
@@ -91,6 +95,7 @@ double end() {
   const auto t0 = std::chrono::steady_clock::now();
   // Taken out first, so the state is clean for the next group whatever happens below.
   auto inits = std::move(tGroup.inits);
+  auto initialised = std::move(tGroup.initialised);
   auto comms = std::move(tGroup.comms);
   tGroup = GroupState{};
   std::exception_ptr firstError;
@@ -99,6 +104,10 @@ double end() {
   } catch (...) {
     firstError = std::current_exception();
   }
+  std::vector<ncclComm*> ready;
+  for (ncclComm* c : initialised)
+    if (c->state.load(std::memory_order_acquire) == CommState::kReady) ready.push_back(c);
+  formClique(ready);
   endCommunicatorGroups(comms, firstError);
   if (firstError) std::rethrow_exception(firstError);
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();

@@ -23,8 +23,9 @@ double end();
 /// Enrols `comm` (locked by the caller) in the open group: its core communicator starts
 /// recording on first use.
 void enrol(ncclComm* comm);
-/// Records an initialisation to run at the outermost ncclGroupEnd.
-void deferInit(std::function<void()> init);
+/// Records the initialisation of `comm` to run at the outermost ncclGroupEnd; the handles a
+/// group initialises together form a LocalClique.
+void deferInit(ncclComm* comm, std::function<void()> init);
 
 /// Runs `tasks` at the same time (one thread each beyond the first) and waits for all; then
 /// rethrows the first exception any of them threw.

@@ -42,11 +42,7 @@ static int close_enough(double got, double want, ncclDataType_t t, ncclRedOp_t o
   return fabs(got - want) <= tol * fabs(want) + 1e-12;
 }
 
-static void* alloc(size_t count, ncclDataType_t t) {
-  void* p = calloc(count ? count : 1, type_size(t));
-  if (!p) exit(101);
-  return p;
-}
+static void* alloc(size_t count, ncclDataType_t t) { return test_alloc(count * type_size(t)); }
 
 static void test_all_reduce(void) {
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
@@ -61,6 +57,7 @@ static void test_all_reduce(void) {
         for (size_t i = 0; i < n; ++i) store(in, i, t, input(R, i, op));
         int inPlace = ci == 3;
         NCCLCHECK(ncclAllReduce(in, inPlace ? in : out, n, t, op, comm, NULL));
+        test_sync();
         const void* res = inPlace ? in : out;
         for (size_t i = 0; i < n; ++i) {
           double got = load(res, i, t), want = reduced(i, op, t);
@@ -70,8 +67,8 @@ static void test_all_reduce(void) {
             break;
           }
         }
-        free(in);
-        free(out);
+        test_free(in);
+        test_free(out);
       }
     }
   }
@@ -84,6 +81,7 @@ static void test_reduce_and_broadcast(void) {
   double* out = alloc(n, ncclFloat64);
   for (size_t i = 0; i < n; ++i) in[i] = input(R, i, ncclSum);
   NCCLCHECK(ncclReduce(in, R == root ? out : NULL, n, ncclFloat64, ncclSum, root, comm, NULL));
+  test_sync();
   if (R == root)
     for (size_t i = 0; i < n; ++i)
       EXPECT(out[i] == reduced(i, ncclSum, ncclFloat64), "reduce [%zu] %g", i, out[i]);
@@ -92,15 +90,17 @@ static void test_reduce_and_broadcast(void) {
   const int broot = 1 % N;
   for (size_t i = 0; i < n; ++i) b[i] = R == broot ? (int32_t)(i * 3 + 1) : -1;
   NCCLCHECK(ncclBroadcast(b, c, n, ncclInt32, broot, comm, NULL));
+  test_sync();
   for (size_t i = 0; i < n; ++i)
     EXPECT(c[i] == (int32_t)(i * 3 + 1), "broadcast [%zu] %d", i, c[i]);
   for (size_t i = 0; i < n; ++i) b[i] = R == 0 ? (int32_t)(i ^ 0x55) : 0;
   NCCLCHECK(ncclBcast(b, n, ncclInt32, 0, comm, NULL));
+  test_sync();
   for (size_t i = 0; i < n; ++i) EXPECT(b[i] == (int32_t)(i ^ 0x55), "bcast [%zu] %d", i, b[i]);
-  free(in);
-  free(out);
-  free(b);
-  free(c);
+  test_free(in);
+  test_free(out);
+  test_free(b);
+  test_free(c);
 }
 
 static void test_gathers(void) {
@@ -112,6 +112,7 @@ static void test_gathers(void) {
     void* all = alloc(n * N, t);
     for (size_t i = 0; i < n; ++i) store(in, i, t, (double)((R * 37 + i) % 100));
     NCCLCHECK(ncclAllGather(in, all, n, t, comm, NULL));
+    test_sync();
     for (int r = 0; r < N; ++r)
       for (size_t i = 0; i < n; ++i)
         EXPECT(load(all, r * n + i, t) == (double)((r * 37 + i) % 100), "allgather t%d", (int)t);
@@ -120,20 +121,23 @@ static void test_gathers(void) {
     char* mine = (char*)all + R * n * type_size(t);
     memcpy(mine, in, n * type_size(t));
     NCCLCHECK(ncclAllGather(mine, all, n, t, comm, NULL));
+    test_sync();
     for (int r = 0; r < N; ++r)
       EXPECT(load(all, r * n + n - 1, t) == (double)((r * 37 + n - 1) % 100), "allgather in place");
     const int root = N / 2;
     memset(all, 0, n * N * type_size(t));
     NCCLCHECK(ncclGather(in, all, n, t, root, comm, NULL));
+    test_sync();
     if (R == root)
       for (int r = 0; r < N; ++r)
         EXPECT(load(all, r * n + 5, t) == (double)((r * 37 + 5) % 100), "gather r%d", r);
     for (size_t i = 0; i < n * N; ++i) store(all, i, t, R == root ? (double)(i % 97) : 0.0);
     NCCLCHECK(ncclScatter(all, in, n, t, root, comm, NULL));
+    test_sync();
     for (size_t i = 0; i < n; ++i)
       EXPECT(load(in, i, t) == (double)((R * n + i) % 97), "scatter [%zu]", i);
-    free(in);
-    free(all);
+    test_free(in);
+    test_free(all);
   }
 }
 
@@ -143,10 +147,11 @@ static void test_reduce_scatter(void) {
   float* out = alloc(n, ncclFloat32);
   for (size_t i = 0; i < n * N; ++i) in[i] = (float)input(R, i, ncclMax);
   NCCLCHECK(ncclReduceScatter(in, out, n, ncclFloat32, ncclMax, comm, NULL));
+  test_sync();
   for (size_t i = 0; i < n; ++i)
     EXPECT(out[i] == (float)reduced(R * n + i, ncclMax, ncclFloat32), "reducescatter [%zu]", i);
-  free(in);
-  free(out);
+  test_free(in);
+  test_free(out);
 }
 
 static void test_all_to_all(void) {
@@ -156,6 +161,7 @@ static void test_all_to_all(void) {
   for (int p = 0; p < N; ++p)
     for (size_t i = 0; i < n; ++i) in[p * n + i] = R * 1000000 + p * 1000 + (int64_t)i;
   NCCLCHECK(ncclAlltoAll(in, out, n, ncclInt64, comm, NULL));
+  test_sync();
   for (int p = 0; p < N; ++p)
     for (size_t i = 0; i < n; ++i)
       EXPECT(out[p * n + i] == p * 1000000 + R * 1000 + (int64_t)i, "alltoall from %d [%zu]", p, i);
@@ -173,11 +179,12 @@ static void test_all_to_all(void) {
     for (size_t i = 0; i < sc[p]; ++i) in[sd[p] + i] = R * 100 + p * 10 + (int64_t)i;
   memset(out, 0, n * N * sizeof(int64_t));
   NCCLCHECK(ncclAllToAllv(in, sc, sd, out, rc, rd, ncclInt64, comm, NULL));
+  test_sync();
   for (int p = 0; p < N; ++p)
     for (size_t i = 0; i < rc[p]; ++i)
       EXPECT(out[rd[p] + i] == p * 100 + R * 10 + (int64_t)i, "alltoallv from %d [%zu]", p, i);
-  free(in);
-  free(out);
+  test_free(in);
+  test_free(out);
 }
 
 /* Grouped send/recv around a ring, both directions, and broadcasts of different roots in one
@@ -194,6 +201,7 @@ static void test_groups(void) {
   NCCLCHECK(ncclRecv(fromLeft, n, ncclInt32, left, comm, NULL));
   NCCLCHECK(ncclRecv(fromRight, n, ncclInt32, right, comm, NULL));
   NCCLCHECK(ncclGroupEnd());
+  test_sync();
   for (size_t i = 0; i < n; ++i) {
     EXPECT(fromLeft[i] == left * 10000 + (int32_t)i, "recv from left [%zu] %d", i, fromLeft[i]);
     EXPECT(fromRight[i] == right * 10000 + (int32_t)i, "recv from right [%zu]", i);
@@ -205,8 +213,10 @@ static void test_groups(void) {
   for (int root = 0; root < N && root < 4; ++root) {
     for (int i = 0; i < 16; ++i) bufs[root][i] = R == root ? root * 100 + i : -1;
     NCCLCHECK(ncclBroadcast(bufs[root], bufs[root], 16, ncclInt32, root, comm, NULL));
+    test_sync();
   }
   NCCLCHECK(ncclGroupEnd());
+  test_sync();
   float pin[64], pout[64];
   for (int i = 0; i < 64; ++i) pin[i] = (float)(R + i);
   ncclRedOp_t premul;
@@ -214,9 +224,11 @@ static void test_groups(void) {
   NCCLCHECK(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
   EXPECT((int)premul >= (int)ncclNumOps, "premul handle %d", (int)premul);
   NCCLCHECK(ncclAllReduce(pin, pout, 64, ncclFloat32, premul, comm, NULL));
+  test_sync();
   NCCLCHECK(ncclRedOpDestroy(premul, comm));
   scalar = 1000.0f; /* read when created: changing it now changes nothing */
   NCCLCHECK(ncclGroupEnd());
+  test_sync();
   for (int root = 0; root < N && root < 4; ++root)
     for (int i = 0; i < 16; ++i)
       EXPECT(bufs[root][i] == root * 100 + i, "grouped bcast root %d [%d] %d", root, i,
@@ -228,9 +240,9 @@ static void test_groups(void) {
   }
   EXPECT_ERROR(ncclAllReduce(pin, pout, 64, ncclFloat32, premul, comm, NULL), ncclInvalidArgument,
                "PreMulSum");
-  free(s);
-  free(fromLeft);
-  free(fromRight);
+  test_free(s);
+  test_free(fromLeft);
+  test_free(fromRight);
 }
 
 static void check_comm(ncclComm_t c, int wantRank, int wantSize, const char* what) {
@@ -243,6 +255,7 @@ static void check_comm(ncclComm_t c, int wantRank, int wantSize, const char* wha
   /* An allreduce of the members' original ranks shows who is in it. */
   int32_t x = R, sum = -1;
   NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, c, NULL));
+  test_sync();
   (void)sum;
 }
 
@@ -257,6 +270,7 @@ static void test_split_and_shrink(void) {
     check_comm(sub, pos, members, "split");
     int32_t x = R, sum = 0, want = 0;
     NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, sub, NULL));
+    test_sync();
     for (int r = R % 2; r < N; r += 2) want += r;
     EXPECT(sum == want, "split allreduce %d want %d", sum, want);
     NCCLCHECK(ncclCommDestroy(sub));
@@ -278,6 +292,7 @@ static void test_split_and_shrink(void) {
       check_comm(sub, R, N - 1, "shrink");
       int32_t x = R + 1, sum = 0;
       NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, sub, NULL));
+      test_sync();
       EXPECT(sum == (N - 1) * N / 2, "shrink allreduce %d", sum);
       NCCLCHECK(ncclCommDestroy(sub));
     }

@@ -9,6 +9,7 @@
  *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
  *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts */
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include "nccl_test.h"
@@ -19,18 +20,37 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Buffers on communicator c's GPU (test_alloc allocates on the current one). */
+static int32_t* alloc_for(ncclComm_t c, size_t count) {
+#ifdef NCCL_TEST_GPU
+  int dev = 0;
+  NCCLCHECK(ncclCommCuDevice(c, &dev));
+  cudaSetDevice(dev);
+#else
+  (void)c;
+#endif
+  return (int32_t*)test_alloc(count * sizeof(int32_t));
+}
+
 /* A grouped allreduce over `n` communicators of one clique driven by this thread. */
 static void grouped_all_reduce(ncclComm_t* comms, int n) {
-  int32_t in[8][33], out[8][33];
+  int32_t* in[8];
+  int32_t* out[8];
   NCCLCHECK(ncclGroupStart());
   for (int c = 0; c < n; ++c) {
+    in[c] = alloc_for(comms[c], 33);
+    out[c] = alloc_for(comms[c], 33);
     for (int i = 0; i < 33; ++i) in[c][i] = c * 10 + i;
     NCCLCHECK(ncclAllReduce(in[c], out[c], 33, ncclInt32, ncclSum, comms[c], NULL));
   }
   NCCLCHECK(ncclGroupEnd());
-  for (int c = 0; c < n; ++c)
+  test_sync();
+  for (int c = 0; c < n; ++c) {
     for (int i = 0; i < 33; ++i)
       EXPECT(out[c][i] == 10 * n * (n - 1) / 2 + n * i, "comm %d [%d] = %d", c, i, out[c][i]);
+    test_free(in[c]);
+    test_free(out[c]);
+  }
 }
 
 static void mode_nonblocking(int rank, int nranks) {
@@ -115,7 +135,7 @@ static void mode_initall(int nranks) {
 struct Watchdog {
   ncclComm_t comm;
   volatile int stop;
-  int polls;
+  volatile int polls;
   ncclResult_t abortResult;
 };
 
@@ -138,6 +158,8 @@ static void mode_abort(int rank, int nranks) {
   struct Watchdog w = {comm, 0, 0, ncclInternalError};
   pthread_t t;
   pthread_create(&t, NULL, watchdog, &w);
+  /* The watchdog is polling before the collectives start, and keeps polling while they run. */
+  while (w.polls == 0) sched_yield();
   for (int k = 0; k < 200; ++k) {
     float x[256], y[256];
     for (int i = 0; i < 256; ++i) x[i] = (float)(rank + i);

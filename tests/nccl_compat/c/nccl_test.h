@@ -50,6 +50,36 @@ static int g_rank = -1;
            (text));                                                                            \
   } while (0)
 
+/* Test buffers: host memory, or with NCCL_TEST_GPU managed memory of the rank's GPU (the library
+ * treats it as device memory; the checks read it on the host after test_sync()). */
+#ifdef NCCL_TEST_GPU
+#include <cuda_runtime.h>
+static inline void* test_alloc(size_t bytes) {
+  void* p = NULL;
+  if (cudaMallocManaged(&p, bytes ? bytes : 1, cudaMemAttachGlobal) != cudaSuccess) exit(101);
+  memset(p, 0, bytes ? bytes : 1);
+  return p;
+}
+static inline void test_free(void* p) { cudaFree(p); }
+static inline void test_sync(void) {
+  if (cudaDeviceSynchronize() != cudaSuccess) exit(102);
+}
+static inline void test_select_gpu(int rank) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) exit(103);
+  cudaSetDevice(rank % n);
+}
+#else
+static inline void* test_alloc(size_t bytes) {
+  void* p = calloc(bytes ? bytes : 1, 1);
+  if (!p) exit(101);
+  return p;
+}
+static inline void test_free(void* p) { free(p); }
+static inline void test_sync(void) {}
+static inline void test_select_gpu(int rank) { (void)rank; }
+#endif
+
 static inline void test_init_args(int argc, char** argv, int* rank, int* nranks) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s RANK NRANKS [MODE]\n", argv[0]);
@@ -58,6 +88,7 @@ static inline void test_init_args(int argc, char** argv, int* rank, int* nranks)
   *rank = atoi(argv[1]);
   *nranks = atoi(argv[2]);
   g_rank = *rank;
+  test_select_gpu(*rank);
 }
 
 /* The job's unique id: NCCL_TEST_ID (256 hex digits), or ncclGetUniqueId under NCCL_COMM_ID. */

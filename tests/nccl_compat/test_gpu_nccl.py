@@ -1,0 +1,108 @@
+"""The NCCL ABI on GPUs (``nox -s gpu``; skipped without a GPU): the C programs of
+test_c_programs.py on device (managed) memory, CUDA graph capture of every collective,
+ncclCommInitAll and a grouped initialisation over the visible GPUs, and PyTorch's own
+``init_process_group("nccl")`` running on our library through ``rcclx-run``. Ranks share the
+GPUs when there are more ranks than GPUs."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nccl_programs import build, check_ranks, free_port, rank_env, run_ranks
+
+import launcher
+import rcclx_nccl
+
+pytestmark = pytest.mark.gpu
+
+HERE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def _cuda_flags() -> tuple[str, ...]:
+    """Compiler flags for cuda_runtime.h and libcudart: CUDA_HOME, nvcc's install, or
+    /usr/local/cuda."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    roots.append("/usr/local/cuda")
+    for root in filter(None, roots):
+        if (Path(root) / "include" / "cuda_runtime.h").is_file():
+            lib = Path(root) / "lib64"
+            return ("-DNCCL_TEST_GPU", f"-I{root}/include", f"-L{lib}", f"-Wl,-rpath,{lib}",
+                    "-lcudart")  # fmt: skip
+    pytest.skip("no CUDA toolkit (cuda_runtime.h) to build the GPU test programs")
+
+
+def _gpu_build(source: str) -> Path:
+    return build(source, flags=_cuda_flags(), tag="-gpu")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = rank_env(dict(launcher.MULTICAST_OFF, **extra))
+    env.setdefault("RCCLX_TIMEOUT_MS", "60000")
+    return env
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_collectives_on_device_memory(nranks):
+    results = run_ranks(_gpu_build("collectives.c"), nranks, env=_env(), timeout=600)
+    check_ranks(results)
+
+
+def test_graph_capture_of_every_collective():
+    check_ranks(run_ranks(_gpu_build("graph_capture.c"), 2, env=_env(), timeout=600))
+
+
+@pytest.mark.parametrize("mode", ["initall", "group"])
+def test_one_process_on_every_visible_gpu(mode):
+    ngpu = max(1, launcher.gpu_count())
+    results = run_ranks(_gpu_build("init_modes.c"), ngpu, (mode,), env=_env(), launched=1)
+    check_ranks(results)
+
+
+def test_nonblocking_init_and_abort_on_gpu():
+    exe = _gpu_build("init_modes.c")
+    check_ranks(run_ranks(exe, 2, ("nonblocking",), env=_env()))
+    check_ranks(run_ranks(exe, 2, ("abort",), env=_env()))
+
+
+def test_torch_nccl_process_group_runs_on_our_library():
+    pytest.importorskip("torch")
+    script = Path(sys.executable).parent / "rcclx-run"
+    runner = [str(script)] if script.is_file() else [sys.executable, "-m", "rcclx_nccl._run"]
+    world = 2
+    env = dict(os.environ, **launcher.MULTICAST_OFF)
+    env.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        WORLD_SIZE=str(world),
+        NCCL_DEBUG="INFO",
+        RCCLX_TIMEOUT_MS="60000",
+    )
+    env.pop("RCCLX_DEBUG", None)
+    procs = []
+    for rank in range(world):
+        procs.append(
+            subprocess.Popen(
+                [*runner, "--", sys.executable, str(HERE / "torch_nccl_job.py")],
+                env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for rank, (p, (out, err)) in enumerate(zip(procs, outputs)):
+        assert p.returncode == 0, f"rank {rank}:\n{out}\n{err[-8000:]}"
+        assert f"rank {rank}: OK" in out
+        # The line our library logs when a communicator is ready: NVIDIA's NCCL never prints it.
+        assert "nccl_compat: RCCLX's libnccl (NCCL 2.28.9 ABI) communicator" in err, err[-4000:]
+        assert str(rcclx_nccl.get_version()) in out or "(2, 28, 9)" in out
