@@ -118,3 +118,33 @@ def _graph_rank(ctx):
 def test_graph_capture_and_replay():
     """all_reduce and all_gather_single captured into one CUDA graph, replayed with new inputs."""
     checks.assert_cases(launch(_graph_rank, 2, timeout=180))
+
+
+def _two_streams_rank(ctx):
+    torch.cuda.set_device(ctx.device)
+    comm = H.comm_of(ctx, "streams", device=torch.device("cuda"))
+    n, me, dev = comm.get_size(), comm.get_rank(), comm.get_device()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    count = 1 << 18
+    ins = [[H.make(p, count, torch.float32, salt=k, device=dev) for p in range(n)]
+           for k in range(8)]  # fmt: skip
+    outs = [torch.empty(count, device=dev) for _ in range(8)]
+    for k in range(8):  # fill each input on the stream its call will use
+        with torch.cuda.stream(streams[k % 2]):
+            outs[k].copy_(ins[k][me])
+    torch.cuda.synchronize()
+    for k in range(8):  # alternate streams; nothing orders them but the communicator
+        with torch.cuda.stream(streams[k % 2]):
+            comm.all_reduce(outs[k], H.op_of("SUM"), False)
+    torch.cuda.synchronize()
+    out = {}
+    for k in range(8):
+        out[f"call {k} on stream {k % 2}"] = ("", H.compare(outs[k], H.reference(ins[k], "SUM")))
+    comm.finalize()
+    return out
+
+
+def test_calls_on_alternating_streams():
+    """all_reduce calls of one communicator issued on two streams with nothing ordering them
+    run in issue order (each result exact)."""
+    checks.assert_cases(launch(_two_streams_rank, 2, timeout=180))
