@@ -357,6 +357,7 @@ def _gpu_silent_peer_rank(ctx):
             if enqueued > 0.4 or time.monotonic() - start > 10:
                 outcome = f"too slow ({enqueued:.2f} s to enqueue): {e}"
     ctx.barrier("rank 0 done")
+    comm.abort()  # rank 0's GPU context is unusable now: nothing collective any more
     return outcome
 
 
@@ -368,4 +369,46 @@ def test_gpu_wait_without_signal_is_an_error():
         pytest.skip("needs a GPU")
     results = launch(_gpu_silent_peer_rank, 2, expect_errors=True, timeout=60)
     outcome = results[0].value
-    assert results[0].ok and outcome.startswith("error after"), (outcome, results[0].error)
+    assert results[0].error_type is None, results[0].error
+    assert outcome.startswith("error after"), outcome
+
+
+def _gpu_graph_rank(ctx):
+    """put + signal + wait_signal captured once in a CUDA graph and replayed: the sequence
+    numbers live in device memory, so every replay matches the peer's next signal."""
+    comm = H.comm_of(ctx, "win_graph", device="cuda", timeout=20)
+    dev = comm.get_device()
+    n, me = comm.get_size(), comm.get_rank()
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    win = comm.new_window()
+    mine = torch.zeros(N, device=dev)
+    win.tensor_register(mine)
+    src = torch.zeros(PIECE, device=dev)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        win.put(src, nxt, PIECE)
+        win.signal(nxt)
+        win.wait_signal(prv)
+    out = {}
+    for k in range(3):
+        src.fill_(float(me * 10 + k))
+        graph.replay()
+        torch.cuda.synchronize()
+        want = torch.zeros(N)
+        want[PIECE : 2 * PIECE] = float(prv * 10 + k)
+        out[f"replay {k}"] = ("", H.compare(mine, want))
+        comm.barrier()  # every rank checked before the next replay's put lands
+        torch.cuda.synchronize()
+    win.tensor_deregister()
+    comm.finalize()
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_gpu_window_calls_in_a_cuda_graph(nranks):
+    import launcher
+
+    if launcher.gpu_count() == 0 or not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    checks.assert_cases(launch(_gpu_graph_rank, nranks), expect_cases=3)
