@@ -20,7 +20,7 @@ import torch
 
 import ctran
 import rcclx_core
-from torchcomms_rcclx._work import DONE, StreamWork, Work, fail
+from torchcomms_rcclx._work import DONE, EventWork, StreamWork, Work, fail
 
 _TOKEN_BYTES = 16
 
@@ -258,8 +258,6 @@ class TorchCommWindowRCCLX:
                 current.wait_stream(internal)  # signals follow async puts
             enqueue(current.cuda_stream)
             return StreamWork(current.cuda_stream, self._comm._device)
-        from torchcomms_rcclx._work import EventWork
-
         if internal is None:
             internal = self._internal = torch.cuda.Stream(device=self._comm._device)
         internal.wait_stream(current)

@@ -34,7 +34,7 @@ class HostWindowMemory:
         self._group = group
         self._window = group.create_window(nbytes, num_signals=group.nranks)
         self._bytes = _bytes_tensor(self._window, self._window.buffer, nbytes)
-        self._bytes.copy_(tensor.reshape(-1).view(torch.uint8))
+        self._bytes.copy_(tensor.detach().reshape(-1).view(torch.uint8))
         self._own = (tensor.untyped_storage(), tensor.storage_offset(), tensor.shape)
         self._stride = tensor.stride()
         self._tensor = tensor
@@ -49,7 +49,7 @@ class HostWindowMemory:
 
     def put(self, src: torch.Tensor, dst: int, byte_offset: int) -> None:
         """Copies `src` into `dst`'s window; complete (src reusable) on return."""
-        flat = src.reshape(-1).view(torch.uint8)
+        flat = src.detach().reshape(-1).view(torch.uint8)
         self._window.put(dst, byte_offset, flat.numpy())
 
     def signal(self, peer: int, rank: int) -> None:
@@ -79,9 +79,9 @@ class HostWindowMemory:
         if collective:
             self._group.bootstrap.barrier()
         storage, offset, shape = self._own
-        own = torch.empty(0, dtype=self._tensor.dtype).set_(storage, offset, shape, self._stride)
-        own.copy_(self._tensor)
         with torch.no_grad():
+            own = torch.empty(0, dtype=self._tensor.dtype)
+            own.set_(storage, offset, shape, self._stride).copy_(self._tensor)
             self._tensor.set_(storage, offset, shape, self._stride)
         self._group.destroy()
         # The window's bytes stay mapped while a tensor from remote() or get_tensor() taken
