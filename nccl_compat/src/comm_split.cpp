@@ -4,7 +4,6 @@
 
 #include "api.hpp"
 #include "create.hpp"
-#include "groups.hpp"
 
 using rcclx::nccl::boundary;
 using rcclx::nccl::CommUse;
@@ -21,10 +20,9 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
         *newcomm = nullptr;
         CTRAN_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, ctran::InvalidArgument, "color ",
                     color, " is negative but not NCCL_SPLIT_NOCOLOR (-1)");
-        // A split is a collective of the parent: recorded in a group it would need every
-        // rank's thread at once.
-        CTRAN_CHECK(!nccl::groups::active(), ctran::InvalidUsage,
-                    "ncclCommSplit inside ncclGroupStart / ncclGroupEnd is not supported");
+        // Inside a group the split runs at once, not at the group's end: right for the usual
+        // one rank per thread (torch splits inside a group), not for one thread driving
+        // several ranks of the parent.
         CommUse parent(comm, "ncclCommSplit", false);
         // Read before the collective step, so a bad config fails on this rank at once.
         const nccl::CommOptions options =
@@ -52,8 +50,6 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
                     excludeRanksCount, " is negative");
         CTRAN_CHECK(excludeRanksCount == 0 || excludeRanksList != nullptr, ctran::InvalidArgument,
                     "excludeRanksList is NULL but excludeRanksCount is ", excludeRanksCount);
-        CTRAN_CHECK(!nccl::groups::active(), ctran::InvalidUsage,
-                    "ncclCommShrink inside ncclGroupStart / ncclGroupEnd is not supported");
         CommUse parent(comm, "ncclCommShrink", false);
         const int n = parent->size();
         std::vector<bool> excluded(n, false);

@@ -261,6 +261,15 @@ static void check_comm(ncclComm_t c, int wantRank, int wantSize, const char* wha
 
 static void test_split_and_shrink(void) {
   ncclComm_t sub = NULL;
+  /* Inside a group a split runs at once (as torch calls it). */
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclCommSplit(comm, 0, R, &sub, NULL));
+  NCCLCHECK(ncclGroupEnd());
+  EXPECT(sub != NULL, "split in a group gave NULL");
+  if (sub) {
+    check_comm(sub, R, N, "split in a group");
+    NCCLCHECK(ncclCommDestroy(sub));
+  }
   /* Odd and even ranks, in reverse order of rank. */
   NCCLCHECK(ncclCommSplit(comm, R % 2, -R, &sub, NULL));
   int members = (N - R % 2 + 1) / 2, pos = 0;
@@ -301,6 +310,48 @@ static void test_split_and_shrink(void) {
   NCCLCHECK(ncclCommShrink(comm, &excluded, 1, &sub, NULL, NCCL_SHRINK_DEFAULT));
   EXPECT((R == excluded) == (sub == NULL), "shrink excluded rank %d got %p", R, (void*)sub);
   if (sub) NCCLCHECK(ncclCommDestroy(sub));
+}
+
+/* ncclMemAlloc's memory as a window (a symmetric buffer on the GPU, nothing on the host) and a
+ * local registration; ncclGroupSimulateEnd; empty calls with NULL buffers. */
+static void test_memory_and_windows(void) {
+  const size_t n = 2048, bytes = n * sizeof(float);
+  float *p = NULL, host[2048];
+  NCCLCHECK(ncclMemAlloc((void**)&p, bytes));
+  EXPECT(p != NULL && (uintptr_t)p % NCCL_WIN_REQUIRED_ALIGNMENT == 0, "ncclMemAlloc gave %p",
+         (void*)p);
+  ncclWindow_t win = NULL;
+  NCCLCHECK(ncclCommWindowRegister(comm, p, bytes, &win, NCCL_WIN_COLL_SYMMETRIC));
+  for (size_t i = 0; i < n; ++i) host[i] = (float)(R + 1) * (float)(i % 13);
+  test_copy(p, host, bytes);
+  NCCLCHECK(ncclAllReduce(p, p, n, ncclFloat32, ncclSum, comm, NULL));
+  test_sync();
+  test_copy(host, p, bytes);
+  for (size_t i = 0; i < n; ++i) {
+    float want = (float)(N * (N + 1) / 2) * (float)(i % 13);
+    if (host[i] != want) {
+      EXPECT(0, "allreduce in a window [%zu]: %g want %g", i, host[i], want);
+      break;
+    }
+  }
+  NCCLCHECK(ncclCommWindowDeregister(comm, win));
+  void* handle = NULL;
+  NCCLCHECK(ncclCommRegister(comm, p, bytes, &handle));
+  NCCLCHECK(ncclCommDeregister(comm, handle));
+  int junk[4] = {0};
+  EXPECT_ERROR(ncclCommDeregister(comm, junk), ncclInvalidArgument, "not a registration");
+  NCCLCHECK(ncclMemFree(p));
+  EXPECT_ERROR(ncclMemFree(junk), ncclInvalidArgument, "not allocated by ncclMemAlloc");
+  /* A simulated group still runs its calls here; it reports their host time. */
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  int32_t x = R, sum = -1;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, comm, NULL));
+  NCCLCHECK(ncclGroupSimulateEnd(&sim));
+  EXPECT(sim.estimatedTime >= 0 && sum == N * (N - 1) / 2, "simulated group: %g us, sum %d",
+         sim.estimatedTime, sum);
+  NCCLCHECK(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, NULL));
+  NCCLCHECK(ncclAllGather(NULL, NULL, 0, ncclInt8, comm, NULL));
 }
 
 /* Bad arguments: each fails on this rank alone, before any step that involves peers. */
@@ -352,6 +403,7 @@ int main(int argc, char** argv) {
   test_all_to_all();
   test_groups();
   test_split_and_shrink();
+  test_memory_and_windows();
   test_errors();
   NCCLCHECK(ncclCommFinalize(comm));
   NCCLCHECK(ncclCommDestroy(comm));

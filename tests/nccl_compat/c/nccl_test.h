@@ -64,6 +64,10 @@ static inline void test_free(void* p) { cudaFree(p); }
 static inline void test_sync(void) {
   if (cudaDeviceSynchronize() != cudaSuccess) exit(102);
 }
+/* Copies between host arrays and memory of either kind (ncclMemAlloc's device memory). */
+static inline void test_copy(void* dst, const void* src, size_t bytes) {
+  if (cudaMemcpy(dst, src, bytes, cudaMemcpyDefault) != cudaSuccess) exit(104);
+}
 static inline void test_select_gpu(int rank) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) exit(103);
@@ -77,6 +81,7 @@ static inline void* test_alloc(size_t bytes) {
 }
 static inline void test_free(void* p) { free(p); }
 static inline void test_sync(void) {}
+static inline void test_copy(void* dst, const void* src, size_t bytes) { memcpy(dst, src, bytes); }
 static inline void test_select_gpu(int rank) { (void)rank; }
 #endif
 
