@@ -9,6 +9,7 @@ import os
 import time
 
 import checks
+import numpy as np
 import pytest
 import tc_helpers as H
 
@@ -105,6 +106,10 @@ def _counting_rank(ctx):
     else:
         win.wait_signal(1)
         win.wait_signal(1, async_op=True).wait()
+        # A host put is complete when it returns, async_op or not; offsets may be numpy ints.
+        done = win.put(torch.zeros(1, dtype=torch.int32), 0, np.int64(15), async_op=True)
+        if not done.is_completed():
+            out["async put"] = ("", "not complete on return")
         start = time.monotonic()
         try:
             win.wait_signal(1)

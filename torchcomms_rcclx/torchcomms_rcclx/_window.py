@@ -14,6 +14,7 @@ store (splits, equal names) never mix.
 from __future__ import annotations
 
 import os
+from operator import index
 
 import numpy as np
 import torch
@@ -172,10 +173,14 @@ class TorchCommWindowRCCLX:
             raise rcclx_core.InvalidArgumentError(
                 f"put: tensor has dtype {tensor.dtype}, but the window holds {registered.dtype}"
             )
-        offset = target_offset_nelems
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        try:  # any integer (a numpy or 0-d torch integer too), but not a bool
+            offset = -1 if isinstance(target_offset_nelems, bool) else index(target_offset_nelems)
+        except TypeError:
+            offset = -1
+        if offset < 0:
             raise rcclx_core.InvalidArgumentError(
-                f"put: target_offset_nelems must be a non-negative integer, got {offset!r}"
+                "put: target_offset_nelems must be a non-negative integer, got "
+                f"{target_offset_nelems!r}"
             )
         if offset + tensor.numel() > registered.numel():
             raise rcclx_core.InvalidArgumentError(
