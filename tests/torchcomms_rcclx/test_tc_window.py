@@ -320,6 +320,13 @@ def _gpu_rank(ctx):
         out[f"map {H.name_of(dtype)}"] = ("", H.compare(peer, theirs))
         comm.barrier()
         torch.cuda.synchronize()
+        # A kernel storing through the mapping, then a signal: the peer sees the store.
+        peer[N - 1] = 100 + me
+        win.signal((me + 1) % n)
+        win.wait_signal((me - 1) % n)
+        want[N - 1] = 100 + (me - 1) % n
+        comm.barrier()
+        torch.cuda.synchronize()
         # async_op=True: on the window's internal stream; the signal follows the put.
         work = win.put(_piece(me, 7, dtype, comm.get_device()), (me + 1) % n, 0, async_op=True)
         win.signal((me + 1) % n)
