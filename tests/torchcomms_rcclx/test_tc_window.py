@@ -258,7 +258,14 @@ def _errors_rank(ctx):
     # Sizes differ between ranks: every rank fails.
     other = comm.new_window()
     size = 4 + comm.get_rank()
-    _raises(out, "size", lambda: other.tensor_register(torch.zeros(size)), rc.InvalidArgumentError)
+    _raises(
+        out, "size", lambda: other.tensor_register(torch.zeros(size)), rc.InvalidArgumentError,
+        "same number of bytes", "[16, 20]",
+    )  # fmt: skip
+    # One rank's tensor refused: that rank names its argument, the others name that rank.
+    bad = torch.zeros(8)[::2] if comm.get_rank() == 1 else torch.zeros(4)
+    words = ("contiguous",) if comm.get_rank() == 1 else ("rank(s) [1]",)
+    _raises(out, "one refused", lambda: other.tensor_register(bad), rc.InvalidArgumentError, *words)
     win.tensor_register(t)
     comm.finalize()
     for key, call in (

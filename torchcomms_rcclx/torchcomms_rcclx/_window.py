@@ -23,7 +23,7 @@ import ctran
 import rcclx_core
 from torchcomms_rcclx._work import DONE, EventWork, StreamWork, Work, fail
 
-_TOKEN_BYTES = 16
+_TOKEN_WORDS = 2  # 128 random bits name a window's keys in the store
 
 
 class _SignalWork(Work):
@@ -80,18 +80,16 @@ class TorchCommWindowRCCLX:
         """Collective: `tensor` (contiguous, on the communicator's device, the same number of
         bytes on every rank) becomes this rank's window. Host tensors: the tensor is made to
         view the window's shared memory (its contents copied in). GPU tensors: its own memory
-        is mapped by every rank."""
+        is mapped by every rank. When any rank's tensor is refused, every rank raises."""
         what = "tensor_register"
         comm = self._comm
         core = comm._usable(what)
-        comm._check(what, "tensor", tensor)
-        if self._memory is not None:
-            raise rcclx_core.InvalidUsageError(
-                f"{what}: the window already has a tensor registered (call tensor_deregister first)"
-            )
-        if tensor.numel() == 0:
-            raise rcclx_core.InvalidArgumentError(f"{what}: tensor has 0 elements (0 bytes)")
-        group = self._peer_group(core)
+        try:
+            self._check_register(tensor)
+            problem, nbytes = None, tensor.numel() * tensor.element_size()
+        except (TypeError, rcclx_core.Error) as e:
+            problem, nbytes = e, 0
+        group = self._agree(core, problem, nbytes)
         try:
             self._memory = self._register(group, tensor)
         except BaseException:
@@ -100,13 +98,42 @@ class TorchCommWindowRCCLX:
         self._tensor = tensor
         self._waits = [0] * comm._size
 
-    def _peer_group(self, core):
+    def _check_register(self, tensor) -> None:
+        what = "tensor_register"
+        self._comm._check(what, "tensor", tensor)
+        if self._memory is not None:
+            raise rcclx_core.InvalidUsageError(
+                f"{what}: the window already has a tensor registered (call tensor_deregister first)"
+            )
+        if tensor.numel() == 0:
+            raise rcclx_core.InvalidArgumentError(f"{what}: tensor has 0 elements (0 bytes)")
+
+    def _agree(self, core, problem, nbytes: int):
+        """One all-gather of every rank's verdict on its tensor and its size, with rank 0's
+        random token: raises on every rank if any rank failed or the sizes differ, else joins
+        the window's own peer group, under a key prefix made of the token."""
         comm = self._comm
-        token = np.zeros(_TOKEN_BYTES, np.uint8)
+        mine = np.zeros(2 + _TOKEN_WORDS, np.int64)
+        mine[0], mine[1] = problem is not None, nbytes
         if comm._rank == 0:
-            token[:] = np.frombuffer(os.urandom(_TOKEN_BYTES), np.uint8)
-        core.broadcast(token, None, 0)
-        prefix = f"torchcomms_rcclx/window/{token.tobytes().hex()}"
+            mine[2:] = np.frombuffer(os.urandom(8 * _TOKEN_WORDS), np.int64)
+        every = np.zeros((comm._size, mine.size), np.int64)
+        core.all_gather(mine, every)
+        if problem is not None:
+            raise problem
+        failed = np.flatnonzero(every[:, 0]).tolist()
+        if failed:
+            raise rcclx_core.InvalidArgumentError(
+                f"tensor_register: rank(s) {failed} refused their tensor (their error says why); "
+                "no window was registered"
+            )
+        sizes = every[:, 1].tolist()
+        if len(set(sizes)) != 1:
+            raise rcclx_core.InvalidArgumentError(
+                f"tensor_register: tensor has {nbytes} bytes on this rank ({comm._rank}), but "
+                f"every rank must pass the same number of bytes (by rank: {sizes})"
+            )
+        prefix = f"torchcomms_rcclx/window/{every[0, 2:].tobytes().hex()}"
         return ctran.PeerGroup.from_store(comm._options.store, comm._rank, comm._size, prefix)
 
     def _register(self, group, tensor):
