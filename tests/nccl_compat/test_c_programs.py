@@ -22,6 +22,15 @@ def test_collectives_over_tcp_with_nccl_comm_id():
     check_ranks(run_ranks(build("collectives.c"), 2, env=env))
 
 
+def test_rcclx_knobs_apply_through_the_abi():
+    # The core reads RCCLX_* / RCCL_* at communicator creation; the ABI passes them untouched.
+    env = rank_env({"RCCLX_ALLREDUCE_ALGO": "ring", "RCCLX_DEBUG": "INFO"})
+    results = run_ranks(build("collectives.c"), 2, env=env)
+    check_ranks(results)
+    assert "-> ring" in results[0].stderr
+    assert "-> dda_flat" not in results[0].stderr
+
+
 def test_collectives_on_librccl():
     check_ranks(run_ranks(build("collectives.c", library="rccl"), 2))
 
