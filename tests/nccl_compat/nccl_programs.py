@@ -65,6 +65,21 @@ class RankResult:
     stderr: str
 
 
+def _loopback_unique_id() -> bytes:
+    """A unique id whose store this process hosts (the library loaded through ctypes; alive
+    until the process exits), advertised on the loopback address. The knob is read when the id
+    is made, so it is set only meanwhile: other tests see the environment unchanged."""
+    old = os.environ.get("RCCLX_BOOTSTRAP_ADDR")
+    os.environ["RCCLX_BOOTSTRAP_ADDR"] = "127.0.0.1"
+    try:
+        return rcclx_nccl.get_unique_id()
+    finally:
+        if old is None:
+            del os.environ["RCCLX_BOOTSTRAP_ADDR"]
+        else:
+            os.environ["RCCLX_BOOTSTRAP_ADDR"] = old
+
+
 def rank_env(extra: dict[str, str] | None = None, comm_id: bool = False) -> dict[str, str]:
     """The ranks' environment: our library found first, loopback bootstrap, short timeouts."""
     env = rcclx_nccl.environ()
@@ -74,9 +89,7 @@ def rank_env(extra: dict[str, str] | None = None, comm_id: bool = False) -> dict
     if comm_id:
         env["NCCL_COMM_ID"] = f"127.0.0.1:{free_port()}"
     else:
-        # Hosted by this process (the library loaded through ctypes), alive until it exits.
-        os.environ.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
-        env["NCCL_TEST_ID"] = rcclx_nccl.get_unique_id().hex()
+        env["NCCL_TEST_ID"] = _loopback_unique_id().hex()
     env.update(extra or {})
     return env
 

@@ -150,6 +150,13 @@ static void test_reduce_scatter(void) {
   test_sync();
   for (size_t i = 0; i < n; ++i)
     EXPECT(out[i] == (float)reduced(R * n + i, ncclMax, ncclFloat32), "reducescatter [%zu]", i);
+  /* In place: the output is this rank's block of the input. */
+  for (size_t i = 0; i < n * N; ++i) in[i] = (float)input(R, i, ncclSum);
+  NCCLCHECK(ncclReduceScatter(in, in + R * n, n, ncclFloat32, ncclSum, comm, NULL));
+  test_sync();
+  for (size_t i = 0; i < n; ++i)
+    EXPECT(in[R * n + i] == (float)reduced(R * n + i, ncclSum, ncclFloat32),
+           "reducescatter in place [%zu]", i);
   test_free(in);
   test_free(out);
 }

@@ -128,6 +128,18 @@ int main(int argc, char** argv) {
   v17.blocking = 1;
   NCCLCHECK(ncclCommInitRankConfig(&comm, 1, id, 0, (ncclConfig_t*)&v17));
   NCCLCHECK(ncclCommDestroy(comm));
+  /* ncclCommInitRankScalable with two ids (the first one is used), then revoke: later calls
+   * are refused, destroy is not. */
+  ncclUniqueId ids[2];
+  NCCLCHECK(ncclGetUniqueId(&ids[0]));
+  NCCLCHECK(ncclGetUniqueId(&ids[1]));
+  NCCLCHECK(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, NULL));
+  NCCLCHECK(ncclCommRevoke(comm, 0));
+  double x = 1;
+  EXPECT_ERROR(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, NULL), ncclInvalidUsage,
+               "revoked");
+  NCCLCHECK(ncclCommDestroy(comm));
+  EXPECT_ERROR(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, NULL), ncclInvalidArgument, "nId 0");
   printf("config_layouts: %s (%d failures)\n", g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;
 }
