@@ -70,6 +70,20 @@ def test_config_layouts_of_other_nccl_versions():
     assert "'layout-48'" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("rcclx_debug", "nccl_debug", "info"),
+    [(None, "info", True), (None, "VERSION", False), ("WARN", "INFO", False), ("INFO", "", True)],
+)
+def test_nccl_debug_is_an_alias_of_rcclx_debug(rcclx_debug, nccl_debug, info):
+    env = rank_env({"NCCL_DEBUG": nccl_debug})
+    env.pop("RCCLX_DEBUG", None)
+    if rcclx_debug is not None:
+        env["RCCLX_DEBUG"] = rcclx_debug
+    (result,) = run_ranks(build("config_layouts.c"), 1, env=env)
+    check_ranks([result])
+    assert ("INFO] nccl_compat: RCCLX's libnccl" in result.stderr) == info, result.stderr[-2000:]
+
+
 def test_a_failing_check_fails_the_program(tmp_path):
     # The harness itself: a program whose expectation is wrong must exit non-zero.
     src = tmp_path / "wrong.c"
