@@ -30,7 +30,7 @@ ncclResult_t collective(const char* entryPoint, ncclComm_t comm, Call&& call) {
   return boundary(
       entryPoint,
       [&] {
-        CommUse use(comm, entryPoint);
+        CommUse use(comm);
         call(*use, use.handle());
       },
       comm);

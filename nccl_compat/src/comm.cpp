@@ -21,13 +21,12 @@ void formClique(const std::vector<ncclComm*>& members) {
   for (ncclComm* c : members) c->clique = clique;
 }
 
-void awaitInit(ncclComm* c, const char* entryPoint) {
+void awaitInit(ncclComm* c) {
   if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
     std::lock_guard<std::mutex> lock(c->initMu);
     if (c->initThread.joinable()) {
       c->initThread.join();
     } else if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
-      (void)entryPoint;  // the boundary names the entry point
       throw ctran::InvalidUsage(
           "the communicator's initialisation is recorded in the open group and runs at its "
           "ncclGroupEnd; end the group first");
@@ -38,9 +37,8 @@ void awaitInit(ncclComm* c, const char* entryPoint) {
                        "the communicator's initialisation failed: " + c->initMessage);
 }
 
-CommUse::CommUse(ncclComm_t comm, const char* entryPoint, bool joinGroup)
-    : comm_(checkHandle(comm)) {
-  awaitInit(comm_, entryPoint);
+CommUse::CommUse(ncclComm_t comm, bool joinGroup) : comm_(checkHandle(comm)) {
+  awaitInit(comm_);
   lock_ = std::unique_lock<std::mutex>(comm_->callMu);
   // Checked under the lock: ncclCommAbort from another thread may have released it meanwhile.
   switch (comm_->state.load(std::memory_order_acquire)) {

@@ -87,14 +87,14 @@ void formClique(const std::vector<ncclComm*>& members);
 /// Waits for a non-blocking initialisation of `c` to finish (returns at once otherwise).
 /// Throws InvalidUsage when it is recorded in this thread's open group (it runs at
 /// ncclGroupEnd), and the initialisation's own error when it failed.
-void awaitInit(ncclComm* c, const char* entryPoint);
+void awaitInit(ncclComm* c);
 
 /// The core communicator of `comm`, locked for one call: checks the handle, waits for a
 /// non-blocking initialisation, rejects destroyed, aborted and revoked communicators with
 /// InvalidUsage, and (`joinGroup`) enrols the communicator in this thread's open group.
 class CommUse {
  public:
-  CommUse(ncclComm_t comm, const char* entryPoint, bool joinGroup = true);
+  explicit CommUse(ncclComm_t comm, bool joinGroup = true);
   rcclx::Communicator* operator->() const { return core_; }
   rcclx::Communicator& operator*() const { return *core_; }
   ncclComm& handle() const { return *comm_; }

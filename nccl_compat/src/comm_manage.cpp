@@ -9,9 +9,9 @@ namespace {
 
 /// A handle's fields for the query functions: ready (after waiting for a non-blocking
 /// initialisation), not yet destroyed.
-const ncclComm& readyHandle(ncclComm_t comm, const char* entryPoint) {
+const ncclComm& readyHandle(ncclComm_t comm) {
   ncclComm* c = checkHandle(comm);
-  awaitInit(c, entryPoint);
+  awaitInit(c);
   CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
               ctran::InvalidUsage, "the communicator was already destroyed or aborted");
   return *c;
@@ -33,7 +33,7 @@ void releaseInClique(LocalClique& clique, std::unique_ptr<rcclx::Communicator> c
 }
 
 /// Destroys (collectively) or aborts the core communicator; the handle stays as a tombstone.
-void release(ncclComm_t comm, bool abort, const char* entryPoint) {
+void release(ncclComm_t comm, bool abort) {
   ncclComm* c = checkHandle(comm);
   {
     // A non-blocking initialisation still running is waited for: it may hold the bootstrap.
@@ -45,8 +45,8 @@ void release(ncclComm_t comm, bool abort, const char* entryPoint) {
   const CommState s = c->state.load(std::memory_order_acquire);
   CTRAN_CHECK(s != CommState::kDestroyed, ctran::InvalidUsage,
               "the communicator was already destroyed or aborted");
-  CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage, entryPoint,
-              ": the communicator's initialisation is recorded in the open group; end the group "
+  CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage,
+              "the communicator's initialisation is recorded in the open group; end the group "
               "first");
   auto core = std::move(c->core);
   c->state.store(CommState::kDestroyed, std::memory_order_release);
@@ -67,18 +67,17 @@ using rcclx::nccl::CommUse;
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  return boundary("ncclCommDestroy", [&] { rcclx::nccl::release(comm, false, "ncclCommDestroy"); });
+  return boundary("ncclCommDestroy", [&] { rcclx::nccl::release(comm, false); });
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  return boundary("ncclCommAbort", [&] { rcclx::nccl::release(comm, true, "ncclCommAbort"); });
+  return boundary("ncclCommAbort", [&] { rcclx::nccl::release(comm, true); });
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return boundary(
-      "ncclCommFinalize", [&] { CommUse(comm, "ncclCommFinalize", false)->finalize(); }, comm);
+  return boundary("ncclCommFinalize", [&] { CommUse(comm, false)->finalize(); }, comm);
 }
 
 NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
@@ -86,7 +85,7 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return boundary("ncclCommRevoke", [&] {
     CTRAN_CHECK(revokeFlags == 0, ctran::InvalidArgument, "revokeFlags ", revokeFlags,
                 " must be 0 (NCCL_REVOKE_DEFAULT)");
-    CommUse use(comm, "ncclCommRevoke", false);
+    CommUse use(comm, false);
     use.handle().state.store(CommState::kRevoked, std::memory_order_release);
   });
 }
@@ -111,7 +110,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   return boundary("ncclCommCount", [&] {
-    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommCount");
+    const ncclComm& c = rcclx::nccl::readyHandle(comm);
     CTRAN_CHECK(count != nullptr, ctran::InvalidArgument, "count is NULL");
     *count = c.nranks;
   });
@@ -120,7 +119,7 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
 NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return boundary("ncclCommCuDevice", [&] {
-    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommCuDevice");
+    const ncclComm& c = rcclx::nccl::readyHandle(comm);
     CTRAN_CHECK(device != nullptr, ctran::InvalidArgument, "device is NULL");
     *device = c.device;
   });
@@ -129,7 +128,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   return boundary("ncclCommUserRank", [&] {
-    const ncclComm& c = rcclx::nccl::readyHandle(comm, "ncclCommUserRank");
+    const ncclComm& c = rcclx::nccl::readyHandle(comm);
     CTRAN_CHECK(rank != nullptr, ctran::InvalidArgument, "rank is NULL");
     *rank = c.rank;
   });

@@ -23,7 +23,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
         // Inside a group the split runs at once, not at the group's end: right for the usual
         // one rank per thread (torch splits inside a group), not for one thread driving
         // several ranks of the parent.
-        CommUse parent(comm, "ncclCommSplit", false);
+        CommUse parent(comm, false);
         // Read before the collective step, so a bad config fails on this rank at once.
         const nccl::CommOptions options =
             nccl::readConfig(config, nccl::optionsOf(parent.handle()));
@@ -50,7 +50,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
                     excludeRanksCount, " is negative");
         CTRAN_CHECK(excludeRanksCount == 0 || excludeRanksList != nullptr, ctran::InvalidArgument,
                     "excludeRanksList is NULL but excludeRanksCount is ", excludeRanksCount);
-        CommUse parent(comm, "ncclCommShrink", false);
+        CommUse parent(comm, false);
         const int n = parent->size();
         std::vector<bool> excluded(n, false);
         for (int i = 0; i < excludeRanksCount; ++i) {

@@ -94,7 +94,7 @@ NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size
          void** handle);
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return boundary("ncclCommRegister", [&] {
-    CommUse use(comm, "ncclCommRegister", false);
+    CommUse use(comm, false);
     rcclx::nccl::checkRange(buff, size);
     CTRAN_CHECK(handle != nullptr, ctran::InvalidArgument, "handle is NULL");
     *handle =
@@ -106,7 +106,7 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   using rcclx::nccl::Registration;
   return boundary("ncclCommDeregister", [&] {
-    CommUse use(comm, "ncclCommDeregister", false);
+    CommUse use(comm, false);
     auto* reg = static_cast<Registration*>(handle);
     CTRAN_CHECK(reg != nullptr && reg->magic == Registration::kMagic, ctran::InvalidArgument,
                 "handle ", handle, " is not a registration of ncclCommRegister");
@@ -124,7 +124,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   return boundary(
       "ncclCommWindowRegister",
       [&] {
-        CommUse use(comm, "ncclCommWindowRegister", false);
+        CommUse use(comm, false);
         rcclx::nccl::checkRange(buff, size);
         CTRAN_CHECK(win != nullptr, ctran::InvalidArgument, "win is NULL");
         CTRAN_CHECK((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, ctran::InvalidArgument,
@@ -150,7 +150,7 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return boundary(
       "ncclCommWindowDeregister",
       [&] {
-        CommUse use(comm, "ncclCommWindowDeregister", false);
+        CommUse use(comm, false);
         CTRAN_CHECK(win != nullptr && win->magic == ncclWindow_vidmem::kMagic,
                     ctran::InvalidArgument, "win ", static_cast<const void*>(win),
                     " is not a window of ncclCommWindowRegister");

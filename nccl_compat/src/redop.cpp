@@ -85,7 +85,7 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   return boundary("ncclRedOpCreatePreMulSum", [&] {
-    CommUse use(comm, "ncclRedOpCreatePreMulSum", false);
+    CommUse use(comm, false);
     CTRAN_CHECK(op != nullptr, ctran::InvalidArgument, "op is NULL");
     CTRAN_CHECK(scalar != nullptr, ctran::InvalidArgument, "scalar is NULL");
     CTRAN_CHECK(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
@@ -113,7 +113,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
 NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return boundary("ncclRedOpDestroy", [&] {
-    CommUse use(comm, "ncclRedOpDestroy", false);
+    CommUse use(comm, false);
     const int value = static_cast<int>(op);
     CTRAN_CHECK(value >= 0, ctran::InvalidArgument, "op ", value, " is not a ncclRedOp_t");
     CTRAN_CHECK(value >= ncclNumOps, ctran::InvalidArgument, "op ", value,
