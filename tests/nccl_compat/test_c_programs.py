@@ -46,6 +46,11 @@ def test_one_thread_drives_several_ranks(mode):
     check_ranks(run_ranks(build("init_modes.c"), 3, (mode,), launched=1))
 
 
+def test_two_ranks_per_process_in_groups():
+    # As nccl-tests -g 2 under MPI: 2 processes, each driving 2 of the 4 ranks from one thread.
+    check_ranks(run_ranks(build("init_modes.c"), 4, ("two_per_process",), launched=2))
+
+
 def test_abort_from_watchdog_thread():
     check_ranks(run_ranks(build("init_modes.c"), 2, ("abort",)))
 

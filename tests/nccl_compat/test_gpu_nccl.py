@@ -68,6 +68,12 @@ def test_one_process_on_every_visible_gpu(mode):
     check_ranks(results)
 
 
+def test_two_ranks_per_process_on_gpu():
+    # nccl-tests -g 2: each process drives two ranks, rank r on GPU r % (number of GPUs).
+    check_ranks(run_ranks(_gpu_build("init_modes.c"), 4, ("two_per_process",), env=_env(),
+                          launched=2))  # fmt: skip
+
+
 def test_nonblocking_init_and_abort_on_gpu():
     exe = _gpu_build("init_modes.c")
     check_ranks(run_ranks(exe, 2, ("nonblocking",), env=_env()))

@@ -100,8 +100,18 @@ int main(int argc, char** argv) {
   capture_and_replay("broadcast", broadcast, kCount);
   capture_and_replay("all_to_all", all_to_all, kCount / N * N);
   capture_and_replay("send_recv", send_recv, kCount);
+  /* A window on ncclMemAlloc memory left registered: destroying the communicator releases the
+   * mapping; the memory is freed after it, then the device is reset. */
+  void* winMem = NULL;
+  ncclWindow_t win = NULL;
+  NCCLCHECK(ncclMemAlloc(&winMem, 1 << 20));
+  NCCLCHECK(ncclCommWindowRegister(comm, winMem, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(ncclAllReduce(winMem, winMem, (1 << 20) / 4, ncclFloat32, ncclSum, comm, stream));
+  EXPECT(cudaStreamSynchronize(stream) == cudaSuccess, "window allreduce");
   NCCLCHECK(ncclCommDestroy(comm));
   cudaStreamDestroy(stream);
+  NCCLCHECK(ncclMemFree(winMem));
+  EXPECT(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset after destroy");
   printf("rank %d graph_capture: %s (%d failures)\n", R, g_failures ? "FAILED" : "passed",
          g_failures);
   return g_failures ? 1 : 0;

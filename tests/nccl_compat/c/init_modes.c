@@ -5,6 +5,7 @@
  *   nonblocking  every rank a process; blocking = 0
  *   group        one process (RANK 0) initialising NRANKS ranks in one group
  *   initall      one process: ncclCommInitAll of NRANKS
+ *   two_per_process  NRANKS / 2 processes, process RANK driving ranks 2 RANK and 2 RANK + 1
  *   abort        every rank a process; a second thread aborts the communicator
  *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
  *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts */
@@ -92,7 +93,10 @@ static void mode_group(int nranks) {
   ncclUniqueId id;
   NCCLCHECK(ncclGetUniqueId(&id));
   NCCLCHECK(ncclGroupStart());
-  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r); /* rank r on GPU r % (number of GPUs) */
+    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  }
   /* Recorded, not run: using one before the group ends is refused. */
   int count = 0;
   EXPECT_ERROR(ncclAllReduce(&count, &count, 1, ncclInt32, ncclSum, comms[0], NULL),
@@ -105,6 +109,39 @@ static void mode_group(int nranks) {
   }
   grouped_all_reduce(comms, nranks);
   for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
+}
+
+/* nccl-tests' "-g 2" over processes: process p drives ranks 2p and 2p+1 of NRANKS, initialised in
+ * one group; grouped collectives over both; then destroyed one after the other. */
+static void mode_two_per_process(int process, int nranks) {
+  ncclComm_t comms[2] = {0};
+  ncclUniqueId id = test_unique_id();
+  NCCLCHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) {
+    /* The device current at each ncclCommInitRank is that rank's, as nccl-tests sets it. */
+    test_select_gpu(2 * process + i);
+    NCCLCHECK(ncclCommInitRank(&comms[i], nranks, id, 2 * process + i));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  int32_t* in[2];
+  int32_t* out[2];
+  NCCLCHECK(ncclGroupStart());
+  for (int i = 0; i < 2; ++i) {
+    in[i] = alloc_for(comms[i], 65);
+    out[i] = alloc_for(comms[i], 65 * (size_t)nranks);
+    for (int k = 0; k < 65; ++k) in[i][k] = (2 * process + i) * 100 + k;
+    NCCLCHECK(ncclAllGather(in[i], out[i], 65, ncclInt32, comms[i], NULL));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  test_sync();
+  for (int i = 0; i < 2; ++i) {
+    for (int r = 0; r < nranks; ++r)
+      EXPECT(out[i][r * 65 + 64] == r * 100 + 64, "comm %d block %d: %d", i, r,
+             out[i][r * 65 + 64]);
+    test_free(in[i]);
+    test_free(out[i]);
+  }
+  for (int i = 0; i < 2; ++i) NCCLCHECK(ncclCommDestroy(comms[i]));
 }
 
 static void mode_initall(int nranks) {
@@ -224,6 +261,8 @@ int main(int argc, char** argv) {
     mode_group(nranks);
   else if (strcmp(mode, "initall") == 0)
     mode_initall(nranks);
+  else if (strcmp(mode, "two_per_process") == 0)
+    mode_two_per_process(rank, nranks);
   else if (strcmp(mode, "abort") == 0)
     mode_abort(rank, nranks);
   else if (strcmp(mode, "dead_peer") == 0)
