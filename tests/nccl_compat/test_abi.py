@@ -241,3 +241,32 @@ def test_program_referencing_every_export_loads_with_bind_now(name, tmp_path):
         [_tool("nm"), "-D", "--undefined-only", str(exe)], capture_output=True, text=True
     ).stdout
     assert set(names) <= {line.split()[-1] for line in undefined.splitlines() if line.strip()}
+
+
+HEADER_USE = r"""
+#include <nccl.h>
+ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+typedef char unique_id_is_128_bytes[sizeof(ncclUniqueId) == 128 ? 1 : -1];
+typedef char config_is_80_bytes[sizeof(ncclConfig_t) == 80 ? 1 : -1];
+typedef char op_is_int_sized[sizeof(ncclRedOp_t) == sizeof(int) ? 1 : -1];
+int main(void) { return config.blocking == NCCL_CONFIG_UNDEF_INT && sim.size ? 0 : 1; }
+"""
+
+
+@pytest.mark.parametrize(
+    ("compiler", "std", "suffix"),
+    [("cc", "-std=c99", ".c"), ("cc", "-std=c11", ".c"), ("c++", "-std=c++17", ".cpp")],
+)
+def test_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
+    tool = shutil.which(compiler)
+    if tool is None:
+        pytest.skip(f"no {compiler}")
+    src = tmp_path / f"use{suffix}"
+    src.write_text(HEADER_USE)
+    subprocess.run(
+        [tool, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-DRCCLX_NCCL_NO_CUDA",
+         f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
+        check=True,
+    )  # fmt: skip
+    assert subprocess.run([str(tmp_path / "use")]).returncode == 0
