@@ -8,7 +8,8 @@
 namespace rcclx::nccl::gpu {
 
 /// The calling thread's current GPU, or -1 when no GPU is usable (no driver, no device, or a
-/// build without GPU code): the communicator then uses host memory only.
+/// build without GPU code) or RCCLX_NCCL_HOST_ONLY is set: the communicator then uses host
+/// memory only.
 int currentDevice();
 /// Device memory of the current GPU that peers can map (an IPC-capable allocation); throws
 /// CudaError naming the size when the runtime refuses.

@@ -1,4 +1,5 @@
 // gpu.hpp on the GPU runtime (CUDA or HIP, through ctran's portable names).
+#include "ctran/config.hpp"
 #include "ctran/device.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "gpu.hpp"
@@ -16,7 +17,7 @@ constexpr auto kCopyEitherWay = cudaMemcpyDefault;
 }  // namespace
 
 int currentDevice() {
-  if (ctran::device::count() <= 0) return -1;
+  if (ctran::knob::RCCLX_NCCL_HOST_ONLY() || ctran::device::count() <= 0) return -1;
   int dev = -1;
   if (gpuGetDevice(&dev) != gpuSuccess) {
     (void)gpuGetLastError();

@@ -81,8 +81,11 @@ def _loopback_unique_id() -> bytes:
 
 
 def rank_env(extra: dict[str, str] | None = None, comm_id: bool = False) -> dict[str, str]:
-    """The ranks' environment: our library found first, loopback bootstrap, short timeouts."""
+    """The ranks' environment: our library found first, host-memory communicators (also on a
+    machine with GPUs), loopback bootstrap, short timeouts; then `extra`."""
     env = rcclx_nccl.environ()
+    # The programs check host memory unless built for the GPU (test_gpu_nccl.py sets it to 0).
+    env["RCCLX_NCCL_HOST_ONLY"] = "1"
     env.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
     env.setdefault("RCCLX_TIMEOUT_MS", "30000")
     env.pop("NCCL_COMM_ID", None)

@@ -46,7 +46,7 @@ def _gpu_build(source: str) -> Path:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = rank_env(dict(launcher.MULTICAST_OFF, **extra))
+    env = rank_env(dict(launcher.MULTICAST_OFF, RCCLX_NCCL_HOST_ONLY="0", **extra))
     env.setdefault("RCCLX_TIMEOUT_MS", "60000")
     return env
 
