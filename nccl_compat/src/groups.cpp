@@ -22,26 +22,39 @@ struct GroupState {
 
 thread_local GroupState tGroup;
 
+/// Records `error` as the first error of the group and, when it is of the kind peers may share,
+/// as `comm`'s asynchronous error (ncclCommGetAsyncError).
+void noteFailure(ncclComm* comm, std::exception_ptr error, std::exception_ptr& firstError) {
+  if (!firstError) firstError = error;
+  try {
+    std::rethrow_exception(error);
+  } catch (const ctran::Error& e) {
+    noteAsyncError(comm, static_cast<ncclResult_t>(e.result()));
+  } catch (...) {
+    noteAsyncError(comm, ncclInternalError);
+  }
+}
+
 /// Ends the core group of every enrolled communicator without waiting, then waits for each.
 void endCommunicatorGroups(std::vector<ncclComm*>& comms, std::exception_ptr& firstError) {
-  std::vector<WorkPtr> works;
+  std::vector<std::pair<ncclComm*, WorkPtr>> works;
   works.reserve(comms.size());
   for (ncclComm* c : comms) {
     try {
       std::lock_guard<std::mutex> lock(c->callMu);
       // A communicator aborted from another thread mid-group has nothing left to run.
       if (c->core && !c->core->destroyed() && c->core->inGroup())
-        works.push_back(c->core->groupEnd(/*async=*/true));
+        works.emplace_back(c, c->core->groupEnd(/*async=*/true));
     } catch (...) {
-      if (!firstError) firstError = std::current_exception();
+      noteFailure(c, std::current_exception(), firstError);
     }
   }
-  for (const WorkPtr& w : works) {
+  for (auto& [c, w] : works) {
     if (!w) continue;  // device work: enqueued on its stream
     try {
       w->wait();
     } catch (...) {
-      if (!firstError) firstError = std::current_exception();
+      noteFailure(c, std::current_exception(), firstError);
     }
   }
 }

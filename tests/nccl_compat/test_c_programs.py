@@ -55,11 +55,12 @@ def test_abort_from_watchdog_thread():
     check_ranks(run_ranks(build("init_modes.c"), 2, ("abort",)))
 
 
-def test_dead_peer_reaches_watchdog_then_abort():
+@pytest.mark.parametrize("mode", ["dead_peer", "dead_peer_group"])
+def test_dead_peer_reaches_watchdog_then_abort(mode):
     env = rank_env({"RCCLX_TIMEOUT_MS": "5000"})
-    results = run_ranks(build("init_modes.c"), 2, ("dead_peer",), env=env, timeout=60)
+    results = run_ranks(build("init_modes.c"), 2, (mode,), env=env, timeout=60)
     check_ranks(results)
-    assert "rank 0 dead_peer: passed" in results[0].stdout
+    assert f"rank 0 {mode}: passed" in results[0].stdout
 
 
 def test_config_layouts_of_other_nccl_versions():

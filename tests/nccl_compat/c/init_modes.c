@@ -8,7 +8,8 @@
  *   two_per_process  NRANKS / 2 processes, process RANK driving ranks 2 RANK and 2 RANK + 1
  *   abort        every rank a process; a second thread aborts the communicator
  *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
- *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts */
+ *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts
+ *   dead_peer_group  the same with the allreduce in a group (the error comes at its end) */
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -234,7 +235,7 @@ static void* dead_peer_watchdog(void* arg) {
   return NULL;
 }
 
-static void mode_dead_peer(int rank, int nranks) {
+static void mode_dead_peer(int rank, int nranks, int grouped) {
   ncclComm_t comm = NULL;
   ncclUniqueId id = test_unique_id();
   NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
@@ -243,7 +244,14 @@ static void mode_dead_peer(int rank, int nranks) {
   pthread_t t;
   pthread_create(&t, NULL, dead_peer_watchdog, &w);
   float x[1024] = {0}, y[1024];
-  ncclResult_t r = ncclAllReduce(x, y, 1024, ncclFloat32, ncclSum, comm, NULL);
+  ncclResult_t r;
+  if (grouped) { /* recorded, then fails at the group's end */
+    NCCLCHECK(ncclGroupStart());
+    NCCLCHECK(ncclAllReduce(x, y, 1024, ncclFloat32, ncclSum, comm, NULL));
+    r = ncclGroupEnd();
+  } else {
+    r = ncclAllReduce(x, y, 1024, ncclFloat32, ncclSum, comm, NULL);
+  }
   EXPECT(r == ncclRemoteError || r == ncclSystemError, "allreduce with a dead peer returned %d",
          (int)r);
   pthread_join(t, NULL);
@@ -266,7 +274,9 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "abort") == 0)
     mode_abort(rank, nranks);
   else if (strcmp(mode, "dead_peer") == 0)
-    mode_dead_peer(rank, nranks);
+    mode_dead_peer(rank, nranks, 0);
+  else if (strcmp(mode, "dead_peer_group") == 0)
+    mode_dead_peer(rank, nranks, 1);
   else {
     fprintf(stderr, "unknown mode '%s'\n", mode);
     return 2;
