@@ -125,7 +125,9 @@ def as_reduce_op(op, what: str) -> ReduceOp:
     raise TypeError(f"{what}: op must be a torchcomms_rcclx.ReduceOp, got {_describe(op)}")
 
 
-_BY_C10D_CODE: dict[int, ReduceOp] = {}  # torch.distributed's RedOpType value -> ours
+# torch.distributed's RedOpType value -> ours, filled by from_c10d (keyed by the integer:
+# hashing torch's enum costs microseconds).
+C10D_OPS: dict[int, ReduceOp] = {}
 
 
 def from_c10d(reduce_op, what: str) -> ReduceOp:
@@ -133,7 +135,7 @@ def from_c10d(reduce_op, what: str) -> ReduceOp:
     PREMUL_SUM needs its factor, which only torch builds exposing ``.factor`` hand over."""
     kind = getattr(reduce_op, "op", reduce_op)
     code = int(kind)
-    found = _BY_C10D_CODE.get(code)
+    found = C10D_OPS.get(code)
     if found is not None:
         return found
     name = getattr(kind, "name", None)
@@ -147,5 +149,5 @@ def from_c10d(reduce_op, what: str) -> ReduceOp:
     op = getattr(ReduceOp, name, None) if isinstance(name, str) else None
     if not isinstance(op, ReduceOp):
         raise ValueError(f"rcclx {what}: reduce op {reduce_op} is not supported")
-    _BY_C10D_CODE[code] = op  # keyed by the integer: hashing torch's enum costs microseconds
+    C10D_OPS[code] = op
     return op

@@ -31,9 +31,10 @@ import torch.distributed as dist
 import rcclx_core as rc
 from torchcomms_rcclx import _setup
 from torchcomms_rcclx._comm import TorchCommRCCLX
+from torchcomms_rcclx._ops import C10D_OPS as _C10D_OPS
 from torchcomms_rcclx._ops import ReduceOp, from_c10d
 from torchcomms_rcclx._packing import copy_out, packed_input
-from torchcomms_rcclx.c10d.work import RcclxWork
+from torchcomms_rcclx.c10d.work import DoneWork, RcclxWork
 
 _CPU = torch.device("cpu")
 
@@ -242,9 +243,15 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         t = self._one("all_reduce", "tensors", tensors)
         comm = self._on("all_reduce", "tensor", t) if t.is_cuda else self._host
         async_op = getattr(opts, "asyncOp", True)
-        op = ReduceOp.SUM if opts is None else from_c10d(opts.reduceOp, "all_reduce")
+        if opts is None:
+            op = ReduceOp.SUM
+        else:
+            reduce_op = opts.reduceOp
+            op = _C10D_OPS.get(int(reduce_op.op)) or from_c10d(reduce_op, "all_reduce")
         work = comm.all_reduce(t.detach() if t.requires_grad else t, op, async_op)
-        return RcclxWork(tensors, (work,) if async_op else None, None, self._timeout, "all_reduce")
+        if not async_op:
+            return DoneWork(tensors)
+        return RcclxWork(tensors, (work,), None, self._timeout, "all_reduce")
 
     def allreduce_coalesced(self, tensors, opts=None):
         what = "all_reduce_coalesced"

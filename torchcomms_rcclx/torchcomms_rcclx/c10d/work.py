@@ -90,6 +90,36 @@ def _completer() -> _Completer:
         return _COMPLETER
 
 
+class DoneWork(dist.Work):
+    """The Work of a synchronous call: complete when returned (on CUDA tensors: ordered on
+    the current stream). The lighter twin of RcclxWork, for the eager hot path."""
+
+    def __init__(self, outputs: list[torch.Tensor]) -> None:
+        super().__init__()
+        self._outputs = outputs
+
+    def wait(self, timeout=None) -> bool:
+        return True
+
+    def is_completed(self) -> bool:
+        return True
+
+    def is_success(self) -> bool:
+        return True
+
+    def exception(self):
+        return None
+
+    def result(self) -> list[torch.Tensor]:
+        return self._outputs
+
+    def get_future(self) -> Future:
+        return completed_future(self._outputs)
+
+    def __repr__(self) -> str:
+        return "RcclxWork(completed=True)"
+
+
 class RcclxWork(dist.Work):
     """A c10d Work of the "rcclx" backend (see the module docstring)."""
 
