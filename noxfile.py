@@ -336,7 +336,11 @@ def _gpu_session_env() -> dict[str, str]:
     path = os.environ.get("PATH", "")
     if shutil.which("nvcc") is None and Path("/usr/local/cuda/bin/nvcc").is_file():
         path = f"/usr/local/cuda/bin{os.pathsep}{path}"
-    python_path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    # The pure-Python torch layer is imported from the checkout: it needs no build, and the
+    # hatchling that would install it is often missing on such machines.
+    python_path = os.pathsep.join(
+        p for p in (str(site), str(ROOT / "torchcomms_rcclx"), os.environ.get("PYTHONPATH")) if p
+    )
     return {
         **NVLINK_MULTICAST_OFF,
         "PYTHONPATH": python_path,
