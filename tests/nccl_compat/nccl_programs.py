@@ -4,6 +4,7 @@ here (hex in NCCL_TEST_ID) or through NCCL_COMM_ID."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -23,7 +24,10 @@ LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
 
 @functools.cache
 def _build_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="nccl_programs_"))
+    """Where this test process keeps the programs it built (removed when it exits)."""
+    path = Path(tempfile.mkdtemp(prefix="nccl_programs_"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def compiler() -> str:
