@@ -16,11 +16,11 @@ import torch
 
 import torchcomms_rcclx as tc
 
-DTYPES = (torch.float32, torch.int32, torch.bfloat16)
+DTYPES = (torch.float32, torch.int32, torch.int8, torch.bfloat16)
 COUNTS = (0, 4, 1024)
 OPS = ("SUM", "MAX", "AVG", "PREMUL_SUM")
 FACTOR = 0.5
-AVG_ATOL = {torch.float32: 1e-6 * 5, torch.bfloat16: 2.0**-7 * 5, torch.int32: 0.0}
+AVG_ATOL = {torch.float32: 1e-6 * 5, torch.bfloat16: 2.0**-7 * 5, torch.int32: 0.0, torch.int8: 0.0}
 
 
 def comm_of(ctx, name: str = "tc", device="cpu", **kw) -> tc.TorchCommRCCLX:

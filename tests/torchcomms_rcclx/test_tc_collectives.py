@@ -1,8 +1,9 @@
 """Every collective of the torchcomms surface on host tensors, 2 and 3 ranks: synchronously
 (the Work complete on return), without looking at the Work, asynchronously (wait()), and in
-place where torchcomms defines it; counts 0, 4 and 1024; float32, int32 and bfloat16; SUM, MAX,
-AVG and PREMUL_SUM (a number and a one-element tensor); the list forms with tensors apart and
-with tensors that are views of one buffer. Outputs start poisoned, so unwritten elements show.
+place where torchcomms defines it; counts 0, 4 and 1024 (and 1M for the main collectives);
+float32, int32, int8 and bfloat16; SUM, MAX, AVG and PREMUL_SUM (a number and a one-element
+tensor); the list forms with tensors apart and with tensors that are views of one buffer.
+Outputs start poisoned, so unwritten elements show.
 """
 
 from __future__ import annotations
@@ -213,6 +214,37 @@ def test_reductions(nranks):
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_data_movement(nranks):
     checks.assert_cases(launch(_movement_rank, nranks, timeout=120))
+
+
+def _large_rank(ctx):
+    comm = H.comm_of(ctx, "large")
+    n, me = comm.get_size(), comm.get_rank()
+    count = 1 << 20
+    out = {}
+    ins = [H.make(p, count, torch.float32, salt=2) for p in range(n)]
+    for a in (False, True):
+        t = ins[me].clone()
+        comm.all_reduce(t, H.op_of("SUM"), a).wait()
+        out[f"all_reduce 1M async={a}"] = (checks.digest(t), H.compare(t, H.reference(ins, "SUM")))
+        o = _poisoned(n * count, torch.float32)
+        comm.all_gather_single(o, ins[me], a).wait()
+        out[f"all_gather_single 1M async={a}"] = (checks.digest(o), H.compare(o, torch.cat(ins)))
+        r = _poisoned(count // n, torch.float32)
+        block = slice(me * (count // n), (me + 1) * (count // n))
+        comm.reduce_scatter_single(r, ins[me][: n * (count // n)], H.op_of("SUM"), a).wait()
+        want = H.reference([x[: n * (count // n)] for x in ins], "SUM")[block]
+        out[f"reduce_scatter_single 1M async={a}"] = ("", H.compare(r, want))
+        o = _poisoned(n * (count // n), torch.float32)
+        comm.all_to_all_single(o, ins[me][: n * (count // n)], a).wait()
+        want = torch.cat([x[: n * (count // n)].view(n, -1)[me] for x in ins])
+        out[f"all_to_all_single 1M async={a}"] = ("", H.compare(o, want))
+    comm.finalize()
+    return out
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_large_count(nranks):
+    checks.assert_cases(launch(_large_rank, nranks, timeout=120))
 
 
 def _hints_rank(ctx):
