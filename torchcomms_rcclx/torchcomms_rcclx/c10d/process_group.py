@@ -122,6 +122,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         self._gpu = (comm if owns else comm.on_device(comm.get_device())) if gpu else None
         self._host = comm.on_device(_CPU) if gpu or not owns else comm
         self._pending: list[tuple[str, torch.Tensor, int, RcclxWork]] = []
+        self._done = DoneWork([])  # the Work of every synchronous all_reduce (see allreduce)
 
     @classmethod
     def from_comm(cls, comm: TorchCommRCCLX, group_name: str = "") -> ProcessGroupRcclx:
@@ -250,7 +251,11 @@ class ProcessGroupRcclx(dist.ProcessGroup):
             op = _C10D_OPS.get(int(reduce_op.op)) or from_c10d(reduce_op, "all_reduce")
         work = comm.all_reduce(t.detach() if t.requires_grad else t, op, async_op)
         if not async_op:
-            return DoneWork(tensors)
+            # torch only waits on a synchronous call's Work (dist.all_reduce returns None), so
+            # one complete Work serves every such call of the group.
+            done = self._done
+            done._outputs = tensors
+            return done
         return RcclxWork(tensors, (work,), None, self._timeout, "all_reduce")
 
     def allreduce_coalesced(self, tensors, opts=None):
