@@ -258,9 +258,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                            ncclConfig_t* config);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                             ncclConfig_t* config);
-/* Collective over the ranks not excluded: a new communicator without the excludeRanksList
- * ranks (which get *newcomm = NULL if they call it), ranks renumbered in order. With
- * NCCL_SHRINK_ABORT the excluded ranks need not call it. */
+/* Collective over the ranks not excluded only: a new communicator without the
+ * excludeRanksList ranks, the others renumbered in order. Excluded ranks (failed ones, say)
+ * need not call it; one that does gets *newcomm = NULL. shrinkFlags: NCCL_SHRINK_DEFAULT or
+ * NCCL_SHRINK_ABORT (no operation of the parent is in flight when it is called: host calls
+ * have returned, GPU work stays ordered on its streams). */
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
