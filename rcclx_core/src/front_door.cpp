@@ -2,6 +2,7 @@
 // checks its arguments once (placement, types, counts, roots; errors name the argument and its
 // value), then hands the call to the back-end where its buffers live: HostBackend for host
 // memory, DeviceBackend for the communicator's GPU (enqueued on the call's stream).
+#include <algorithm>
 #include <numeric>
 
 #include "comm_impl.hpp"
@@ -315,6 +316,67 @@ WorkPtr Communicator::allToAllV(const Buffer& send, const Buffer& recv,
       OpKind::kAllToAll,
       [=] { return allToAllVExchange(me, n, in, sendCounts, sd, out, recvCounts, rd, elem); },
       opts.async);
+}
+
+namespace {
+
+/// A split array of alltoallv_dynamic: size() int64 entries (`optional`: may be absent).
+void checkSplits(const Buffer& b, int nranks, const char* name, bool optional) {
+  const char* o = "alltoallv_dynamic";
+  if (optional && b.data == nullptr) return;
+  CTRAN_CHECK(b.type == DataType::kInt64, InvalidArgument, o, ": ", name, " is ",
+              dataTypeName(b.type), " but must be int64");
+  CTRAN_CHECK(b.count == static_cast<size_t>(nranks), InvalidArgument, o, ": ", name, " has ",
+              b.count, " entries for ", nranks, " ranks");
+}
+
+void checkRows(const Buffer& b, size_t rowElems, const char* name) {
+  CTRAN_CHECK(b.count % rowElems == 0, InvalidArgument, "alltoallv_dynamic: ", name, " has ",
+              b.count, " elements, not a multiple of row_elems ", rowElems);
+}
+
+}  // namespace
+
+WorkPtr Communicator::allToAllvDynamic(const Buffer& send, const Buffer& recv,
+                                       const DynamicSplits& sp, const CallOptions& opts) {
+  Impl& c = *impl_;
+  const char* o = "alltoallv_dynamic";
+  const Buffer* sendOffsets = sp.sendOffsets.data != nullptr ? &sp.sendOffsets : nullptr;
+  const Buffer* recvOffsets = sp.recvOffsets.data != nullptr ? &sp.recvOffsets : nullptr;
+  const Placement at = place(c, o,
+                             {{"input", &send, false},
+                              {"output", &recv, true},
+                              {"input_split_sizes", &sp.sendSplits, false},
+                              {"output_split_sizes", &sp.recvSplits, !sp.recvSplitsKnown},
+                              {"input_offsets", sendOffsets, false},
+                              {"output_offsets", recvOffsets, true}},
+                             opts);
+  checkSameType(send, recv, o);
+  CTRAN_CHECK(sp.rowElems > 0, InvalidArgument, o, ": row_elems is 0 (a row needs an element)");
+  checkRows(send, sp.rowElems, "input");
+  checkRows(recv, sp.rowElems, "output");
+  checkSplits(sp.sendSplits, c.nranks, "input_split_sizes", false);
+  checkSplits(sp.recvSplits, c.nranks, "output_split_sizes", false);
+  checkSplits(sp.sendOffsets, c.nranks, "input_offsets", true);
+  checkSplits(sp.recvOffsets, c.nranks, "output_offsets", true);
+  CTRAN_CHECK(send.count == 0 || send.data != recv.data, InvalidArgument, o,
+              ": input and output are the same memory (the call cannot run in place)");
+  DynamicCall call;
+  call.send = send.data;
+  call.recv = recv.data;
+  call.sendRows = send.count / sp.rowElems;
+  call.capacityRows = std::min(recv.count / sp.rowElems, sp.maxRecvRows);
+  call.rowBytes = sp.rowElems * dataTypeSize(send.type);
+  call.sendSplits = static_cast<const int64_t*>(sp.sendSplits.data);
+  call.sendOffsets = static_cast<const int64_t*>(sp.sendOffsets.data);
+  call.recvSplits = static_cast<int64_t*>(sp.recvSplits.data);
+  call.recvOffsets = static_cast<int64_t*>(sp.recvOffsets.data);
+  call.recvSplitsKnown = sp.recvSplitsKnown;
+  if (at.onDevice) {
+    c.gpu->allToAllvDynamic(call, at.stream);
+    return nullptr;
+  }
+  return c.host->allToAllvDynamic(call, opts.async);
 }
 
 WorkPtr Communicator::gather(const Buffer& send, const Buffer& recv, int root,

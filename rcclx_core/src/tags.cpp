@@ -15,6 +15,7 @@ const char* opKindName(OpKind kind) {
     case OpKind::kGather: return "gather";
     case OpKind::kScatter: return "scatter";
     case OpKind::kBarrier: return "barrier";
+    case OpKind::kAllToAllvDynamic: return "alltoallv_dynamic";
   }
   return "unknown operation";
 }

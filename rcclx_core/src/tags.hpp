@@ -19,6 +19,7 @@ enum class OpKind : uint8_t {
   kGather,
   kScatter,
   kBarrier,
+  kAllToAllvDynamic,
 };
 
 const char* opKindName(OpKind kind);

@@ -26,6 +26,7 @@
 #include "ctran/topology.hpp"
 #include "rcclx/buffer.hpp"
 #include "rcclx/comm_config.hpp"
+#include "rcclx/dynamic_splits.hpp"
 #include "rcclx/types.hpp"
 #include "rcclx/work.hpp"
 
@@ -75,6 +76,17 @@ class Communicator {
   WorkPtr allToAllV(const Buffer& send, const Buffer& recv, const std::vector<size_t>& sendCounts,
                     const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
                     const std::vector<size_t>& recvDispls, const CallOptions& opts = {});
+  /// All-to-all-v whose counts are data (rcclx/dynamic_splits.hpp): sendSplits[p] rows of
+  /// send go to rank p; the counts are exchanged by the call itself, and recvSplits (and
+  /// recvOffsets) are written with what arrived, block p at the exclusive prefix sum of the
+  /// counts from ranks below p. The capacity is the output's rows (at most maxRecvRows):
+  /// rows past it are not written, and the call fails with InvalidArgument naming the sender,
+  /// the receiver and the counts (host buffers: this call or its Work; GPU buffers: the
+  /// communicator's next host-side call). Negative counts, or blocks past the input's rows,
+  /// are InvalidArgument on every rank. GPU buffers: device code only, capturable in a CUDA
+  /// graph (replays read the counts anew).
+  WorkPtr allToAllvDynamic(const Buffer& send, const Buffer& recv, const DynamicSplits& splits,
+                           const CallOptions& opts = {});
   /// recv (root only) holds size() blocks of send.count elements.
   WorkPtr gather(const Buffer& send, const Buffer& recv, int root, const CallOptions& opts = {});
   /// send (root only) holds size() blocks of recv.count elements.

@@ -235,6 +235,44 @@ class Communicator(_C.Communicator):
             stream,
         )
 
+    def alltoallv_dynamic(
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        input_split_sizes: ArrayLike,
+        output_split_sizes: ArrayLike,
+        input_offsets: ArrayLike | None = None,
+        output_offsets: ArrayLike | None = None,
+        row_elems: int = 1,
+        max_output_rows: int | None = None,
+        recv_counts_known: bool = False,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None:
+        """All-to-all-v whose split sizes are int64 arrays beside the data, never read on the
+        host for GPU buffers: ``input_split_sizes[p]`` rows (of ``row_elems`` elements) go to
+        rank p, packed or at ``input_offsets[p]``; ``output_split_sizes`` (and
+        ``output_offsets``) are written with the rows received from each rank, packed in rank
+        order. Rows past the output's capacity (or ``max_output_rows``) are dropped and the
+        call fails naming the sender; ``recv_counts_known`` reads ``output_split_sizes``
+        instead of exchanging counts."""
+        return _Native.alltoallv_dynamic(
+            self,
+            sendbuf,
+            recvbuf,
+            input_split_sizes,
+            output_split_sizes,
+            input_offsets,
+            output_offsets,
+            row_elems,
+            max_output_rows,
+            recv_counts_known,
+            async_op,
+            dtype,
+            stream,
+        )
+
     def gather(
         self,
         sendbuf: ArrayLike,

@@ -176,6 +176,41 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
           "p, into recvbuf at its recv_displs[rank].")
           .c_str());
   cls.def(
+      "alltoallv_dynamic",
+      [](PC& c, py::object send, py::object recv, py::object sendSplits, py::object recvSplits,
+         py::object sendOffsets, py::object recvOffsets, size_t rowElems, py::object maxRows,
+         bool known, bool async, py::object dtype, Stream stream) {
+        const char* o = "alltoallv_dynamic";
+        BufferView sv, rv, ssv, rsv, sov, rov;
+        const Buffer s = bufferArg(send, o, "input", dtypeArg(dtype), sv);
+        const Buffer r = bufferArg(recv, o, "output", dtypeArg(dtype), rv);
+        DynamicSplits sp;
+        sp.sendSplits = bufferArg(sendSplits, o, "input_split_sizes", std::nullopt, ssv);
+        sp.recvSplits = bufferArg(recvSplits, o, "output_split_sizes", std::nullopt, rsv);
+        if (!sendOffsets.is_none())
+          sp.sendOffsets = bufferArg(sendOffsets, o, "input_offsets", std::nullopt, sov);
+        if (!recvOffsets.is_none())
+          sp.recvOffsets = bufferArg(recvOffsets, o, "output_offsets", std::nullopt, rov);
+        sp.rowElems = rowElems;
+        if (!maxRows.is_none()) sp.maxRecvRows = maxRows.cast<size_t>();
+        sp.recvSplitsKnown = known;
+        const CallOptions opts = optionsOf(async, py::none(), py::none(), stream);
+        return c.run({send, recv, sendSplits, recvSplits, sendOffsets, recvOffsets},
+                     [&] { return c.comm().allToAllvDynamic(s, r, sp, opts); });
+      },
+      py::arg("sendbuf"), py::arg("recvbuf"), py::arg("input_split_sizes"),
+      py::arg("output_split_sizes"), py::arg("input_offsets") = py::none(),
+      py::arg("output_offsets") = py::none(), py::arg("row_elems") = 1,
+      py::arg("max_output_rows") = py::none(), py::arg("recv_counts_known") = false,
+      py::arg("async_op") = false, py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
+      doc("All-to-all-v whose counts are int64 arrays beside the data (rows of row_elems "
+          "elements): input_split_sizes[p] rows go to rank p; output_split_sizes (and "
+          "output_offsets) are written with the rows received from each rank, packed in rank "
+          "order. Rows past the output's capacity (or max_output_rows) are dropped and the "
+          "call fails naming the sender; recv_counts_known=True reads output_split_sizes "
+          "instead of exchanging counts.")
+          .c_str());
+  cls.def(
       "gather",
       [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
          Stream stream) {

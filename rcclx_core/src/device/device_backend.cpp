@@ -142,6 +142,12 @@ class GpuBackend final : public DeviceBackend {
                       "all_to_all", stream);
   }
 
+  void allToAllvDynamic(const DynamicCall& call, void* stream) override {
+    order_.enter(stream);
+    throw ctran::InvalidUsage(
+        "alltoallv_dynamic on GPU buffers is not available in this build (host buffers only)");
+  }
+
   void exchange(const Exchange& x, const char* what, void* stream) override {
     order_.enter(stream);
     collectives_->run(x, what, stream);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "alltoallv_dynamic_plan.hpp"
 #include "rcclx/buffer.hpp"
 #include "rcclx/types.hpp"
 #include "selector.hpp"
@@ -64,6 +65,9 @@ class DeviceBackend {
                          const std::vector<size_t>& sendDispls,
                          const std::vector<size_t>& recvCounts,
                          const std::vector<size_t>& recvDispls, DataType type, void* stream) = 0;
+  /// allToAllvDynamic in device code only (counts never reach the host); an overflow it
+  /// records is raised by the communicator's next host-side call of it.
+  virtual void allToAllvDynamic(const DynamicCall& call, void* stream) = 0;
   /// broadcast, gather, scatter, barrier: one copy kernel over `exchange`;
   /// `what` names the call in errors.
   virtual void exchange(const Exchange& exchange, const char* what, void* stream) = 0;

@@ -259,6 +259,15 @@ WorkPtr HostBackend::exchange(OpKind kind, std::function<Exchange()> build, bool
   return submit(kind, tag, [ch, tag, build] { runExchange(*ch, build(), tag); }, async);
 }
 
+WorkPtr HostBackend::allToAllvDynamic(const DynamicCall& call, bool async) {
+  const uint64_t tag = nextTag(OpKind::kAllToAllvDynamic);
+  Channels* ch = channels_.get();
+  const int me = rank_, n = nranks_;
+  return submit(
+      OpKind::kAllToAllvDynamic, tag, [=] { rcclx::allToAllvDynamic(*ch, me, n, call, tag); },
+      async);
+}
+
 WorkPtr HostBackend::pointToPoint(const P2POp& op, bool async) {
   if (grouping_) {
     groupedP2P_.push_back(op);

@@ -56,6 +56,8 @@ class HostBackend {
                    const CallOptions& opts);
   /// all_to_all_v, gather, scatter, barrier: one exchange (transfer_plan.hpp).
   WorkPtr exchange(OpKind kind, std::function<Exchange()> build, bool async);
+  /// allToAllvDynamic: the counts are read when the call runs.
+  WorkPtr allToAllvDynamic(const DynamicCall& call, bool async);
   /// One send or receive (recorded inside a group).
   WorkPtr pointToPoint(const P2POp& op, bool async);
 

@@ -245,6 +245,21 @@ class Communicator:
         dtype: DataType | int | None = None,
         stream: int | None = None,
     ) -> Work | None: ...
+    def alltoallv_dynamic(
+        self,
+        sendbuf: ArrayLike,
+        recvbuf: ArrayLike,
+        input_split_sizes: ArrayLike,
+        output_split_sizes: ArrayLike,
+        input_offsets: ArrayLike | None = None,
+        output_offsets: ArrayLike | None = None,
+        row_elems: int = 1,
+        max_output_rows: int | None = None,
+        recv_counts_known: bool = False,
+        async_op: bool = False,
+        dtype: DataType | int | None = None,
+        stream: int | None = None,
+    ) -> Work | None: ...
     def gather(
         self,
         sendbuf: ArrayLike,

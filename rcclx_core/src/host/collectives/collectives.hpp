@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "alltoallv_dynamic_plan.hpp"
 #include "rcclx/types.hpp"
 #include "transfer_plan.hpp"
 
@@ -30,6 +31,10 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag);
 /// Runs an exchange (all_to_all_v, gather, scatter, barrier: transfer_plan.hpp): the self
 /// block copied, then every send and receive together, all carrying `tag`.
 void runExchange(Channels& ch, const Exchange& exchange, uint64_t tag);
+
+/// allToAllvDynamic (alltoallv_dynamic_plan.hpp): counts read now and exchanged, then the
+/// rows; every rank fails alike on invalid send counts, a receiver alone on overflow.
+void allToAllvDynamic(Channels& ch, int rank, int nranks, const DynamicCall& call, uint64_t tag);
 
 /// Pipelined chain from `root`: rank root+1 receives first, forwards, and so on.
 void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
