@@ -69,7 +69,7 @@ def _one_call(comm, kind, seed, row, slack, pad, known=False, async_op=False):
         input_offsets=offsets if pad else None,
         output_offsets=got_offsets,
         row_elems=row,
-        recv_counts_known=known,
+        output_split_sizes_known=known,
         async_op=async_op,
     )
     if async_op:
@@ -173,7 +173,7 @@ def _errors_rank(ctx):
             np.zeros(2 * n, dtype=np.int64),
             np.ones(n, dtype=np.int64),
             known,
-            recv_counts_known=True,
+            output_split_sizes_known=True,
         )
         out["mismatch"] = None
     except rc.InvalidArgumentError as e:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 import rcclx_core
-from torchcomms_rcclx import _setup
+from torchcomms_rcclx import _dynamic, _setup
 from torchcomms_rcclx._batch import BatchSendRecv
 from torchcomms_rcclx._ops import ReduceOp, as_reduce_op
 from torchcomms_rcclx._packing import copy_out, numel_list, packed, packed_input
@@ -548,6 +548,45 @@ class TorchCommRCCLX:
             return core.all_to_all_v(input, output, send, recv, None, None, a, None, s)
 
         return self._run(what, call, async_op, timeout, (output, input))
+
+    def alltoallv_dynamic(
+        self,
+        output,
+        input,
+        input_split_sizes,
+        output_split_sizes,
+        *,
+        output_offsets=None,
+        input_offsets=None,
+        row_elems=None,
+        max_output_rows=None,
+        output_split_sizes_known=False,
+        async_op=False,
+        timeout=None,
+    ):
+        """All-to-all-v whose split sizes are int64 tensors on the communicator's device
+        (never read on the host for GPU tensors: no sync, capturable in a CUDA graph).
+        ``input_split_sizes[p]`` rows of input (``row_elems`` elements each; default: a row
+        of dimension 0) go to rank p, packed or at ``input_offsets[p]``; the call writes
+        ``output_split_sizes`` (rows from each rank) and ``output_offsets`` (their exclusive
+        prefix sum), the rows packed in rank order. The capacity is the output's rows (at most
+        ``max_output_rows``): rows past it are dropped and the call fails (GPU: the next call)
+        naming sender, receiver and counts. ``output_split_sizes_known`` reads
+        ``output_split_sizes`` instead of exchanging counts."""
+        return _dynamic.alltoallv_dynamic(
+            self,
+            output,
+            input,
+            input_split_sizes,
+            output_split_sizes,
+            output_offsets=output_offsets,
+            input_offsets=input_offsets,
+            row_elems=row_elems,
+            max_output_rows=max_output_rows,
+            output_split_sizes_known=output_split_sizes_known,
+            async_op=async_op,
+            timeout=timeout,
+        )
 
     def _counts(self, what, name, splits, t) -> list[int]:
         """Rows per rank (dimension 0 of `t`) as element counts."""

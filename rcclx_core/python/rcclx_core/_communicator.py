@@ -245,7 +245,7 @@ class Communicator(_C.Communicator):
         output_offsets: ArrayLike | None = None,
         row_elems: int = 1,
         max_output_rows: int | None = None,
-        recv_counts_known: bool = False,
+        output_split_sizes_known: bool = False,
         async_op: bool = False,
         dtype: DataType | int | None = None,
         stream: int | None = None,
@@ -255,7 +255,7 @@ class Communicator(_C.Communicator):
         rank p, packed or at ``input_offsets[p]``; ``output_split_sizes`` (and
         ``output_offsets``) are written with the rows received from each rank, packed in rank
         order. Rows past the output's capacity (or ``max_output_rows``) are dropped and the
-        call fails naming the sender; ``recv_counts_known`` reads ``output_split_sizes``
+        call fails naming the sender; ``output_split_sizes_known`` reads ``output_split_sizes``
         instead of exchanging counts."""
         return _Native.alltoallv_dynamic(
             self,
@@ -267,7 +267,7 @@ class Communicator(_C.Communicator):
             output_offsets,
             row_elems,
             max_output_rows,
-            recv_counts_known,
+            output_split_sizes_known,
             async_op,
             dtype,
             stream,

@@ -201,13 +201,13 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
       py::arg("sendbuf"), py::arg("recvbuf"), py::arg("input_split_sizes"),
       py::arg("output_split_sizes"), py::arg("input_offsets") = py::none(),
       py::arg("output_offsets") = py::none(), py::arg("row_elems") = 1,
-      py::arg("max_output_rows") = py::none(), py::arg("recv_counts_known") = false,
+      py::arg("max_output_rows") = py::none(), py::arg("output_split_sizes_known") = false,
       py::arg("async_op") = false, py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
       doc("All-to-all-v whose counts are int64 arrays beside the data (rows of row_elems "
           "elements): input_split_sizes[p] rows go to rank p; output_split_sizes (and "
           "output_offsets) are written with the rows received from each rank, packed in rank "
           "order. Rows past the output's capacity (or max_output_rows) are dropped and the "
-          "call fails naming the sender; recv_counts_known=True reads output_split_sizes "
+          "call fails naming the sender; output_split_sizes_known=True reads output_split_sizes "
           "instead of exchanging counts.")
           .c_str());
   cls.def(

@@ -255,7 +255,7 @@ class Communicator:
         output_offsets: ArrayLike | None = None,
         row_elems: int = 1,
         max_output_rows: int | None = None,
-        recv_counts_known: bool = False,
+        output_split_sizes_known: bool = False,
         async_op: bool = False,
         dtype: DataType | int | None = None,
         stream: int | None = None,
