@@ -110,3 +110,45 @@ def collect(out: dict, name: str, got, want) -> None:
     """Records case `name` in `out` as (digest "", problem), the shape checks.assert_cases
     takes."""
     out[name] = ("", problem(got, want))
+
+
+# --- FSDP2 / DDP training: a small model, each rank's batch, and what the ranks compute together
+
+
+def mlp(torch, device="cpu"):
+    """The small MLP the training tests use, with the same weights on every rank."""
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 16)]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(16, 1)).to(device)
+
+
+def batch_of(torch, rank: int, device="cpu"):
+    """Rank `rank`'s training batch (inputs, targets)."""
+    g = torch.Generator().manual_seed(100 + rank)
+    return torch.randn(32, 16, generator=g).to(device), torch.randn(32, 1, generator=g).to(device)
+
+
+def one_process_losses(torch, nranks: int, steps: int, lr: float, device="cpu") -> list:
+    """What data-parallel training over `nranks` ranks computes, in one process: each step every
+    rank's loss on its own batch, the gradients averaged over the ranks, one SGD step. Returns
+    each rank's losses (halving a sum of two is exact, so FSDP2 over 2 ranks matches bitwise)."""
+    model = mlp(torch, device)
+    batches = [batch_of(torch, r, device) for r in range(nranks)]
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = [[] for _ in batches]
+    for _ in range(steps):
+        grads = []
+        for r, (x, y) in enumerate(batches):
+            model.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            losses[r].append(loss.item())
+            grads.append([p.grad.clone() for p in model.parameters()])
+        for p, *gs in zip(model.parameters(), *grads):
+            p.grad = sum(gs[1:], gs[0]) / len(gs)
+        opt.step()
+    return losses
+
+
+def max_relative_difference(got: list, want: list) -> float:
+    return max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, want, strict=True))

@@ -20,9 +20,14 @@ INT_OPS = ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR")
 
 
 def _reductions(dist, torch, n, me, out):
+    # A PREMUL_SUM op hands its factor to a Python backend only where torch exposes it (2.13
+    # does, 2.8 does not: there the backend refuses the op, naming it).
+    premul = hasattr(dist._make_nccl_premul_sum(0.5), "factor")
     for name in DTYPES:
         dtype = getattr(torch, name)
         ops = FLOAT_OPS if dtype.is_floating_point else INT_OPS
+        if not premul:
+            ops = tuple(op for op in ops if op != "PREMUL_SUM")
         for op in ops:
             for ci, count in enumerate(COUNTS):
                 xs = [H.rank_input(r, count, dtype, tag=ci) for r in range(n)]

@@ -1,6 +1,7 @@
 """FSDP2 and tensor parallelism on the "rcclx" backend. FSDP2 (``fully_shard``) trains a small
-MLP for 20 steps on 2 CPU processes as it does on Gloo, once per backend in the same launch: the
-losses agree within 1e-6 relative and the parameters match (its shards move by
+MLP for 20 steps on 2 CPU processes: its losses equal (within 1e-6 relative) those of the same
+training computed in one process, and those of FSDP2 on Gloo in the same launch with equal
+parameters where Gloo's FSDP2 computes that training too (its shards move by
 all_gather_into_tensor and reduce_scatter_tensor). A DTensor redistributes Shard -> Replicate
 and the functional collectives (what tensor parallelism calls) reduce and gather on a device
 mesh whose group is "rcclx"."""
@@ -17,9 +18,12 @@ if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed", allow_module_level=True)
 
 STEPS = 20
+LR = 0.05
 
 
-def _train_fsdp(dist, torch, backend: str, rank: int):
+def _train_fsdp(dist, torch, group, rank: int, device: str = "cpu"):
+    """FSDP2 over `group`: every Linear and the model sharded, STEPS of SGD on this rank's
+    batch; returns the losses and the full parameters."""
     from torch.distributed.device_mesh import DeviceMesh
 
     try:
@@ -27,19 +31,14 @@ def _train_fsdp(dist, torch, backend: str, rank: int):
     except ImportError:  # torch < 2.6
         from torch.distributed._composable.fsdp import fully_shard
 
-    group = dist.new_group(backend=backend)
-    mesh = DeviceMesh.from_group(group, "cpu")
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 16), torch.nn.Linear(16, 1)
-    )
+    mesh = DeviceMesh.from_group(group, torch.device(device).type)
+    model = H.mlp(torch, device)
     for layer in model:
         if isinstance(layer, torch.nn.Linear):
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(100 + rank)
-    x, y = torch.randn(32, 16, generator=g), torch.randn(32, 1, generator=g)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = H.batch_of(torch, rank, device)
     losses = []
     for _ in range(STEPS):
         opt.zero_grad()
@@ -56,19 +55,25 @@ def _fsdp_rank(ctx, port):
 
     dist = H.init(ctx, port, backend="cpu:gloo")
     out = {}
-    got_l, got_p = _train_fsdp(dist, torch, "rcclx", ctx.rank)
-    ref_l, ref_p = _train_fsdp(dist, torch, "gloo", ctx.rank)
-    rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got_l, ref_l))
-    out["losses"] = ("", None if rel <= 1e-6 else f"relative difference {rel:.3g}")
+    got_l, got_p = _train_fsdp(dist, torch, dist.new_group(backend="rcclx"), ctx.rank)
+    ref_l, ref_p = _train_fsdp(dist, torch, dist.new_group(backend="gloo"), ctx.rank)
+    one = H.one_process_losses(torch, ctx.nranks, STEPS, LR)[ctx.rank]
+    rel = H.max_relative_difference(got_l, one)
+    out["losses = one process"] = ("", None if rel <= 1e-6 else f"relative difference {rel:.3g}")
     out["learned"] = ("", None if got_l[-1] < got_l[0] else "loss did not fall")
-    H.collect(out, "params", got_p, ref_p)
+    # Gloo's FSDP2 is the reference where it computes the same training (torch 2.13 does; on
+    # torch 2.8 Gloo's own losses leave the one-process reference after the first step).
+    if H.max_relative_difference(ref_l, one) <= 1e-6:
+        rel = H.max_relative_difference(got_l, ref_l)
+        out["losses = gloo"] = ("", None if rel <= 1e-6 else f"relative difference {rel:.3g}")
+        H.collect(out, "params = gloo", got_p, ref_p)
     dist.destroy_process_group()
     return out
 
 
 def test_fsdp2_matches_gloo():
     results = launch(_fsdp_rank, 2, checks.free_port(), timeout=120)
-    checks.assert_cases(results)
+    checks.assert_cases(results, same_on_all_ranks=False)
 
 
 def _tp_rank(ctx, port):

@@ -94,61 +94,16 @@ def test_gpu_ddp_matches_gloo():
     checks.assert_cases(results)
 
 
-def _fsdp_reference(torch, model, batches, steps: int, lr: float):
-    """What FSDP2 over len(batches) ranks computes, in one process: each step every rank's loss
-    on its own batch, the gradients averaged over the ranks, one SGD step. Returns each rank's
-    losses."""
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = [[] for _ in batches]
-    for _ in range(steps):
-        grads = []
-        for r, (x, y) in enumerate(batches):
-            model.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            losses[r].append(loss.item())
-            grads.append([p.grad.clone() for p in model.parameters()])
-        for p, *gs in zip(model.parameters(), *grads):
-            p.grad = sum(gs[1:], gs[0]) / len(gs)
-        opt.step()
-    return losses
-
-
 def _gpu_fsdp_rank(ctx, port):
     import torch
-    from torch.distributed.device_mesh import DeviceMesh
-    from torch.distributed.fsdp import fully_shard
+    from test_td_fsdp import LR, STEPS, _train_fsdp
 
     torch.cuda.set_device(ctx.device)
     dist = H.init(ctx, port, backend="cpu:rcclx,cuda:rcclx")
-    dev, steps, lr = torch.device("cuda", ctx.device), 20, 0.05
-
-    def mlp():
-        torch.manual_seed(0)
-        layers = [torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 16)]
-        return torch.nn.Sequential(*layers, torch.nn.Linear(16, 1)).to(dev)
-
-    def batch(rank):
-        g = torch.Generator().manual_seed(100 + rank)
-        return torch.randn(32, 16, generator=g).to(dev), torch.randn(32, 1, generator=g).to(dev)
-
-    model = mlp()
-    mesh = DeviceMesh.from_group(dist.group.WORLD, "cuda")
-    for layer in model:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer, mesh=mesh)
-    fully_shard(model, mesh=mesh)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    x, y = batch(ctx.rank)
-    got = []
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        got.append(loss.item())
-    ref = _fsdp_reference(torch, mlp(), [batch(r) for r in range(ctx.nranks)], steps, lr)[ctx.rank]
-    rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, ref))
+    device = f"cuda:{ctx.device}"
+    got, _ = _train_fsdp(dist, torch, dist.group.WORLD, ctx.rank, device)
+    one = H.one_process_losses(torch, ctx.nranks, STEPS, LR, device)[ctx.rank]
+    rel = H.max_relative_difference(got, one)
     out = {"losses": ("", None if rel <= 1e-6 else f"relative difference {rel:.3g}")}
     out["learned"] = ("", None if got[-1] < got[0] else "loss did not fall")
     dist.destroy_process_group()

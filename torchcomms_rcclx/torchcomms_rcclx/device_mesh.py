@@ -18,6 +18,7 @@ private tables; this module fills them the way torch's own group creation does.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -126,12 +127,14 @@ def init_device_mesh(
         set_default(world)
     else:
         c10d.GroupMember.WORLD = world
+    # torch 2.8 takes no _rank: it asks the default group, registered above.
+    takes_rank = "_rank" in inspect.signature(dist.DeviceMesh.__init__).parameters
     device_mesh = dist.DeviceMesh(
         mesh_dim_comms[0].get_device().type,
         mesh,
         mesh_dim_names=tuple(mesh_dim_names),
         _init_backend=False,
-        _rank=rank,
+        **({"_rank": rank} if takes_rank else {}),
     )
     device_mesh._dim_group_names = list(mesh_dim_names)
     return device_mesh
