@@ -409,8 +409,24 @@ ncclResult_t pncclAllToAllv(const void* sendbuff, const size_t sendcounts[], con
                             void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
                             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 
-/* Reserved: ncclAllToAllvDynamic, the GPU-resident all-to-all-v whose split sizes live in
- * device memory, will be declared here when rcclx_core provides it. */
+/* RCCLX's all-to-all-v whose split sizes are data, kept where the buffers live (device memory
+ * for GPU buffers): the host never reads them, so a MoE dispatch needs no device-to-host sync
+ * and can be captured in a CUDA graph (replays read the counts anew). Counts are in rows of
+ * rowElems elements of datatype. sendSplits[p] rows, from row sendOffsets[p] of sendbuff (NULL:
+ * blocks packed in rank order), go to rank p. recvSplits[p] receives the rows that came from
+ * rank p, stored in rank order from row 0 of recvbuff, and recvOffsets[p] (unless NULL) where
+ * they start. sendRows and recvRows are the rows the buffers hold: rows past recvRows are not
+ * written and the call fails naming the ranks and counts. The four arrays hold nranks int64_t
+ * each. Not in place. */
+ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const int64_t* sendSplits,
+                                  const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+                                  int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
+                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const int64_t* sendSplits,
+                                   const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+                                   int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
+                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+#define RCCLX_ALLTOALLV_DYNAMIC 1
 
 #ifdef __cplusplus
 }

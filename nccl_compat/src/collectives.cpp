@@ -161,6 +161,32 @@ ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], cons
   });
 }
 
+NCCL_API(ncclResult_t, ncclAllToAllvDynamic, const void* sendbuff, size_t sendRows,
+         const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+         int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const int64_t* sendSplits,
+                                  const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+                                  int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
+                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return collective("ncclAllToAllvDynamic", comm, [&](Communicator& c, const ncclComm& h) {
+    const auto type = typeOf(datatype);
+    const size_t n = static_cast<size_t>(h.nranks);
+    const auto splits = [n](const int64_t* p) {
+      return Buffer::unknown(p, p != nullptr ? n : 0, rcclx::DataType::kInt64);
+    };
+    rcclx::DynamicSplits sp;
+    sp.sendSplits = splits(sendSplits);
+    sp.recvSplits = splits(recvSplits);
+    sp.sendOffsets = splits(sendOffsets);
+    sp.recvOffsets = splits(recvOffsets);
+    sp.rowElems = rowElems;
+    c.allToAllvDynamic(Buffer::unknown(sendbuff, sendRows * rowElems, type),
+                       Buffer::unknown(recvbuff, recvRows * rowElems, type), sp,
+                       optionsFor(stream));
+  });
+}
+
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

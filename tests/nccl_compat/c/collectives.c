@@ -194,6 +194,49 @@ static void test_all_to_all(void) {
   test_free(out);
 }
 
+/* RCCLX's all-to-all-v with counts as data: rank a sends (a + p) % 3 rows of 3 int32 to rank p
+ * (sometimes 0), from offsets in reverse peer order; the receiver learns the counts and offsets
+ * from the call. */
+static void test_all_to_all_v_dynamic(void) {
+  const size_t rowElems = 3, maxRows = 3 * (size_t)N;
+  int64_t* sendSplits = alloc((size_t)N, ncclInt64);
+  int64_t* sendOffsets = alloc((size_t)N, ncclInt64);
+  int64_t* recvSplits = alloc((size_t)N, ncclInt64);
+  int64_t* recvOffsets = alloc((size_t)N, ncclInt64);
+  int32_t* in = alloc(maxRows * rowElems, ncclInt32);
+  int32_t* out = alloc(maxRows * rowElems, ncclInt32);
+  int64_t row = 0;
+  for (int p = N - 1; p >= 0; --p) {
+    sendSplits[p] = (R + p) % 3;
+    sendOffsets[p] = row;
+    for (int64_t k = 0; k < sendSplits[p] * (int64_t)rowElems; ++k)
+      in[row * (int64_t)rowElems + k] = R * 1000 + p * 100 + (int32_t)k;
+    row += sendSplits[p];
+  }
+  NCCLCHECK(ncclAllToAllvDynamic(in, maxRows, sendSplits, sendOffsets, out, maxRows, recvSplits,
+                                 recvOffsets, rowElems, ncclInt32, comm, NULL));
+  test_sync();
+  int64_t at = 0;
+  for (int p = 0; p < N; ++p) {
+    EXPECT(recvSplits[p] == (p + R) % 3, "dynamic: %lld rows from %d", (long long)recvSplits[p], p);
+    EXPECT(recvOffsets[p] == at, "dynamic: offset %lld from %d, want %lld",
+           (long long)recvOffsets[p], p, (long long)at);
+    for (int64_t k = 0; k < recvSplits[p] * (int64_t)rowElems; ++k)
+      EXPECT(out[at * (int64_t)rowElems + k] == p * 1000 + R * 100 + (int32_t)k,
+             "dynamic: from %d [%lld]", p, (long long)k);
+    at += recvSplits[p];
+  }
+  EXPECT_ERROR(ncclAllToAllvDynamic(in, maxRows, sendSplits, NULL, out, maxRows, recvSplits, NULL,
+                                    0, ncclInt32, comm, NULL),
+               ncclInvalidArgument, "row_elems");
+  test_free(sendSplits);
+  test_free(sendOffsets);
+  test_free(recvSplits);
+  test_free(recvOffsets);
+  test_free(in);
+  test_free(out);
+}
+
 /* Grouped send/recv around a ring, both directions, and broadcasts of different roots in one
  * group; a PreMulSum operator destroyed before its group ends. */
 static void test_groups(void) {
@@ -408,6 +451,7 @@ int main(int argc, char** argv) {
   test_gathers();
   test_reduce_scatter();
   test_all_to_all();
+  test_all_to_all_v_dynamic();
   test_groups();
   test_split_and_shrink();
   test_memory_and_windows();
