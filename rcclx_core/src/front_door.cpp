@@ -103,6 +103,9 @@ Placement place(const Communicator::Impl& c, const char* op, std::initializer_li
     const Buffer& b = *a.buf;
     CTRAN_CHECK(b.count == 0 || b.data != nullptr, InvalidArgument, op, ": ", a.name,
                 " is null (count ", b.count, ")");
+    // An empty buffer given as NULL (a C caller's, or an empty torch tensor's) has no memory to
+    // locate, so it has no say in where the call runs (with a stream: the GPU).
+    if (b.count == 0 && b.data == nullptr) continue;
     if (a.output && !b.writable) {
       const bool inPlace = input != nullptr && input->data == b.data;
       throw InvalidArgument(ctran::strCat(op, ": ", inPlace ? "sendbuf" : a.name, " is read-only",

@@ -402,6 +402,18 @@ static void test_memory_and_windows(void) {
          sim.estimatedTime, sum);
   NCCLCHECK(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, NULL));
   NCCLCHECK(ncclAllGather(NULL, NULL, 0, ncclInt8, comm, NULL));
+#ifdef NCCL_TEST_GPU
+  /* As torch passes empty tensors: NULL buffers of no elements, on a stream. */
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  NCCLCHECK(ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, comm, s));
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(NULL, 0, ncclFloat32, (R + 1) % N, comm, s));
+  NCCLCHECK(ncclRecv(NULL, 0, ncclFloat32, (R + N - 1) % N, comm, s));
+  NCCLCHECK(ncclGroupEnd());
+  EXPECT(cudaStreamSynchronize(s) == cudaSuccess, "empty calls on a stream");
+  cudaStreamDestroy(s);
+#endif
 }
 
 /* Bad arguments: each fails on this rank alone, before any step that involves peers. */
