@@ -40,6 +40,10 @@ Settings Settings::read(const CommConfig& config) {
   s.gpuStagingBytes = static_cast<size_t>(knob::RCCLX_GPU_STAGING_BYTES(h));
   s.gpuLinesBytes = static_cast<size_t>(knob::RCCLX_GPU_LINES_BYTES(h));
   s.gpuChannelBytes = static_cast<size_t>(knob::RCCLX_GPU_CHANNEL_BYTES(h));
+  s.a2avDynamicSlotBytes = static_cast<size_t>(knob::RCCLX_A2AV_DYNAMIC_SLOT_BYTES(h));
+  CTRAN_CHECK(s.a2avDynamicSlotBytes >= 16 && s.a2avDynamicSlotBytes % 16 == 0,
+              ctran::InvalidArgument, "RCCLX_A2AV_DYNAMIC_SLOT_BYTES=", s.a2avDynamicSlotBytes,
+              " must be a positive multiple of 16");
   s.gpuTuning = knob::RCCLX_GPU_TUNING(h);
   gpu::Tuning().apply(s.gpuTuning);  // a bad spec fails here, on every rank alike
   s.gpuGraphRegister = knob::RCCLX_GPU_GRAPH_REGISTER(h);

@@ -32,7 +32,8 @@ struct Settings {
   size_t gpuStagingBytes = 0;
   size_t gpuLinesBytes = 0;
   size_t gpuChannelBytes = 0;
-  std::string gpuTuning;  ///< RCCLX_GPU_TUNING, checked
+  size_t a2avDynamicSlotBytes = 0;  ///< RCCLX_A2AV_DYNAMIC_SLOT_BYTES, checked
+  std::string gpuTuning;            ///< RCCLX_GPU_TUNING, checked
   bool gpuGraphRegister = true;
   size_t lpGpuStagingBytes = 0;
   int lpGpuBlocks = 0;

@@ -135,6 +135,34 @@ inline gpuError_t gpuMallocPeerVisible(void** ptr, size_t bytes) {
 #endif
 }
 
+/// Pinned host memory mapped into the device's address space: kernels store into it (through
+/// gpuHostDevicePointer) and the host reads it without a copy or a synchronisation.
+inline gpuError_t gpuHostAllocMapped(void** ptr, size_t bytes) {
+#if RCCLX_GPU_HIP
+  return hipHostMalloc(ptr, bytes, hipHostMallocMapped);
+#else
+  return cudaHostAlloc(ptr, bytes, cudaHostAllocMapped);
+#endif
+}
+
+/// Frees what gpuHostAllocMapped returned.
+inline gpuError_t gpuHostFreeMapped(void* ptr) {
+#if RCCLX_GPU_HIP
+  return hipHostFree(ptr);
+#else
+  return cudaFreeHost(ptr);
+#endif
+}
+
+/// The device address of mapped host memory.
+inline gpuError_t gpuHostDevicePointer(void** device, void* host) {
+#if RCCLX_GPU_HIP
+  return hipHostGetDevicePointer(device, host, 0);
+#else
+  return cudaHostGetDevicePointer(device, host, 0);
+#endif
+}
+
 /// Whether work enqueued on `stream` is being captured into a graph (false when the query
 /// fails, as for a stream that no longer exists; the error is cleared).
 inline bool gpuStreamCapturing(gpuStream_t stream) {

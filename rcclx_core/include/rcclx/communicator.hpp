@@ -82,9 +82,9 @@ class Communicator {
   /// counts from ranks below p. The capacity is the output's rows (at most maxRecvRows):
   /// rows past it are not written, and the call fails with InvalidArgument naming the sender,
   /// the receiver and the counts (host buffers: this call or its Work; GPU buffers: the
-  /// communicator's next host-side call). Negative counts, or blocks past the input's rows,
-  /// are InvalidArgument on every rank. GPU buffers: device code only, capturable in a CUDA
-  /// graph (replays read the counts anew).
+  /// rank's next alltoallv_dynamic call, after enqueueing itself). Negative counts, or blocks past
+  /// the input's rows, are InvalidArgument on every rank. GPU buffers: device code only, capturable
+  /// in a CUDA graph (replays read the counts anew).
   WorkPtr allToAllvDynamic(const Buffer& send, const Buffer& recv, const DynamicSplits& splits,
                            const CallOptions& opts = {});
   /// recv (root only) holds size() blocks of send.count elements.

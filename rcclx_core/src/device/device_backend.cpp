@@ -9,6 +9,7 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "device/allreduce/gpu_allreduce.hpp"
+#include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
 #include "device/collectives/gpu_collectives.hpp"
 #include "device/device_resources.hpp"
 #include "device/lp/gpu_low_precision.hpp"
@@ -144,8 +145,11 @@ class GpuBackend final : public DeviceBackend {
 
   void allToAllvDynamic(const DynamicCall& call, void* stream) override {
     order_.enter(stream);
-    throw ctran::InvalidUsage(
-        "alltoallv_dynamic on GPU buffers is not available in this build (host buffers only)");
+    if (!dynamic_) {
+      dynamic_ = std::make_unique<gpu::GpuAllToAllvDynamic>(*resources_,
+                                                            settings_.a2avDynamicSlotBytes, stream);
+    }
+    dynamic_->run(call, stream);
   }
 
   void exchange(const Exchange& x, const char* what, void* stream) override {
@@ -170,7 +174,10 @@ class GpuBackend final : public DeviceBackend {
   }
   void setTuning(const std::string& spec) override { resources_->setTuning(spec); }
 
-  void destroy(bool collective) override { resources_->destroy(collective); }
+  void destroy(bool collective) override {
+    resources_->destroy(collective);
+    dynamic_.reset();  // its status memory, once the windows' destroy waited for this GPU
+  }
 
  private:
   lp::LpRequest request(lp::LpCollective c, size_t bytes, DataType type, RedOp op,
@@ -206,6 +213,7 @@ class GpuBackend final : public DeviceBackend {
   std::unique_ptr<gpu::GpuAllReduce> allReduce_;
   std::unique_ptr<gpu::GpuCollectives> collectives_;
   std::unique_ptr<lp::GpuLowPrecision> lp_;
+  std::unique_ptr<gpu::GpuAllToAllvDynamic> dynamic_;  ///< made by the first alltoallv_dynamic
   gpu::StreamOrder order_;  ///< every call enters it first, with its stream
 };
 

@@ -1,9 +1,9 @@
 // DeviceResources: the one owner of a communicator's GPU state: the device windows the kernels
 // stage through (one per use: the allreduce staging, the collectives' channels, the
-// low-precision staging), the symmetric buffers, the graph registrations of captured outputs and
-// the allreduce launch shapes. The algorithms (GpuAllReduce, GpuCollectives, GpuLowPrecision)
-// borrow from it; destroy() releases everything in one place and one order. Compiled in builds
-// with GPU code only.
+// low-precision staging, alltoallv_dynamic's slots), the symmetric buffers, the graph registrations
+// of captured outputs and the allreduce launch shapes. The algorithms (GpuAllReduce,
+// GpuCollectives, GpuLowPrecision) borrow from it; destroy() releases everything in one place and
+// one order. Compiled in builds with GPU code only.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +24,8 @@ class PeerGroup;
 namespace rcclx::gpu {
 
 /// What a device window stages.
-enum class Staging : int { kAllReduce = 0, kChannels, kLowPrecision };
-constexpr int kNumStagings = 3;
+enum class Staging : int { kAllReduce = 0, kChannels, kLowPrecision, kAllToAllvDynamic };
+constexpr int kNumStagings = 4;
 
 class DeviceResources {
  public:

@@ -1,0 +1,229 @@
+// The alltoallv_dynamic kernel (gpu_alltoallv_dynamic.hpp): block b < n sends to rank b, block
+// n + p receives from rank p. Signals of each rank's window, by index (all 64-bit, epoch in the
+// high half so they only grow):
+//   [0, n)   count from rank s:   epoch | rows (kInvalid when s's counts are invalid)
+//   [n, 2n)  ready from rank s:   epoch | chunks of s's block stored in this rank's slots
+//   [2n, 3n) ack from receiver p: epoch | chunks p consumed of this rank's block; epoch | kDone
+//            once p read everything of this call (the count included)
+//   [3n]     local: receive blocks that read every count, n per call (a receive block sends
+//            kDone only once all of them did, since each reads every sender's count)
+// Source s owns two slots of slotBytes in every receiver's data area, at (2s + k) x slotBytes.
+// A sender waits for the receiver's kDone of the previous call before it writes this call's
+// count or chunks, so no call overwrites what a slower peer still reads.
+#include "ctran/gpu_runtime.hpp"
+#include "ctran/signal_device.cuh"
+#include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
+
+namespace rcclx::gpu {
+namespace {
+
+using ctran::device::loadPeerStored;
+using ctran::device::signalAcquire;
+using ctran::device::signalRelease;
+using ctran::device::signalWait;
+
+constexpr int kThreads = 512;
+constexpr uint64_t kInvalid = 0xFFFFFFFFull;
+constexpr uint64_t kDone = 0xFFFFFFFFull;
+
+__device__ __forceinline__ uint64_t tagged(uint32_t epoch, uint64_t low) {
+  return (static_cast<uint64_t>(epoch) << 32) | low;
+}
+
+/// The row where block p starts in the input (input_offsets, or packed).
+__device__ int64_t sendStart(const DynamicCall& c, int p) {
+  if (c.sendOffsets != nullptr) return c.sendOffsets[p];
+  int64_t at = 0;
+  for (int q = 0; q < p; ++q) at += c.sendSplits[q];
+  return at;
+}
+
+/// -1 when this rank's counts are valid (as checkSendSplits), else the first bad entry.
+__device__ int badSendEntry(const DynamicCall& c, int n) {
+  const auto rows = static_cast<int64_t>(c.sendRows);
+  int64_t at = 0;
+  for (int p = 0; p < n; ++p) {
+    const int64_t s = c.sendSplits[p];
+    if (s < 0 || s > rows || static_cast<uint64_t>(s) >= kInvalid) return p;
+    if (c.sendOffsets != nullptr) {
+      const int64_t o = c.sendOffsets[p];
+      if (o < 0 || o > rows - s) return p;
+    } else if ((at += s) > rows) {
+      return p;
+    }
+  }
+  return -1;
+}
+
+/// The block's threads copy `len` bytes (16-byte vectors when everything is aligned).
+template <bool kFromPeer>
+__device__ void blockCopy(char* dst, const char* src, size_t len) {
+  const auto bits = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src) | len;
+  if ((bits & 15) == 0) {
+    auto* d = reinterpret_cast<int4*>(dst);
+    const auto* s = reinterpret_cast<const int4*>(src);
+    for (size_t i = threadIdx.x; i < len / 16; i += blockDim.x)
+      d[i] = kFromPeer ? loadPeerStored(s + i) : s[i];
+    return;
+  }
+  for (size_t i = threadIdx.x; i < len; i += blockDim.x)
+    dst[i] =
+        kFromPeer
+            ? static_cast<char>(loadPeerStored(reinterpret_cast<const unsigned char*>(src) + i))
+            : src[i];
+}
+
+__device__ void record(DynamicStatus* s, int kind, int sender, int receiver, int entry,
+                       int64_t rows, int64_t at, int64_t total, int64_t capacity) {
+  volatile DynamicStatus* v = s;
+  v->sender = sender;
+  v->receiver = receiver;
+  v->entry = entry;
+  v->rows = rows;
+  v->at = at;
+  v->total = total;
+  v->capacity = capacity;
+  __threadfence_system();
+  v->kind = kind;
+}
+
+__device__ void sendBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) {
+  const auto& h = a.window;
+  const auto& c = a.call;
+  const int n = h.nranks, me = h.rank;
+  __shared__ int64_t rows, start;
+  if (threadIdx.x == 0) {
+    const int bad = badSendEntry(c, n);
+    if (peer == me && bad >= 0) {
+      record(a.status + blockIdx.x, DynamicStatus::kInvalidOwn, me, -1, bad, c.sendSplits[bad], 0,
+             0, static_cast<int64_t>(c.sendRows));
+    }
+    rows = bad >= 0 ? 0 : c.sendSplits[peer];
+    start = bad >= 0 ? 0 : sendStart(c, peer);
+    if (peer != me) {
+      uint64_t* ack = &h.signals[me][2 * n + peer];
+      if (epoch > 1) signalWait(ack, tagged(epoch, 0) - 1, me, peer, a.timeoutNs, "the ack");
+      if (!c.recvSplitsKnown)
+        signalRelease(&h.signals[peer][me],
+                      tagged(epoch, bad >= 0 ? kInvalid : static_cast<uint64_t>(rows)));
+    }
+  }
+  __syncthreads();
+  if (peer == me) return;  // the receive block of this rank copies its own block
+  const size_t bytes = static_cast<size_t>(rows) * c.rowBytes;
+  const char* src = static_cast<const char*>(c.send) + static_cast<size_t>(start) * c.rowBytes;
+  const size_t chunks = (bytes + a.slotBytes - 1) / a.slotBytes;
+  for (size_t k = 0; k < chunks; ++k) {
+    if (threadIdx.x == 0 && k >= 2) {
+      signalWait(&h.signals[me][2 * n + peer], tagged(epoch, k - 1), me, peer, a.timeoutNs,
+                 "a free slot");
+    }
+    __syncthreads();
+    const size_t off = k * a.slotBytes;
+    const size_t len = bytes - off < a.slotBytes ? bytes - off : a.slotBytes;
+    blockCopy<false>(h.data[peer] + (2 * me + k % 2) * a.slotBytes, src + off, len);
+    __syncthreads();
+    if (threadIdx.x == 0) signalRelease(&h.signals[peer][n + me], tagged(epoch, k + 1));
+  }
+}
+
+__device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) {
+  const auto& h = a.window;
+  const auto& c = a.call;
+  const int n = h.nranks, me = h.rank;
+  __shared__ int64_t counts[ctran::kMaxDeviceRanks];
+  const int t = threadIdx.x;
+  if (t < n) {
+    int64_t v;
+    if (c.recvSplitsKnown) {
+      v = c.recvSplits[t];
+    } else if (t == me) {
+      v = badSendEntry(c, n) >= 0 ? -1 : c.sendSplits[me];
+    } else {
+      const uint64_t* flag = &h.signals[me][t];
+      signalWait(flag, tagged(epoch, 0), me, t, a.timeoutNs, "a count");
+      const uint64_t low = signalAcquire(flag) & 0xFFFFFFFFull;
+      v = low == kInvalid ? -1 : static_cast<int64_t>(low);
+    }
+    counts[t] = v;
+  }
+  __syncthreads();
+  uint64_t* countsRead = &h.signals[me][3 * n];
+  if (t == 0) {
+    __threadfence();
+    atomicAdd(reinterpret_cast<unsigned long long*>(countsRead), 1ull);
+  }
+  const auto cap = static_cast<int64_t>(c.capacityRows);
+  int64_t at = 0, total = 0;
+  for (int s = 0; s < n; ++s) {
+    const int64_t cs = counts[s] < 0 ? 0 : counts[s];
+    if (s < peer) at += cs;
+    total += cs;
+  }
+  at = at < cap ? at : cap;
+  const int64_t sent = counts[peer] < 0 ? 0 : counts[peer];
+  const int64_t kept = sent < cap - at ? sent : cap - at;
+  if (t == 0) {
+    if (!c.recvSplitsKnown) c.recvSplits[peer] = kept;
+    if (c.recvOffsets != nullptr) c.recvOffsets[peer] = at;
+    DynamicStatus* st = a.status + blockIdx.x;
+    if (counts[peer] < 0 && peer != me) {
+      record(st, DynamicStatus::kInvalidPeer, peer, me, 0, 0, 0, 0, 0);
+    } else if (kept < sent) {
+      record(st, DynamicStatus::kOverflow, peer, me, 0, sent, at, total, cap);
+    }
+  }
+  char* dst = static_cast<char*>(c.recv) + static_cast<size_t>(at) * c.rowBytes;
+  const size_t keptBytes = static_cast<size_t>(kept) * c.rowBytes;
+  if (peer != me && t == 0) {
+    // Every block of this kernel is resident (2 x ranks blocks), so waiting for the others
+    // here cannot deadlock.
+    signalWait(countsRead, static_cast<uint64_t>(epoch) * n, me, me, a.timeoutNs,
+               "this rank's receive blocks");
+  }
+  if (peer == me) {
+    const char* src = static_cast<const char*>(c.send) +
+                      static_cast<size_t>(kept > 0 ? sendStart(c, me) : 0) * c.rowBytes;
+    blockCopy<false>(dst, src, keptBytes);
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(sent) * c.rowBytes;
+  const size_t chunks = (bytes + a.slotBytes - 1) / a.slotBytes;
+  uint64_t* ack = &h.signals[peer][2 * n + me];
+  for (size_t k = 0; k < chunks; ++k) {
+    if (t == 0)
+      signalWait(&h.signals[me][n + peer], tagged(epoch, k + 1), me, peer, a.timeoutNs, "a chunk");
+    __syncthreads();
+    const size_t off = k * a.slotBytes;
+    const size_t len = bytes - off < a.slotBytes ? bytes - off : a.slotBytes;
+    // Rows past the capacity arrive (the sender cannot know) and are dropped here.
+    const size_t keep = keptBytes > off ? (keptBytes - off < len ? keptBytes - off : len) : 0;
+    blockCopy<true>(dst + off, h.data[me] + (2 * peer + k % 2) * a.slotBytes, keep);
+    __syncthreads();
+    if (t == 0) signalRelease(ack, tagged(epoch, k + 1));
+  }
+  if (t == 0) signalRelease(ack, tagged(epoch, kDone));
+}
+
+__global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernelArgs a) {
+  const uint32_t epoch = ctran::device::epochLoad(a.window);
+  const int n = a.window.nranks;
+  const int b = static_cast<int>(blockIdx.x);
+  if (b < n) {
+    sendBlock(a, epoch, b);
+  } else {
+    recvBlock(a, epoch, b - n);
+  }
+  __syncthreads();
+  ctran::device::epochAdvance(a.window, epoch);
+}
+
+}  // namespace
+
+void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
+  const int blocks = 2 * args.window.nranks;
+  allToAllvDynamicKernel<<<blocks, kThreads, 0, static_cast<gpuStream_t>(stream)>>>(args);
+  CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
+}
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,73 @@
+// GpuAllToAllvDynamic: allToAllvDynamic on GPU buffers in device code only. One kernel per
+// call, two blocks per peer: a send block writes its count into the receiver's control word,
+// then streams its rows through the receiver's staging slots; a receive block gathers every
+// sender's count, places its block by a prefix sum (clipped at the capacity), writes
+// output_split_sizes / output_offsets and copies the rows out of its staging. Counts, epochs and
+// flags live in device memory, so a captured graph replays with new counts; an error the
+// kernel records (overflow, invalid counts) lands in mapped host memory and is raised by the
+// next call on the host. Memory per communicator: 3 x ranks 64-bit control words and
+// 2 x ranks x RCCLX_A2AV_DYNAMIC_SLOT_BYTES of staging (2 MiB at 8 ranks by default), made by
+// the first call, plus 2 x ranks status records of host memory. Compiled in GPU builds only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "alltoallv_dynamic_plan.hpp"
+#include "ctran/device_window.hpp"
+
+namespace rcclx::gpu {
+
+class DeviceResources;
+
+/// What a kernel block records when a call goes wrong (written by that block only).
+struct DynamicStatus {
+  enum Kind : int32_t { kNone = 0, kOverflow, kInvalidOwn, kInvalidPeer };
+  int32_t kind = kNone;
+  int32_t sender = 0;
+  int32_t receiver = 0;
+  int32_t entry = 0;     ///< kInvalidOwn: the input_split_sizes entry
+  int64_t rows = 0;      ///< the block's rows (kInvalidOwn: the entry's value)
+  int64_t at = 0;        ///< kOverflow: the row the block started at
+  int64_t total = 0;     ///< kOverflow: rows sent to the receiver in all
+  int64_t capacity = 0;  ///< the receiver's capacity / the sender's input rows
+};
+
+/// The kernel's arguments: trivially copyable, the same for every replay of a graph.
+struct DynamicKernelArgs {
+  ctran::DeviceWindowHandle window;
+  DynamicCall call;
+  size_t slotBytes = 0;
+  uint64_t timeoutNs = 0;
+  DynamicStatus* status = nullptr;  ///< 2 x nranks records, device view of mapped host memory
+};
+
+/// Enqueues the kernel (2 x nranks blocks) on `stream`.
+void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream);
+
+class GpuAllToAllvDynamic {
+ public:
+  /// Collective: the staging window (RCCLX_A2AV_DYNAMIC_SLOT_BYTES per slot) and the status
+  /// records. Throws InvalidUsage while `stream` is being captured (a graph cannot allocate).
+  GpuAllToAllvDynamic(DeviceResources& resources, size_t slotBytes, void* stream);
+  ~GpuAllToAllvDynamic();
+  GpuAllToAllvDynamic(const GpuAllToAllvDynamic&) = delete;
+  GpuAllToAllvDynamic& operator=(const GpuAllToAllvDynamic&) = delete;
+
+  /// Enqueues this call, then raises (InvalidArgument) what an earlier call's kernel
+  /// recorded, clearing it (the call itself still runs, so every rank stays in step).
+  void run(const DynamicCall& call, void* stream);
+  /// The first recorded error's text ("" for none), cleared.
+  std::string takeRecorded();
+
+ private:
+  DeviceResources& res_;
+  ctran::DeviceWindow* window_;
+  size_t slotBytes_;
+  int nranks_;
+  DynamicStatus* hostStatus_ = nullptr;
+  DynamicStatus* deviceStatus_ = nullptr;
+};
+
+}  // namespace rcclx::gpu
