@@ -20,6 +20,7 @@ QUICK = ("-n", "2", "-w", "0")
     "collective, dtype, units",
     [
         ("all_to_all_v", "bfloat16", 6),  # 3 ranks: count * (1 + 2 + 3)
+        ("alltoallv_dynamic", "float32", 6),  # all_to_all_v's blocks, counts in arrays
         ("send_recv", "int64", 1),
         ("gather", "uint8", 3),
         ("scatter", "float32", 3),

@@ -169,7 +169,7 @@ def _moved(cfg: Config, nranks: int, rank: int, count: int) -> np.ndarray:
         return cat(block(cfg, n, r, 0, count) for r in range(n))
     if name == "all_to_all":  # block r of the output is block `rank` of rank r's input
         return cat(block(cfg, n, r, rank, count) for r in range(n))
-    if name == "all_to_all_v":
+    if name in ("all_to_all_v", "alltoallv_dynamic"):
         return cat(block(cfg, n, s, rank, a2av_counts(count, n, s, rank)) for s in range(n))
     if name == "scatter":
         return block(cfg, n, ROOT, rank, count)

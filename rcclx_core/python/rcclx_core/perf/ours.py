@@ -11,6 +11,16 @@ from rcclx_core import Communicator, InvalidArgumentError, _testing
 from rcclx_core.perf.spec import REDOPS, ROOT, Config, a2av_counts
 
 
+def _counts_array(placement, counts: list[int]):
+    """int64 counts where the placement keeps its buffers (a GPU tensor on a GPU)."""
+    if placement.kind == "cuda":
+        t = placement.torch
+        return t.tensor(counts, dtype=t.int64, device=placement.device)
+    import numpy as np
+
+    return np.asarray(counts, dtype=np.int64)
+
+
 def rcclx_call(
     comm: Communicator, cfg: Config, placement, send, recv, count: int, algo: str = "auto"
 ) -> Callable[[], Any]:
@@ -37,6 +47,10 @@ def rcclx_call(
         sc = [a2av_counts(count, n, me, d) for d in range(n)]
         rc = [a2av_counts(count, n, s, me) for s in range(n)]
         return lambda: comm.all_to_all_v(send, recv, sc, rc, dtype=dt, **stream())
+    if name == "alltoallv_dynamic":
+        sc = _counts_array(placement, [a2av_counts(count, n, me, d) for d in range(n)])
+        rc = _counts_array(placement, [0] * n)
+        return lambda: comm.alltoallv_dynamic(send, recv, sc, rc, dtype=dt, **stream())
     if name == "gather":
         return lambda: comm.gather(send, recv, root=ROOT, dtype=dt, **stream())
     if name == "scatter":

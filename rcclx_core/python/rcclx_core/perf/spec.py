@@ -131,6 +131,8 @@ COLLECTIVES: dict[str, CollectiveSpec] = {
         CollectiveSpec("reduce_scatter", True, BLOCKS, SINGLE, "(n-1)/n", RECV_IN_SEND, True),
         CollectiveSpec("all_to_all", False, BLOCKS, BLOCKS, "(n-1)/n", SAME, True),
         CollectiveSpec("all_to_all_v", False, UNEVEN, UNEVEN, "(n-1)/n", None),
+        # all_to_all_v's blocks, the counts in arrays beside the data (on the GPU there).
+        CollectiveSpec("alltoallv_dynamic", False, UNEVEN, UNEVEN, "(n-1)/n", None),
         CollectiveSpec("broadcast", False, SINGLE, SINGLE, "1", SAME),
         CollectiveSpec("reduce", True, SINGLE, SINGLE, "1", SAME, rooted=True),
         CollectiveSpec("gather", False, SINGLE, BLOCKS, "(n-1)/n", SEND_IN_RECV, rooted=True),

@@ -59,7 +59,7 @@ def torch_call(cfg: Config, send, recv, rank: int, n: int, count: int) -> Callab
         return lambda: _REDUCE_SCATTER(recv, send, op=op)
     if name == "all_to_all":
         return lambda: dist.all_to_all_single(recv, send)
-    if name == "all_to_all_v":
+    if name in ("all_to_all_v", "alltoallv_dynamic"):  # the peer's splits are host lists
         sc = [a2av_counts(count, n, rank, d) for d in range(n)]
         rc = [a2av_counts(count, n, s, rank) for s in range(n)]
         return lambda: dist.all_to_all_single(recv, send, rc, sc)
