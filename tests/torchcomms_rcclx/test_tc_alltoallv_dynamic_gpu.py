@@ -190,6 +190,16 @@ def _moe_graph_case(comm, out):
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         layer()
+        # No device-to-host synchronisation anywhere in dispatch / combine: torch raises on
+        # any it performs (.item(), .tolist(), nonzero, a blocking copy...).
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            layer()
+            out["moe without host sync"] = ("", None)
+        except RuntimeError as e:
+            out["moe without host sync"] = ("", f"dispatch / combine synchronised: {e}")
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):

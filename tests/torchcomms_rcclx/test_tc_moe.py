@@ -122,9 +122,24 @@ def _dynamic_case(comm) -> str | None:
     return None
 
 
+def _overflow_case(comm) -> str | None:
+    """A capacity too small for what every rank receives: the dispatch fails naming it."""
+    from torchcomms_rcclx import moe
+
+    world = comm.get_size()
+    ids = torch.arange(4 * world) % (2 * world)  # every rank receives 4 rows from each rank
+    x = torch.ones(4 * world, 3)
+    try:
+        moe.dispatch(comm, x, ids, 2 * world, capacity=4 * world - 1)
+        return "an overflowing dispatch did not raise"
+    except Exception as e:  # noqa: BLE001 - the text is checked
+        want = f"output overflow on rank {comm.get_rank()}: rank {world - 1} sent 4 rows"
+        return None if want in str(e) else f"overflowing dispatch: {e}"
+
+
 def _moe_rank(ctx):
     comm = H.comm_of(ctx)
-    problems = [_dynamic_case(comm)]
+    problems = [_dynamic_case(comm), _overflow_case(comm)]
     for seed, cfg in enumerate(CONFIGS):
         problems.append(_moe_case(comm, seed, cfg))
     comm.finalize()

@@ -90,7 +90,10 @@ def _expert_major_positions(recv_counts, rows: int, align: int):
     expert = seg % local
     pos = expert_start[expert] + before_src.reshape(-1)[seg] + (r - seg_start[seg])
     spare = rows + local * (align - 1)
-    pos = torch.where(r < seg_end[-1], pos, torch.full_like(pos, spare))
+    # Past the received rows, and (on an overflow, which the exchange reports) past the
+    # layout: the spare row, so no index leaves the buffer.
+    keep = (r < seg_end[-1]) & (pos < spare)
+    pos = torch.where(keep, pos, torch.full_like(pos, spare))
     return pos, per_expert, expert_start
 
 
