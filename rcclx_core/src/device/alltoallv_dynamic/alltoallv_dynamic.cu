@@ -1,15 +1,19 @@
-// The alltoallv_dynamic kernel (gpu_alltoallv_dynamic.hpp): block b < n sends to rank b, block
-// n + p receives from rank p. Signals of each rank's window, by index (all 64-bit, epoch in the
-// high half so they only grow):
-//   [0, n)   count from rank s:   epoch | rows (kInvalid when s's counts are invalid)
-//   [n, 2n)  ready from rank s:   epoch | chunks of s's block stored in this rank's slots
-//   [2n, 3n) ack from receiver p: epoch | chunks p consumed of this rank's block; epoch | kDone
-//            once p read everything of this call (the count included)
-//   [3n]     local: receive blocks that read every count, n per call (a receive block sends
-//            kDone only once all of them did, since each reads every sender's count)
-// Source s owns two slots of slotBytes in every receiver's data area, at (2s + k) x slotBytes.
-// A sender waits for the receiver's kDone of the previous call before it writes this call's
-// count or chunks, so no call overwrites what a slower peer still reads.
+// The alltoallv_dynamic kernel (gpu_alltoallv_dynamic.hpp): L = args.lanes blocks send to each
+// rank and L receive from each: block b < nL sends to rank b / L as lane b % L, block nL + b
+// receives from rank b / L as lane b % L. Lane l moves chunks l, l + L, l + 2L... of a block.
+// Signals of each rank's window, by index (all 64-bit, epoch in the high half so they only
+// grow):
+//   count(s)       [s]                  from rank s: epoch | rows (kInvalid: s's counts invalid)
+//   ready(s, l)    [n + sL + l]         from rank s: epoch | chunks of lane l stored here
+//   ack(p, l)      [n + nL + pL + l]    from receiver p: epoch | chunks of lane l it consumed;
+//                                       epoch | kDone once lane l read all of this call
+//   countsRead     [n + 2nL]            local: receive blocks that read every count (nL per
+//                                       call; no receive block sends kDone before all did,
+//                                       since each reads every sender's count)
+// Lane l of source s owns two slots of slotBytes in every receiver's data area, at
+// (2(sL + l) + k) x slotBytes. A sender lane waits for its receiver lane's kDone of the
+// previous call before it writes this call's count (lane 0) or chunks, so no call overwrites
+// what a slower peer still reads.
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/signal_device.cuh"
 #include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
@@ -87,52 +91,72 @@ __device__ void record(DynamicStatus* s, int kind, int sender, int receiver, int
   v->kind = kind;
 }
 
-__device__ void sendBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) {
+/// Where the signals of the layout above sit.
+struct Layout {
+  int n, lanes;
+  __device__ int count(int s) const { return s; }
+  __device__ int ready(int s, int l) const { return n + s * lanes + l; }
+  __device__ int ack(int p, int l) const { return n + n * lanes + p * lanes + l; }
+  __device__ int countsRead() const { return n + 2 * n * lanes; }
+  __device__ size_t slot(int s, int l, size_t j, size_t slotBytes) const {
+    return (2 * static_cast<size_t>(s * lanes + l) + j % 2) * slotBytes;
+  }
+};
+
+/// Chunks of `bytes` that lane `lane` of `lanes` moves (chunks lane, lane + lanes, ...).
+__device__ size_t laneChunks(size_t bytes, size_t slotBytes, int lane, int lanes) {
+  const size_t chunks = (bytes + slotBytes - 1) / slotBytes;
+  return chunks > static_cast<size_t>(lane) ? (chunks - lane + lanes - 1) / lanes : 0;
+}
+
+__device__ void sendBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, int lane) {
   const auto& h = a.window;
   const auto& c = a.call;
-  const int n = h.nranks, me = h.rank;
+  const int n = h.nranks, me = h.rank, lanes = a.lanes;
+  const Layout at{n, lanes};
   __shared__ int64_t rows, start;
   if (threadIdx.x == 0) {
     const int bad = badSendEntry(c, n);
-    if (peer == me && bad >= 0) {
+    if (peer == me && lane == 0 && bad >= 0) {
       record(a.status + blockIdx.x, DynamicStatus::kInvalidOwn, me, -1, bad, c.sendSplits[bad], 0,
              0, static_cast<int64_t>(c.sendRows));
     }
     rows = bad >= 0 ? 0 : c.sendSplits[peer];
     start = bad >= 0 ? 0 : sendStart(c, peer);
     if (peer != me) {
-      uint64_t* ack = &h.signals[me][2 * n + peer];
+      uint64_t* ack = &h.signals[me][at.ack(peer, lane)];
       if (epoch > 1) signalWait(ack, tagged(epoch, 0) - 1, me, peer, a.timeoutNs, "the ack");
-      if (!c.recvSplitsKnown)
-        signalRelease(&h.signals[peer][me],
+      if (lane == 0 && !c.recvSplitsKnown)
+        signalRelease(&h.signals[peer][at.count(me)],
                       tagged(epoch, bad >= 0 ? kInvalid : static_cast<uint64_t>(rows)));
     }
   }
   __syncthreads();
-  if (peer == me) return;  // the receive block of this rank copies its own block
+  if (peer == me) return;  // the receive blocks of this rank copy its own block
   const size_t bytes = static_cast<size_t>(rows) * c.rowBytes;
   const char* src = static_cast<const char*>(c.send) + static_cast<size_t>(start) * c.rowBytes;
-  const size_t chunks = (bytes + a.slotBytes - 1) / a.slotBytes;
-  for (size_t k = 0; k < chunks; ++k) {
-    if (threadIdx.x == 0 && k >= 2) {
-      signalWait(&h.signals[me][2 * n + peer], tagged(epoch, k - 1), me, peer, a.timeoutNs,
+  const size_t mine = laneChunks(bytes, a.slotBytes, lane, lanes);
+  for (size_t j = 0; j < mine; ++j) {
+    if (threadIdx.x == 0 && j >= 2) {
+      signalWait(&h.signals[me][at.ack(peer, lane)], tagged(epoch, j - 1), me, peer, a.timeoutNs,
                  "a free slot");
     }
     __syncthreads();
-    const size_t off = k * a.slotBytes;
+    const size_t off = (j * lanes + lane) * a.slotBytes;
     const size_t len = bytes - off < a.slotBytes ? bytes - off : a.slotBytes;
-    blockCopy<false>(h.data[peer] + (2 * me + k % 2) * a.slotBytes, src + off, len);
+    blockCopy<false>(h.data[peer] + at.slot(me, lane, j, a.slotBytes), src + off, len);
     __syncthreads();
-    if (threadIdx.x == 0) signalRelease(&h.signals[peer][n + me], tagged(epoch, k + 1));
+    if (threadIdx.x == 0) signalRelease(&h.signals[peer][at.ready(me, lane)], tagged(epoch, j + 1));
   }
 }
 
-__device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) {
+/// Every sender's count for this rank (-1: invalid), into `counts`; then this block is
+/// counted as having read them.
+__device__ void readCounts(const DynamicKernelArgs& a, uint32_t epoch, int64_t* counts) {
   const auto& h = a.window;
   const auto& c = a.call;
-  const int n = h.nranks, me = h.rank;
-  __shared__ int64_t counts[ctran::kMaxDeviceRanks];
-  const int t = threadIdx.x;
+  const int n = h.nranks, me = h.rank, t = threadIdx.x;
+  const Layout at{n, a.lanes};
   if (t < n) {
     int64_t v;
     if (c.recvSplitsKnown) {
@@ -140,7 +164,7 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) 
     } else if (t == me) {
       v = badSendEntry(c, n) >= 0 ? -1 : c.sendSplits[me];
     } else {
-      const uint64_t* flag = &h.signals[me][t];
+      const uint64_t* flag = &h.signals[me][at.count(t)];
       signalWait(flag, tagged(epoch, 0), me, t, a.timeoutNs, "a count");
       const uint64_t low = signalAcquire(flag) & 0xFFFFFFFFull;
       v = low == kInvalid ? -1 : static_cast<int64_t>(low);
@@ -148,11 +172,19 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) 
     counts[t] = v;
   }
   __syncthreads();
-  uint64_t* countsRead = &h.signals[me][3 * n];
   if (t == 0) {
     __threadfence();
-    atomicAdd(reinterpret_cast<unsigned long long*>(countsRead), 1ull);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&h.signals[me][at.countsRead()]), 1ull);
   }
+}
+
+__device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, int lane) {
+  const auto& h = a.window;
+  const auto& c = a.call;
+  const int n = h.nranks, me = h.rank, lanes = a.lanes, t = threadIdx.x;
+  const Layout lay{n, lanes};
+  __shared__ int64_t counts[ctran::kMaxDeviceRanks];
+  readCounts(a, epoch, counts);
   const auto cap = static_cast<int64_t>(c.capacityRows);
   int64_t at = 0, total = 0;
   for (int s = 0; s < n; ++s) {
@@ -163,7 +195,7 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) 
   at = at < cap ? at : cap;
   const int64_t sent = counts[peer] < 0 ? 0 : counts[peer];
   const int64_t kept = sent < cap - at ? sent : cap - at;
-  if (t == 0) {
+  if (t == 0 && lane == 0) {
     if (!c.recvSplitsKnown) c.recvSplits[peer] = kept;
     if (c.recvOffsets != nullptr) c.recvOffsets[peer] = at;
     DynamicStatus* st = a.status + blockIdx.x;
@@ -175,44 +207,50 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer) 
   }
   char* dst = static_cast<char*>(c.recv) + static_cast<size_t>(at) * c.rowBytes;
   const size_t keptBytes = static_cast<size_t>(kept) * c.rowBytes;
-  if (peer != me && t == 0) {
-    // Every block of this kernel is resident (2 x ranks blocks), so waiting for the others
-    // here cannot deadlock.
-    signalWait(countsRead, static_cast<uint64_t>(epoch) * n, me, me, a.timeoutNs,
-               "this rank's receive blocks");
-  }
-  if (peer == me) {
+  if (peer == me) {  // a local copy, split among the lanes as chunks are
     const char* src = static_cast<const char*>(c.send) +
                       static_cast<size_t>(kept > 0 ? sendStart(c, me) : 0) * c.rowBytes;
-    blockCopy<false>(dst, src, keptBytes);
+    const size_t mine = laneChunks(keptBytes, a.slotBytes, lane, lanes);
+    for (size_t j = 0; j < mine; ++j) {
+      const size_t off = (j * lanes + lane) * a.slotBytes;
+      const size_t len = keptBytes - off < a.slotBytes ? keptBytes - off : a.slotBytes;
+      blockCopy<false>(dst + off, src + off, len);
+    }
     return;
   }
+  if (t == 0) {
+    // Every block of this kernel is resident (at most kMaxEpochSlots), so waiting for the
+    // others here cannot deadlock.
+    signalWait(&h.signals[me][lay.countsRead()], static_cast<uint64_t>(epoch) * n * lanes, me, me,
+               a.timeoutNs, "this rank's receive blocks");
+  }
   const size_t bytes = static_cast<size_t>(sent) * c.rowBytes;
-  const size_t chunks = (bytes + a.slotBytes - 1) / a.slotBytes;
-  uint64_t* ack = &h.signals[peer][2 * n + me];
-  for (size_t k = 0; k < chunks; ++k) {
+  const size_t mine = laneChunks(bytes, a.slotBytes, lane, lanes);
+  uint64_t* ack = &h.signals[peer][lay.ack(me, lane)];
+  for (size_t j = 0; j < mine; ++j) {
     if (t == 0)
-      signalWait(&h.signals[me][n + peer], tagged(epoch, k + 1), me, peer, a.timeoutNs, "a chunk");
+      signalWait(&h.signals[me][lay.ready(peer, lane)], tagged(epoch, j + 1), me, peer, a.timeoutNs,
+                 "a chunk");
     __syncthreads();
-    const size_t off = k * a.slotBytes;
+    const size_t off = (j * lanes + lane) * a.slotBytes;
     const size_t len = bytes - off < a.slotBytes ? bytes - off : a.slotBytes;
     // Rows past the capacity arrive (the sender cannot know) and are dropped here.
     const size_t keep = keptBytes > off ? (keptBytes - off < len ? keptBytes - off : len) : 0;
-    blockCopy<true>(dst + off, h.data[me] + (2 * peer + k % 2) * a.slotBytes, keep);
+    blockCopy<true>(dst + off, h.data[me] + lay.slot(peer, lane, j, a.slotBytes), keep);
     __syncthreads();
-    if (t == 0) signalRelease(ack, tagged(epoch, k + 1));
+    if (t == 0) signalRelease(ack, tagged(epoch, j + 1));
   }
   if (t == 0) signalRelease(ack, tagged(epoch, kDone));
 }
 
 __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernelArgs a) {
   const uint32_t epoch = ctran::device::epochLoad(a.window);
-  const int n = a.window.nranks;
+  const int half = a.window.nranks * a.lanes;
   const int b = static_cast<int>(blockIdx.x);
-  if (b < n) {
-    sendBlock(a, epoch, b);
+  if (b < half) {
+    sendBlock(a, epoch, b / a.lanes, b % a.lanes);
   } else {
-    recvBlock(a, epoch, b - n);
+    recvBlock(a, epoch, (b - half) / a.lanes, (b - half) % a.lanes);
   }
   __syncthreads();
   ctran::device::epochAdvance(a.window, epoch);
@@ -221,7 +259,7 @@ __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernel
 }  // namespace
 
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
-  const int blocks = 2 * args.window.nranks;
+  const int blocks = 2 * args.window.nranks * args.lanes;
   allToAllvDynamicKernel<<<blocks, kThreads, 0, static_cast<gpuStream_t>(stream)>>>(args);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
 }

@@ -2,6 +2,7 @@
 // alltoallv_dynamic.cu).
 #include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ctran/checks.hpp"
@@ -12,7 +13,7 @@
 namespace rcclx::gpu {
 
 GpuAllToAllvDynamic::GpuAllToAllvDynamic(DeviceResources& res, size_t slotBytes, void* stream)
-    : res_(res), slotBytes_(slotBytes), nranks_(res.nranks()) {
+    : res_(res), nranks_(res.nranks()) {
   CTRAN_CHECK(!ctran::gpuStreamCapturing(static_cast<gpuStream_t>(stream)), ctran::InvalidUsage,
               "alltoallv_dynamic: the first call on GPU buffers allocates its staging (",
               2 * nranks_ * slotBytes,
@@ -21,9 +22,11 @@ GpuAllToAllvDynamic::GpuAllToAllvDynamic(DeviceResources& res, size_t slotBytes,
   CTRAN_CHECK(nranks_ <= ctran::kMaxDeviceRanks && 2 * nranks_ <= ctran::kMaxEpochSlots,
               ctran::InvalidArgument, "alltoallv_dynamic: ", nranks_,
               " ranks on GPU buffers; at most ", ctran::kMaxDeviceRanks, " are supported");
-  window_ = &res.staging(Staging::kAllToAllvDynamic, 2 * nranks_ * slotBytes, 3 * nranks_ + 1,
-                         "alltoallv_dynamic");
-  const size_t bytes = 2 * nranks_ * sizeof(DynamicStatus);
+  lanes_ = std::min(kLanes, ctran::kMaxEpochSlots / (2 * nranks_));
+  slotBytes_ = std::max<size_t>(16, slotBytes / lanes_ / 16 * 16);
+  window_ = &res.staging(Staging::kAllToAllvDynamic, 2 * nranks_ * lanes_ * slotBytes_,
+                         nranks_ * (1 + 2 * lanes_) + 1, "alltoallv_dynamic");
+  const size_t bytes = blocks() * sizeof(DynamicStatus);
   void* host = nullptr;
   CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&host, bytes), "alltoallv_dynamic: ", bytes,
                   " bytes of mapped host memory for its status");
@@ -45,7 +48,7 @@ std::string GpuAllToAllvDynamic::takeRecorded() {
   std::string first;
   // Receive blocks come after send blocks: an invalid sender is named before the overflows it
   // may have caused downstream.
-  for (int b = 0; b < 2 * nranks_; ++b) {
+  for (int b = 0; b < blocks(); ++b) {
     volatile DynamicStatus* s = hostStatus_ + b;
     if (s->kind == DynamicStatus::kNone) continue;
     if (first.empty()) {
@@ -86,6 +89,7 @@ void GpuAllToAllvDynamic::run(const DynamicCall& call, void* stream) {
   a.window = window_->handle();
   a.call = call;
   a.slotBytes = slotBytes_;
+  a.lanes = lanes_;
   a.timeoutNs = res_.timeoutNs();
   a.status = deviceStatus_;
   launchAllToAllvDynamic(a, stream);

@@ -1,13 +1,15 @@
 // GpuAllToAllvDynamic: allToAllvDynamic on GPU buffers in device code only. One kernel per
-// call, two blocks per peer: a send block writes its count into the receiver's control word,
-// then streams its rows through the receiver's staging slots; a receive block gathers every
+// call, kLanes blocks per peer and direction: a send block writes its count into the receiver's
+// control word, then streams its rows through the receiver's staging slots (each lane every
+// kLanes-th chunk); a receive block gathers every
 // sender's count, places its block by a prefix sum (clipped at the capacity), writes
 // output_split_sizes / output_offsets and copies the rows out of its staging. Counts, epochs and
 // flags live in device memory, so a captured graph replays with new counts; an error the
 // kernel records (overflow, invalid counts) lands in mapped host memory and is raised by the
-// next call on the host. Memory per communicator: 3 x ranks 64-bit control words and
-// 2 x ranks x RCCLX_A2AV_DYNAMIC_SLOT_BYTES of staging (2 MiB at 8 ranks by default), made by
-// the first call, plus 2 x ranks status records of host memory. Compiled in GPU builds only.
+// next call on the host. Memory per communicator: (1 + 2 x kLanes) x ranks + 1 64-bit control
+// words and 2 x ranks x RCCLX_A2AV_DYNAMIC_SLOT_BYTES of staging (split among the lanes; 2 MiB
+// at 8 ranks by default), made by the first call, plus status records of host memory (one per
+// block). Compiled in GPU builds only.
 #pragma once
 
 #include <cstddef>
@@ -38,16 +40,20 @@ struct DynamicStatus {
 struct DynamicKernelArgs {
   ctran::DeviceWindowHandle window;
   DynamicCall call;
-  size_t slotBytes = 0;
+  size_t slotBytes = 0;  ///< one lane's slot
+  int lanes = 1;         ///< blocks per peer and direction
   uint64_t timeoutNs = 0;
-  DynamicStatus* status = nullptr;  ///< 2 x nranks records, device view of mapped host memory
+  DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };
 
-/// Enqueues the kernel (2 x nranks blocks) on `stream`.
+/// Enqueues the kernel (2 x nranks x lanes blocks) on `stream`.
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream);
 
 class GpuAllToAllvDynamic {
  public:
+  /// Blocks per peer and direction (fewer when 2 x ranks x kLanes would pass kMaxEpochSlots).
+  static constexpr int kLanes = 4;
+
   /// Collective: the staging window (RCCLX_A2AV_DYNAMIC_SLOT_BYTES per slot) and the status
   /// records. Throws InvalidUsage while `stream` is being captured (a graph cannot allocate).
   GpuAllToAllvDynamic(DeviceResources& resources, size_t slotBytes, void* stream);
@@ -62,10 +68,13 @@ class GpuAllToAllvDynamic {
   std::string takeRecorded();
 
  private:
+  int blocks() const { return 2 * nranks_ * lanes_; }
+
   DeviceResources& res_;
   ctran::DeviceWindow* window_;
-  size_t slotBytes_;
+  size_t slotBytes_;  ///< one lane's slot
   int nranks_;
+  int lanes_;
   DynamicStatus* hostStatus_ = nullptr;
   DynamicStatus* deviceStatus_ = nullptr;
 };
