@@ -6,6 +6,7 @@
 #include "api.hpp"
 #include "bootstrap_id.hpp"
 #include "create.hpp"
+#include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "gpu.hpp"
 #include "groups.hpp"
@@ -66,7 +67,10 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, "comm is NULL");
   *comm = nullptr;
   checkRanks(nranks, rank);
-  const CommOptions options = readConfig(config);
+  // NCCL_COMM_BLOCKING applies where the config (or its absence) leaves blocking unset.
+  CommOptions defaults;
+  defaults.blocking = ctran::knob::NCCL_COMM_BLOCKING();
+  const CommOptions options = readConfig(config, defaults);
   return createComm(comm, options, fromId(id, nranks, rank));
 }
 

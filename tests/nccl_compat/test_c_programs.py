@@ -76,6 +76,12 @@ def test_config_layouts_of_other_nccl_versions():
     assert "'layout-48'" not in result.stderr
 
 
+def test_nccl_comm_blocking_zero_makes_init_non_blocking():
+    (result,) = run_ranks(build("config_layouts.c"), 1, env=rank_env({"NCCL_COMM_BLOCKING": "0"}))
+    check_ranks([result])
+    assert "NCCL_COMM_BLOCKING=0: honoured" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("rcclx_debug", "nccl_debug", "info"),
     [(None, "info", True), (None, "VERSION", False), ("WARN", "INFO", False), ("INFO", "", True)],

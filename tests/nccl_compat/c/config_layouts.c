@@ -133,13 +133,33 @@ int main(int argc, char** argv) {
   ncclUniqueId ids[2];
   NCCLCHECK(ncclGetUniqueId(&ids[0]));
   NCCLCHECK(ncclGetUniqueId(&ids[1]));
-  NCCLCHECK(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, NULL));
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1; /* whatever NCCL_COMM_BLOCKING says */
+  NCCLCHECK(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, &blocking));
   NCCLCHECK(ncclCommRevoke(comm, 0));
   double x = 1;
   EXPECT_ERROR(ncclAllReduce(&x, &x, 1, ncclFloat64, ncclSum, comm, NULL), ncclInvalidUsage,
                "revoked");
   NCCLCHECK(ncclCommDestroy(comm));
   EXPECT_ERROR(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, NULL), ncclInvalidArgument, "nId 0");
+  /* NCCL_COMM_BLOCKING=0 (set by the test) makes an initialisation without a config
+   * non-blocking; a config's blocking = 1 still wins. */
+  const char* blockingEnv = getenv("NCCL_COMM_BLOCKING");
+  if (blockingEnv != NULL && strcmp(blockingEnv, "0") == 0) {
+    NCCLCHECK(ncclGetUniqueId(&id));
+    ncclResult_t r = ncclCommInitRank(&comm, 1, id, 0);
+    EXPECT(r == ncclInProgress, "NCCL_COMM_BLOCKING=0: init returned %d", (int)r);
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) NCCLCHECK(ncclCommGetAsyncError(comm, &state));
+    EXPECT(state == ncclSuccess, "NCCL_COMM_BLOCKING=0: state %d", (int)state);
+    NCCLCHECK(ncclCommDestroy(comm));
+    ncclConfig_t blockingCfg = NCCL_CONFIG_INITIALIZER;
+    blockingCfg.blocking = 1;
+    NCCLCHECK(ncclGetUniqueId(&id));
+    NCCLCHECK(ncclCommInitRankConfig(&comm, 1, id, 0, &blockingCfg));
+    NCCLCHECK(ncclCommDestroy(comm));
+    printf("NCCL_COMM_BLOCKING=0: honoured\n");
+  }
   printf("config_layouts: %s (%d failures)\n", g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;
 }
