@@ -18,45 +18,38 @@ std::vector<int64_t> sendBlockOffsets(const int64_t* splits, const int64_t* offs
 std::string checkSendSplits(const int64_t* splits, const int64_t* offsets, int nranks,
                             size_t sendRows) {
   const auto rows = static_cast<int64_t>(sendRows);
-  int64_t at = 0;
-  for (int p = 0; p < nranks; ++p) {
-    if (splits[p] < 0 || splits[p] > rows) {
-      return ctran::strCat("input_split_sizes[", p, "]=", splits[p],
-                           " is negative or more than the input's ", rows, " rows");
-    }
-    if (offsets != nullptr) {
-      if (offsets[p] < 0 || offsets[p] > rows - splits[p]) {
-        return ctran::strCat("input_offsets[", p, "]=", offsets[p], " with input_split_sizes[", p,
-                             "]=", splits[p], " ends past the input's ", rows, " rows");
-      }
-      continue;
-    }
-    at += splits[p];
-    if (at > rows) {
-      return ctran::strCat("input_split_sizes add up to ", at, " rows by entry ", p,
-                           ", more than the input's ", rows, " rows");
-    }
+  const int p = firstBadSendEntry(splits, offsets, nranks, rows);
+  if (p < 0) return {};
+  if (splits[p] < 0 || splits[p] > rows) {
+    return ctran::strCat("input_split_sizes[", p, "]=", splits[p],
+                         " is negative or more than the input's ", rows, " rows");
   }
-  return {};
+  if (offsets != nullptr) {
+    return ctran::strCat("input_offsets[", p, "]=", offsets[p], " with input_split_sizes[", p,
+                         "]=", splits[p], " ends past the input's ", rows, " rows");
+  }
+  int64_t at = 0;
+  for (int q = 0; q <= p; ++q) at += splits[q];
+  return ctran::strCat("input_split_sizes add up to ", at, " rows by entry ", p,
+                       ", more than the input's ", rows, " rows");
 }
 
 RecvPlacement placeRecvBlocks(const std::vector<int64_t>& counts, size_t capacityRows) {
   const auto cap = static_cast<int64_t>(std::min<size_t>(capacityRows, INT64_MAX));
+  const int n = static_cast<int>(counts.size());
   RecvPlacement out;
-  out.rows.resize(counts.size());
-  out.offsets.resize(counts.size());
-  int64_t at = 0;
-  for (size_t p = 0; p < counts.size(); ++p) {
-    const int64_t room = std::max<int64_t>(0, cap - at);
-    out.offsets[p] = at;
-    out.rows[p] = std::min(counts[p], room);
-    if (out.rows[p] < counts[p] && out.overflowFrom < 0) {
-      out.overflowFrom = static_cast<int>(p);
-      out.overflowRows = counts[p];
-      out.overflowAt = at;
+  out.rows.resize(n);
+  out.offsets.resize(n);
+  for (int p = 0; p < n; ++p) {
+    const BlockPlace b = placeBlock(counts.data(), n, p, cap);
+    out.offsets[p] = b.at;
+    out.rows[p] = b.kept;
+    out.totalRows = b.total;
+    if (b.kept < b.sent && out.overflowFrom < 0) {
+      out.overflowFrom = p;
+      out.overflowRows = b.sent;
+      out.overflowAt = b.at;
     }
-    at += out.rows[p];
-    out.totalRows += counts[p];
   }
   return out;
 }

@@ -42,19 +42,14 @@ __device__ int64_t sendStart(const DynamicCall& c, int p) {
   return at;
 }
 
-/// -1 when this rank's counts are valid (as checkSendSplits), else the first bad entry.
+/// -1 when this rank's counts are valid (as on host buffers; a block's rows must also fit the
+/// 32 bits of a count word), else the first bad entry.
 __device__ int badSendEntry(const DynamicCall& c, int n) {
-  const auto rows = static_cast<int64_t>(c.sendRows);
-  int64_t at = 0;
+  const int bad =
+      firstBadSendEntry(c.sendSplits, c.sendOffsets, n, static_cast<int64_t>(c.sendRows));
+  if (bad >= 0) return bad;
   for (int p = 0; p < n; ++p) {
-    const int64_t s = c.sendSplits[p];
-    if (s < 0 || s > rows || static_cast<uint64_t>(s) >= kInvalid) return p;
-    if (c.sendOffsets != nullptr) {
-      const int64_t o = c.sendOffsets[p];
-      if (o < 0 || o > rows - s) return p;
-    } else if ((at += s) > rows) {
-      return p;
-    }
+    if (static_cast<uint64_t>(c.sendSplits[p]) >= kInvalid) return p;
   }
   return -1;
 }
@@ -186,15 +181,8 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
   __shared__ int64_t counts[ctran::kMaxDeviceRanks];
   readCounts(a, epoch, counts);
   const auto cap = static_cast<int64_t>(c.capacityRows);
-  int64_t at = 0, total = 0;
-  for (int s = 0; s < n; ++s) {
-    const int64_t cs = counts[s] < 0 ? 0 : counts[s];
-    if (s < peer) at += cs;
-    total += cs;
-  }
-  at = at < cap ? at : cap;
-  const int64_t sent = counts[peer] < 0 ? 0 : counts[peer];
-  const int64_t kept = sent < cap - at ? sent : cap - at;
+  const BlockPlace place = placeBlock(counts, n, peer, cap);
+  const int64_t at = place.at, sent = place.sent, kept = place.kept, total = place.total;
   if (t == 0 && lane == 0) {
     if (!c.recvSplitsKnown) c.recvSplits[peer] = kept;
     if (c.recvOffsets != nullptr) c.recvOffsets[peer] = at;
