@@ -151,7 +151,7 @@ def _graph_case(comm, out):
     with torch.cuda.stream(side):  # the first call allocates the staging: outside the capture
         comm.alltoallv_dynamic(recv, send, splits, counts, output_offsets=offsets)
     torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)  # its nodes are inspected below
     with torch.cuda.graph(graph):
         comm.alltoallv_dynamic(recv, send, splits, counts, output_offsets=offsets)
     out["graph nodes"] = ("", _check_nodes(graph))
@@ -201,7 +201,7 @@ def _moe_graph_case(comm, out):
         finally:
             torch.cuda.set_sync_debug_mode("default")
     torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)  # its nodes are inspected below
     with torch.cuda.graph(graph):
         y, counts = layer()
     out["moe graph nodes"] = ("", _check_nodes(graph))
