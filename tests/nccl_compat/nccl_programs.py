@@ -51,7 +51,11 @@ def build(
             f"-I{rcclx_nccl.include_dir()}", f"-I{C_DIR}", *flags, "-o", str(exe), str(src),
             f"-L{lib.parent}", f"-l:{lib.name}", "-lm",
         ]  # fmt: skip
-        subprocess.run(command, check=True, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise AssertionError(
+                f"building {src.name} failed ({' '.join(command)}):\n{done.stderr[-4000:]}"
+            )
     return exe
 
 
