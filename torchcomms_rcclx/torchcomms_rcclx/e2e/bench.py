@@ -188,7 +188,8 @@ def _build_steps(args, groups, reducers, device, dtype):
             }
             if "moe" in phases:
                 floor["moe"] = lambda m=moe_block: m.forward_local(inputs["moe"])
-                host_floor = _Step(lambda m=moe_block: m.forward_local(inputs["moe"], False), graph)
+                # Eager, as the host-sync path it is the floor of.
+                host_floor = _Step(lambda m=moe_block: m.forward_local(inputs["moe"], False), False)
                 steps[("floor-host", "moe")] = host_floor
             for phase in phases:
                 steps[("floor", phase)] = _Step(floor[phase], graph)

@@ -116,9 +116,12 @@ class TransformerBlock(torch.nn.Module):
         return q, k, v
 
     def _attend(self, q, k, v, causal: bool) -> torch.Tensor:
-        rep = self.local_heads // self.local_kv  # grouped-query attention
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
+        # Grouped-query attention: each KV head serves `rep` query heads. Expanded views (not
+        # repeat_interleave, whose tensor form reads sizes on the host) keep the step capturable.
+        b, kv, length, d = k.shape
+        rep = self.local_heads // kv
+        k = k[:, :, None].expand(b, kv, rep, length, d).reshape(b, kv * rep, length, d)
+        v = v[:, :, None].expand(b, kv, rep, length, d).reshape(b, kv * rep, length, d)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         b, _, t, _ = o.shape
         return o.transpose(1, 2).reshape(b, t, self.local_heads * self.shape.head_dim)
