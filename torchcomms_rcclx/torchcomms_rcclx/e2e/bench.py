@@ -9,8 +9,9 @@ Starts the ranks itself (env:// rendezvous on a free local port; under torchrun,
 it runs as that rank). Every backend gets its own group and its own copy of the blocks, built
 from the same seeds, so they compute the same numbers; the steps are timed in alternating
 blocks (a load on the machine falls on all alike). Rank 0 prints, per backend and phase, the
-median time per step, the floor, the communication share, the peer's time over this one (gloo
-on CPU, nccl on GPU) and the largest difference of the step's output from the peer's.
+median time per step, the floor, what the exchanges add (step - floor) and their share, the
+peer's time over this one (gloo on CPU, nccl on GPU) and the largest difference of the step's
+output from the peer's.
 
 Backends: ``rcclx`` (dist.all_reduce on an rcclx group), ``rcclx-lp`` (the same all_reduces as
 low-precision calls on the group's communicator), ``gloo``, ``nccl``. The MoE phase runs the
@@ -250,6 +251,7 @@ def _rank_main(args) -> None:
                 "phase": phase,
                 "ms": ms,
                 "floor_ms": floor,
+                "comm_ms": max(0.0, ms - floor),  # what the exchanges add to a step
                 "comm_share": max(0.0, ms - floor) / ms,
                 "peer_over_this": peer_ms / ms if peer_ms else None,
                 "max_abs_diff": float(stats[0]) if ref_step else None,
@@ -267,7 +269,7 @@ def _rank_main(args) -> None:
 
 
 def format_table(rows, peer: str) -> str:
-    head = f"{'backend':<9} {'phase':<14} {'ms/step':>9} {'floor ms':>9} {'comm':>6}"
+    head = f"{'backend':<9} {'phase':<14} {'ms/step':>9} {'floor ms':>9} {'comm ms':>8} {'comm':>6}"
     head += f" {peer + '/this':>10} {'max|d| vs ' + peer:>16}"
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -275,7 +277,7 @@ def format_table(rows, peer: str) -> str:
         diff = f"{r['max_abs_diff']:.2e}" if r["max_abs_diff"] is not None else "-"
         lines.append(
             f"{r['backend']:<9} {r['phase']:<14} {r['ms']:9.3f} {r['floor_ms']:9.3f}"
-            f" {r['comm_share']:6.1%} {ratio:>10} {diff:>16}"
+            f" {r['comm_ms']:8.3f} {r['comm_share']:6.1%} {ratio:>10} {diff:>16}"
         )
     return "\n".join(lines)
 
