@@ -215,6 +215,10 @@ def _table(r: dict) -> str:
         ("held-out loss, full precision", f"{r['full_final_loss']:.4f}"),
         ("held-out loss, low precision", f"{r['lp_final_loss']:.4f}"),
         ("final loss delta (relative)", f"{r['final_loss_rel_delta']:+.3%}"),
+        (
+            "training loss (smoothed) full / LP",
+            f"{r['full_final_smoothed']:.4f} / {r['lp_final_smoothed']:.4f}",
+        ),
         ("steps-to-loss ratio", "not reached" if ratio is None else f"{ratio:.3f}"),
         ("LP gradient max abs change (step 1)", f"{r['lp_grad_max_abs_diff']:.3g}"),
         ("TP vs unsharded logits, max abs", f"{r['tp_vs_unsharded_max_abs']:.3g}"),
