@@ -145,16 +145,19 @@ def _build_steps(args, groups, reducers, device, dtype):
     from torchcomms_rcclx.e2e.transformer_block import PRESETS, TransformerBlock
 
     shape, moe_shape = PRESETS[args.preset], MOE_PRESETS[args.moe_preset]
-    gen = torch.Generator().manual_seed(args.seed * 1000 + 17 + int(os.environ["RANK"]))
 
-    def rand(*size):
+    def rand(seed, *size):
+        gen = torch.Generator().manual_seed(seed)
         return torch.randn(size, generator=gen).to(device=device, dtype=dtype)
 
     phases = args.phases.split(",")
+    seed = args.seed * 1000
+    # Tensor parallelism replicates the block's input on every rank; expert parallelism gives
+    # every rank its own tokens.
     inputs = {
-        "decode": rand(args.batch, 1, shape.hidden),
-        "prefill": rand(1, args.tokens, shape.hidden),
-        "moe": rand(args.moe_tokens, moe_shape.hidden),
+        "decode": rand(seed + 17, args.batch, 1, shape.hidden),
+        "prefill": rand(seed + 18, 1, args.tokens, shape.hidden),
+        "moe": rand(seed + 19 + int(os.environ["RANK"]), args.moe_tokens, moe_shape.hidden),
     }
     graph = args.graph
     steps = {}
