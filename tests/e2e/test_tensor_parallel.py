@@ -1,8 +1,9 @@
 """The tensor-parallel linear layers (torchcomms_rcclx.e2e.tensor_parallel) on 2 and 3 CPU
 processes over the "rcclx" backend: a full nn.Linear sharded column-wise (local slice and
 gathered output) and row-wise gives the full layer's output within float rounding, a
-column -> row chain does too, and a size that is not a multiple of the group size is refused
-with a message naming the argument and the value."""
+column -> row chain does too (and its gradients, of the input and of each shard, are the full
+chain's), and a size that is not a multiple of the group size is refused with a message naming
+the argument and the value."""
 
 import importlib.util
 
@@ -61,6 +62,16 @@ def _tp_rank(ctx, port):
     assert isinstance(row, RowParallelLinear) and row.weight.shape == (7, 4)
     _close(out, "row", row(up(x)[..., 4 * rank : 4 * rank + 4]), down(up(x)))
     _close(out, "column -> row", row(torch.relu(col(x))), down(torch.relu(up(x))))
+    # Backward: the input's gradient through column -> row is the full chain's (summed over
+    # the ranks' weight slices), and each shard's weight gradient is the full one's slice.
+    xs, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+    row(torch.relu(col(xs))).square().sum().backward()
+    down(torch.relu(up(xf))).square().sum().backward()
+    _close(out, "input gradient", xs.grad, xf.grad)
+    _close(out, "column weight gradient", col.weight.grad, up.weight.grad[4 * rank : 4 * rank + 4])
+    _close(
+        out, "row weight gradient", row.weight.grad, down.weight.grad[:, 4 * rank : 4 * rank + 4]
+    )
     for make, arg in (
         (lambda: ColumnParallelLinear(8, 4 * tp + 1, group), "out_features"),
         (lambda: RowParallelLinear(4 * tp + 1, 8, group), "in_features"),

@@ -38,6 +38,23 @@ class _AllReduceSum(torch.autograd.Function):
         return grad, None
 
 
+class _ReplicatedInput(torch.autograd.Function):
+    """The identity on a column-parallel layer's (replicated) input whose backward sums the
+    input gradient over the ranks: each rank's slice of the weight contributes only its part
+    of d loss / d input, and the layers before it need the whole."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.detach().contiguous().clone()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
 class _AllGatherLastDim(torch.autograd.Function):
     """Concatenates the ranks' column slices along the last dim; backward keeps this rank's
     slice of the gradient."""
@@ -70,7 +87,8 @@ class ColumnParallelLinear(torch.nn.Module):
     """y = x A^T + b with A's rows (output features) split over the group: this rank holds
     ``weight[out_features // tp, in_features]`` and ``bias[out_features // tp]``. forward returns
     the local slice of the output, or the full output (all-gathered along the last dim, ranks in
-    order) when ``gather_output``."""
+    order) when ``gather_output``. The input is the same on every rank; in backward its gradient
+    is summed over the ranks (one all_reduce), so layers before this one train as unsharded."""
 
     def __init__(
         self,
@@ -96,6 +114,8 @@ class ColumnParallelLinear(torch.nn.Module):
         _init_weight(self.weight, self.bias, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.tp > 1 and torch.is_grad_enabled() and x.requires_grad:
+            x = _ReplicatedInput.apply(x, self.group)
         y = torch.nn.functional.linear(x, self.weight, self.bias)
         if not self.gather_output or self.tp == 1:
             return y
