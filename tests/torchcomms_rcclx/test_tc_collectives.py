@@ -270,3 +270,29 @@ def _hints_rank(ctx):
 
 def test_per_call_hints():
     checks.assert_cases(launch(_hints_rank, 2))
+
+
+def _grad_rank(ctx):
+    comm = H.comm_of(ctx, "grad")
+    n, me = comm.get_size(), comm.get_rank()
+    out = {}
+    leaf = torch.full((4,), float(me + 1), requires_grad=True)
+    with torch.no_grad():
+        comm.all_reduce(leaf, H.op_of("SUM"))  # a parameter, reduced in place
+    out["all_reduce of a leaf that requires grad"] = (
+        "",
+        H.compare(leaf.detach(), torch.full((4,), float(n * (n + 1) // 2))),
+    )
+    y = torch.full((4,), float(me), requires_grad=True) * 2  # part of a graph
+    gathered = _poisoned(n * 4, torch.float32)
+    comm.all_gather_single(gathered, y, False)
+    want = torch.cat([torch.full((4,), 2.0 * r) for r in range(n)])
+    out["all_gather_single of a tensor in a graph"] = ("", H.compare(gathered, want))
+    comm.finalize()
+    return out
+
+
+def test_tensors_that_require_grad():
+    """Tensors that require grad are moved as data (autograd does not see the collective), as
+    with torch.distributed's backends."""
+    checks.assert_cases(launch(_grad_rank, 2))

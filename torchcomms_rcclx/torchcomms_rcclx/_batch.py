@@ -37,13 +37,13 @@ class BatchSendRecv:
 
     def send(self, tensor, dst: int) -> None:
         """Adds a send of tensor to ``dst``."""
-        self._comm._check("batch send", "tensor", tensor)
+        tensor = self._comm._check("batch send", "tensor", tensor)
         self._comm._check_peer("batch send", "dst", dst)
         self.ops.append(P2POp(P2POpType.SEND, tensor, dst))
 
     def recv(self, tensor, src: int) -> None:
         """Adds a receive from ``src`` into tensor."""
-        self._comm._check("batch recv", "tensor", tensor)
+        tensor = self._comm._check("batch recv", "tensor", tensor)
         self._comm._check_peer("batch recv", "src", src)
         self.ops.append(P2POp(P2POpType.RECV, tensor, src))
 

@@ -171,7 +171,9 @@ class TorchCommRCCLX:
             )
         return core
 
-    def _check(self, what: str, name: str, t) -> None:
+    def _check(self, what: str, name: str, t):
+        """`t` as the core takes it, or an error naming `name`: the tensor itself, detached when
+        it requires grad (a collective moves data; autograd does not see it, as with NCCL)."""
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{what}: {name} must be a torch.Tensor, got {type(t).__name__}")
         on_device = (t.is_cuda and t.get_device() == self._index) if self._gpu else t.is_cpu
@@ -189,6 +191,7 @@ class TorchCommRCCLX:
             raise rcclx_core.InvalidArgumentError(
                 f"{what}: {name} has dtype {t.dtype}, which rcclx does not support"
             )
+        return t.detach() if t.requires_grad else t
 
     def _check_list(self, what: str, name: str, tensors, like=None, numel=None) -> None:
         if not isinstance(tensors, Sequence) or len(tensors) != self._size:
@@ -317,7 +320,7 @@ class TorchCommRCCLX:
         core = self._core
         if core is None:
             self._usable("all_reduce")  # raises
-        self._check("all_reduce", "tensor", tensor)
+        tensor = self._check("all_reduce", "tensor", tensor)
         if type(op) is not ReduceOp:
             op = as_reduce_op(op, "all_reduce")
         algo, lp = (None, None) if hints is None else self._call_hints("all_reduce", hints)
@@ -342,7 +345,7 @@ class TorchCommRCCLX:
     def reduce(self, tensor, root, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None):
         """On ``root``, tensor = op over ranks of tensor (in place; unchanged elsewhere)."""
         core = self._usable("reduce")
-        self._check("reduce", "tensor", tensor)
+        tensor = self._check("reduce", "tensor", tensor)
         self._check_peer("reduce", "root", root)
         op = as_reduce_op(op, "reduce")
         self._no_hints("reduce", hints)
@@ -356,7 +359,7 @@ class TorchCommRCCLX:
     def broadcast(self, tensor, root, async_op=False, hints=None, timeout=None):
         """tensor = root's tensor."""
         core = self._usable("broadcast")
-        self._check("broadcast", "tensor", tensor)
+        tensor = self._check("broadcast", "tensor", tensor)
         self._check_peer("broadcast", "root", root)
         self._no_hints("broadcast", hints)
 
@@ -373,8 +376,8 @@ class TorchCommRCCLX:
         """output = every rank's input, in rank order (size x input's elements)."""
         what = "all_gather_single"
         core = self._usable(what)
-        self._check(what, "output", output)
-        self._check(what, "input", input)
+        output = self._check(what, "output", output)
+        input = self._check(what, "input", input)
         self._same_dtype(what, output, input)
         self._check_numel(
             what,
@@ -394,7 +397,7 @@ class TorchCommRCCLX:
         """tensor_list[r] = rank r's tensor."""
         what = "all_gather"
         core = self._usable(what)
-        self._check(what, "tensor", tensor)
+        tensor = self._check(what, "tensor", tensor)
         self._check_list(what, "tensor_list", tensor_list, tensor, tensor.numel())
         _, lp = (None, None) if hints is None else self._call_hints("all_gather", hints)
         flat = packed(tensor_list)
@@ -412,7 +415,7 @@ class TorchCommRCCLX:
         """tensor_list[r] = rank r's tensor; the sizes may differ by rank."""
         what = "all_gather_v"
         core = self._usable(what)
-        self._check(what, "tensor", tensor)
+        tensor = self._check(what, "tensor", tensor)
         self._check_list(what, "tensor_list", tensor_list, tensor)
         self._check_numel(
             what,
@@ -440,8 +443,8 @@ class TorchCommRCCLX:
         """output = op over ranks of block ``rank`` of input (size blocks of output's size)."""
         what = "reduce_scatter_single"
         core = self._usable(what)
-        self._check(what, "output", output)
-        self._check(what, "input", input)
+        output = self._check(what, "output", output)
+        input = self._check(what, "input", input)
         self._same_dtype(what, output, input)
         self._check_numel(
             what,
@@ -465,7 +468,7 @@ class TorchCommRCCLX:
         """output = op over ranks of their input_list[rank]."""
         what = "reduce_scatter"
         core = self._usable(what)
-        self._check(what, "output", output)
+        output = self._check(what, "output", output)
         self._check_list(what, "input_list", input_list, output, output.numel())
         op = as_reduce_op(op, what)
         _, lp = (None, None) if hints is None else self._call_hints("reduce_scatter", hints)
@@ -484,7 +487,7 @@ class TorchCommRCCLX:
         (input_list[r] has rank r's output size, the same on every rank)."""
         what = "reduce_scatter_v"
         core = self._usable(what)
-        self._check(what, "output", output)
+        output = self._check(what, "output", output)
         self._check_list(what, "input_list", input_list, output)
         self._check_numel(
             what,
@@ -508,8 +511,8 @@ class TorchCommRCCLX:
         """Block p of input (size equal blocks) goes to rank p, into its block ``rank``."""
         what = "all_to_all_single"
         core = self._usable(what)
-        self._check(what, "output", output)
-        self._check(what, "input", input)
+        output = self._check(what, "output", output)
+        input = self._check(what, "input", input)
         self._same_dtype(what, output, input)
         self._check_numel(what, "output", output, input.numel(), "the same as input")
         if input.numel() % self._size:
@@ -537,8 +540,8 @@ class TorchCommRCCLX:
         receives them into its output at its output_split_sizes[rank] rows."""
         what = "all_to_all_v_single"
         core = self._usable(what)
-        self._check(what, "output", output)
-        self._check(what, "input", input)
+        output = self._check(what, "output", output)
+        input = self._check(what, "input", input)
         self._same_dtype(what, output, input)
         self._no_hints(what, hints)
         send = self._counts(what, "input_split_sizes", input_split_sizes, input)
@@ -636,12 +639,12 @@ class TorchCommRCCLX:
         """On ``root``, output = every rank's input in rank order (output ignored elsewhere)."""
         what = "gather_single"
         core = self._usable(what)
-        self._check(what, "input", input)
+        input = self._check(what, "input", input)
         self._check_peer(what, "root", root)
         self._no_hints(what, hints)
         out = None
         if self._rank == root:
-            self._check(what, "output", output)
+            output = self._check(what, "output", output)
             self._same_dtype(what, output, input)
             self._check_numel(
                 what,
@@ -663,7 +666,7 @@ class TorchCommRCCLX:
         """On ``root``, output_tensor_list[r] = rank r's input_tensor (ignored elsewhere)."""
         what = "gather"
         core = self._usable(what)
-        self._check(what, "input_tensor", input_tensor)
+        input_tensor = self._check(what, "input_tensor", input_tensor)
         self._check_peer(what, "root", root)
         self._no_hints(what, hints)
         flat = finish = None
@@ -687,7 +690,7 @@ class TorchCommRCCLX:
         """output_tensor = root's input_tensor_list[rank] (the list is ignored off the root)."""
         what = "scatter"
         core = self._usable(what)
-        self._check(what, "output_tensor", output_tensor)
+        output_tensor = self._check(what, "output_tensor", output_tensor)
         self._check_peer(what, "root", root)
         self._no_hints(what, hints)
         flat = None
@@ -706,7 +709,7 @@ class TorchCommRCCLX:
     def send(self, tensor, dst, async_op=False, hints=None, timeout=None):
         """Sends tensor to ``dst`` (matched with its recv, in call order)."""
         core = self._usable("send")
-        self._check("send", "tensor", tensor)
+        tensor = self._check("send", "tensor", tensor)
         self._check_peer("send", "dst", dst)
         self._no_hints("send", hints)
 
@@ -718,7 +721,7 @@ class TorchCommRCCLX:
     def recv(self, tensor, src, async_op=False, hints=None, timeout=None):
         """Receives ``src``'s send into tensor."""
         core = self._usable("recv")
-        self._check("recv", "tensor", tensor)
+        tensor = self._check("recv", "tensor", tensor)
         self._check_peer("recv", "src", src)
         self._no_hints("recv", hints)
 
@@ -799,7 +802,7 @@ class TorchCommRCCLX:
         """Collective: GPU tensors become symmetric buffers every rank maps (the faster
         zero-copy paths); on the CPU a check of the tensor and nothing else."""
         self._usable("tensor_register")
-        self._check("tensor_register", "tensor", tensor)
+        tensor = self._check("tensor_register", "tensor", tensor)
         if self._gpu:
             key = tensor.data_ptr()
             if key in self._registered:
@@ -811,7 +814,7 @@ class TorchCommRCCLX:
     def tensor_deregister(self, tensor) -> None:
         """Collective: undoes tensor_register."""
         self._usable("tensor_deregister")
-        self._check("tensor_deregister", "tensor", tensor)
+        tensor = self._check("tensor_deregister", "tensor", tensor)
         if self._gpu:
             buf = self._registered.pop(tensor.data_ptr(), None)
             if buf is None:

@@ -14,7 +14,7 @@ import rcclx_core
 def _splits(comm, what: str, name: str, t, optional: bool = False):
     if t is None and optional:
         return None
-    comm._check(what, name, t)
+    t = comm._check(what, name, t)
     if t.dtype != torch.int64:
         raise rcclx_core.InvalidArgumentError(f"{what}: {name} has dtype {t.dtype}, not int64")
     if t.numel() != comm._size:
@@ -59,8 +59,8 @@ def alltoallv_dynamic(
     """See TorchCommRCCLX.alltoallv_dynamic."""
     what = "alltoallv_dynamic"
     core = comm._usable(what)
-    comm._check(what, "output", output)
-    comm._check(what, "input", input)
+    output = comm._check(what, "output", output)
+    input = comm._check(what, "input", input)
     comm._same_dtype(what, output, input)
     send = _splits(comm, what, "input_split_sizes", input_split_sizes)
     recv = _splits(comm, what, "output_split_sizes", output_split_sizes)
