@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -92,20 +90,9 @@ def main() -> None:
     if "RANK" in os.environ:
         _rank_main(args)
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    for r in range(args.ranks):
-        env = dict(
-            os.environ,
-            RANK=str(r),
-            WORLD_SIZE=str(args.ranks),
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-        )
-        procs.append(subprocess.Popen([sys.executable, __file__, *sys.argv[1:]], env=env))
-    sys.exit(max(p.wait() for p in procs))
+    from torchcomms_rcclx.local_ranks import run_local_ranks
+
+    sys.exit(run_local_ranks([sys.executable, __file__, *sys.argv[1:]], args.ranks))
 
 
 if __name__ == "__main__":

@@ -25,14 +25,13 @@ import argparse
 import dataclasses
 import json
 import os
-import socket
-import subprocess
 import sys
 
 import torch
 import torch.distributed as dist
 
 from torchcomms_rcclx.e2e.char_lm import CharLM, LmConfig, eval_batch, stdlib_corpus, train_batch
+from torchcomms_rcclx.local_ranks import run_local_ranks
 
 __all__ = ["AccuracyConfig", "measure", "main"]
 
@@ -300,22 +299,9 @@ def main(argv=None) -> None:
     if "RANK" in os.environ:
         _rank_main(args)
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     argv = sys.argv[1:] if argv is None else list(argv)
-    procs = []
-    for r in range(args.ranks):
-        env = dict(
-            os.environ,
-            RANK=str(r),
-            WORLD_SIZE=str(args.ranks),
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-        )
-        cmd = [sys.executable, "-m", "torchcomms_rcclx.e2e.accuracy", *argv]
-        procs.append(subprocess.Popen(cmd, env=env))
-    sys.exit(max(p.wait() for p in procs))
+    command = [sys.executable, "-m", "torchcomms_rcclx.e2e.accuracy", *argv]
+    sys.exit(run_local_ranks(command, args.ranks))
 
 
 if __name__ == "__main__":

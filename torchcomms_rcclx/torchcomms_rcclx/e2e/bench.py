@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import socket
 import statistics
-import subprocess
 import sys
 import time
+
+from torchcomms_rcclx.local_ranks import run_local_ranks
 
 LOW_PRECISION = {"low_precision": "1"}  # per call, whatever the size thresholds say
 PEERS = {"cpu": "gloo", "cuda": "nccl"}
@@ -290,19 +289,9 @@ def main(argv=None) -> None:
     if "RANK" in os.environ:
         _rank_main(args)
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     argv = sys.argv[1:] if argv is None else list(argv)
-    procs = []
-    for r in range(args.ranks):
-        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(args.ranks))
-        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        cmd = [sys.executable, "-m", "torchcomms_rcclx.e2e.bench", *argv]
-        procs.append(subprocess.Popen(cmd, env=env))
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        sys.exit(f"rcclx-e2e: ranks exited with {codes} ({shlex.join(cmd)})")
+    command = [sys.executable, "-m", "torchcomms_rcclx.e2e.bench", *argv]
+    sys.exit(run_local_ranks(command, args.ranks))
 
 
 if __name__ == "__main__":
