@@ -184,6 +184,51 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *(session.posargs or ["tests"]))
 
 
+# `nox -s sanitize`: the CPU libraries built with AddressSanitizer and UndefinedBehaviorSanitizer,
+# the native unit tests and this part of the CPU suite run under them (-- ARGS replace it).
+SANITIZE_TESTS = ("tests/ctran", "tests/rcclx_core", "tests/nccl_compat")
+SANITIZE_RUNTIMES = ("libasan.so", "libubsan.so")
+# Every report fails the run. Leak checks stay off: CPython keeps allocations alive at exit.
+SANITIZE_OPTIONS = {
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:strict_init_order=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """Build the CPU libraries with ASan + UBSan; run the native and CPU tests under them."""
+    session.install(*CONSTRAINTS, "pytest>=7", "pytest-timeout>=2", "numpy")
+    settings = (
+        *_WITHOUT_GPU_CODE,
+        *_WITH_NATIVE_TESTS,
+        "--config-settings=cmake.define.RCCLX_SANITIZE=address,undefined",
+        "--config-settings=cmake.build-type=RelWithDebInfo",
+    )
+    install_packages(session, NATIVE_PACKAGES_IN_ORDER, settings=settings)
+    # Python and the C test programs are not sanitized themselves: the runtimes are preloaded so
+    # they come first in every process, the forked ranks included.
+    runtimes = " ".join(_compiler_file(name) for name in SANITIZE_RUNTIMES)
+    env = {**SANITIZE_OPTIONS, "LD_PRELOAD": runtimes, "PYTHONMALLOC": "malloc"}
+    ctest = ["ctest", "--test-dir", str(_build_dir(session)), "--output-on-failure"]
+    session.run(*ctest, "--no-tests=error", env=env, external=True)
+    session.run("pytest", "--durations=10", *(session.posargs or SANITIZE_TESTS), env=env)
+
+
+NATIVE_PACKAGES_IN_ORDER = tuple(name for name in PACKAGES if name in NATIVE_PACKAGES)
+
+
+def _compiler_file(name: str) -> str:
+    """The full path of the C compiler's runtime library `name` (gcc -print-file-name)."""
+    cc = shutil.which("gcc") or shutil.which("cc") or "gcc"
+    path = subprocess.run(
+        [cc, f"-print-file-name={name}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not Path(path).is_absolute():
+        raise RuntimeError(f"{cc} has no {name}: install its sanitizer runtime (libasan8 ...)")
+    return path
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """Check Python with ruff (lint and format) and C++/CUDA with clang-format."""
