@@ -58,7 +58,7 @@ NVLINK_MULTICAST_OFF = {
 # Build backends, installed once per session so builds skip pip's isolated environments.
 BUILD_REQUIREMENTS = ("scikit-build-core>=0.10", "pybind11>=2.12", "hatchling>=1.18")
 EDITABLE_REQUIREMENTS = ("editables",)  # hatchling's editable wheels need it
-TEST_REQUIREMENTS = ("pytest>=7", "pytest-timeout>=2", "numpy", "torch")
+TEST_REQUIREMENTS = ("pytest>=7", "pytest-timeout>=2", "numpy", "torch", "hypothesis")
 DOCS_REQUIREMENTS = ("sphinx>=7",)
 LINT_REQUIREMENTS = ("ruff", "clang-format")
 

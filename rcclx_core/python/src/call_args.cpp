@@ -10,7 +10,17 @@ using ctran::InvalidArgument;
 
 std::optional<DataType> dtypeArg(const py::object& d) {
   if (d.is_none()) return std::nullopt;
-  return checkDataType(d.cast<int>(), "dtype");
+  // pybind's own cast_error is an untyped RuntimeError that names neither the argument nor the
+  // type it got: reject a non-integer dtype as the TypeError Python code expects.
+  int code = 0;
+  try {
+    code = d.cast<int>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(
+        ctran::strCat("dtype: expected a DataType or an int, got ",
+                      py::str(py::type::of(d).attr("__name__")).cast<std::string>()));
+  }
+  return checkDataType(code, "dtype");
 }
 
 Buffer bufferArg(const py::handle& obj, const char* op, const char* arg,
@@ -47,7 +57,14 @@ CallOptions optionsOf(bool async, const py::object& algo, const py::object& scal
 }
 
 std::vector<size_t> countsArg(const py::object& obj, const char* op, const char* arg) {
-  auto v = obj.cast<std::vector<int64_t>>();
+  std::vector<int64_t> v;
+  try {
+    v = obj.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(
+        ctran::strCat(op, ": ", arg, ": expected a sequence of ints, got ",
+                      py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
+  }
   std::vector<size_t> out;
   out.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {

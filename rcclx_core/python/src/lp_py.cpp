@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "buffer_view.hpp"
+#include "call_args.hpp"
 #include "ctran/checks.hpp"
 #include "device/lp/lp_gpu_shape.hpp"
 #include "lp/lp_codec.hpp"
@@ -27,10 +28,7 @@ BufferView hostView(const py::handle& obj, const char* what, std::optional<DataT
   return v;
 }
 
-std::optional<DataType> typeArg(const py::object& d) {
-  if (d.is_none()) return std::nullopt;
-  return checkDataType(d.cast<int>(), "dtype");
-}
+std::optional<DataType> typeArg(const py::object& d) { return dtypeArg(d); }
 
 }  // namespace
 
