@@ -379,19 +379,29 @@ def _fuzz_alltoallv_dynamic(ctx, log):
     prop()
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        _fuzz_reductions,
-        _fuzz_data_movement,
-        _fuzz_dtype_override,
-        _fuzz_send_recv,
-        _fuzz_alltoallv_dynamic,
-    ],
-    ids=lambda f: f.__name__.removeprefix("_fuzz_"),
-)
-def test_fuzz_one_rank(body, tmp_path):
-    fuzz_cases.run_isolated(body, 1, tmp_path)
+ONE_RANK_PROPERTIES = [
+    _fuzz_reductions,
+    _fuzz_data_movement,
+    _fuzz_dtype_override,
+    _fuzz_send_recv,
+    _fuzz_alltoallv_dynamic,
+]
+
+
+def _fuzz_all_one_rank(ctx, log):
+    # Every property runs even when an earlier one fails, and the failure names its property.
+    failures = []
+    for prop in ONE_RANK_PROPERTIES:
+        try:
+            prop(ctx, log)
+        except Exception as err:  # noqa: BLE001 - reported with the property's name
+            failures.append(f"{prop.__name__}: {type(err).__name__}: {err}")
+    assert not failures, "\n".join(failures)
+
+
+def test_fuzz_one_rank(tmp_path):
+    # One forked rank for all of them: a launch costs seconds on a loaded machine.
+    fuzz_cases.run_isolated(_fuzz_all_one_rank, 1, tmp_path)
 
 
 # --- the minimal examples the fuzzing found, as regular tests --------------------------------
@@ -404,6 +414,16 @@ def test_dtype_of_the_wrong_type_is_a_type_error_naming_dtype(dtype):
         comm.all_reduce(np.ones(4, dtype=np.uint8), dtype=dtype)
     with pytest.raises(TypeError, match="dtype"):
         comm.broadcast(np.ones(4, dtype=np.uint8), dtype=dtype)
+
+
+@pytest.mark.parametrize("counts", [None, "x", 1.5, [1.5]])
+def test_counts_of_the_wrong_type_are_a_type_error_naming_them(counts):
+    comm = _comm_one_rank()
+    buf = np.ones(2, dtype=np.float32)
+    with pytest.raises(TypeError, match="recv_counts"):
+        comm.all_gather_v(buf, np.zeros(2, dtype=np.float32), recv_counts=counts)
+    with pytest.raises(TypeError, match="counts"):
+        comm.reduce_scatter_v(buf, np.zeros(2, dtype=np.float32), counts=counts)
 
 
 @pytest.mark.xfail(
