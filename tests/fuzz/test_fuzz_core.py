@@ -29,6 +29,13 @@ IDENTITY_OPS = ["SUM", "PROD", "MAX", "MIN"]
 INVALID_OPS = [99, -1, 1000]
 
 
+def _like(buf):
+    """A zeroed buffer of buf's kind, dtype and size (the output of a valid call)."""
+    if isinstance(buf, torch.Tensor):
+        return torch.zeros_like(buf)
+    return np.zeros_like(buf)
+
+
 def _make(kind: str, dtype: str, n: int, seed: int):
     rng = np.random.default_rng(seed)
     values = rng.integers(-5, 6, size=n).astype(np.float64)
@@ -102,10 +109,10 @@ def _same_type(buf, like):
 
 
 @st.composite
-def ops(draw, bad: set, maybe: set):
+def ops(draw, bad: set, maybe: set, valid: bool = False):
     import rcclx_core
 
-    choice = draw(st.sampled_from(["valid"] * 4 + ["int_invalid", "other"]))
+    choice = draw(st.sampled_from(["valid"] + ([] if valid else ["int_invalid", "other"])))
     if choice == "valid":
         return getattr(rcclx_core.RedOp, draw(st.sampled_from(IDENTITY_OPS)))
     if choice == "int_invalid":
@@ -116,8 +123,8 @@ def ops(draw, bad: set, maybe: set):
 
 
 @st.composite
-def roots(draw, nranks: int, bad: set, name: str = "root"):
-    choice = draw(st.sampled_from(["valid"] * 3 + ["range", "type"]))
+def roots(draw, nranks: int, bad: set, name: str = "root", valid: bool = False):
+    choice = draw(st.sampled_from(["valid"] + ([] if valid else ["range", "type"])))
     if choice == "valid":
         return draw(st.integers(0, nranks - 1))
     bad.add(name)
@@ -143,17 +150,18 @@ def _fuzz_reductions(ctx, log):
     @hypothesis.given(data=st.data())
     def prop(data):
         bad, maybe = set(), set()
+        valid = data.draw(st.booleans())  # half the examples are valid calls, checked
         which = data.draw(
             st.sampled_from(["all_reduce", "reduce", "reduce_scatter", "reduce_scatter_v"])
         )
         n = data.draw(st.integers(0, 9))
-        send = data.draw(buffers(n, "sendbuf", bad))
-        kwargs = {"sendbuf": send, "op": data.draw(ops(bad, maybe))}
-        recv_len = data.draw(st.sampled_from([n] * 4 + [n + 1, max(n - 1, 0)]))
+        send = data.draw(buffers(n, "sendbuf", bad, allow_bad=not valid))
+        kwargs = {"sendbuf": send, "op": data.draw(ops(bad, maybe, valid))}
+        recv_len = data.draw(st.sampled_from([n] if valid else [n, n + 1, max(n - 1, 0)]))
         inplace = which in ("all_reduce", "reduce") and data.draw(st.booleans())
         recv = None
         if not inplace:
-            recv = data.draw(buffers(recv_len, "recvbuf", bad))
+            recv = _like(send) if valid else data.draw(buffers(recv_len, "recvbuf", bad))
             if recv_len != n:
                 bad.add("recvbuf")
                 maybe.add("sendbuf")  # a size mismatch may be reported on either buffer
@@ -168,9 +176,11 @@ def _fuzz_reductions(ctx, log):
             elif algo != "auto":
                 maybe.add("algo")
         if which == "reduce":
-            kwargs["root"] = data.draw(roots(1, bad))
+            kwargs["root"] = data.draw(roots(1, bad, valid=valid))
         if which == "reduce_scatter_v":
-            counts = data.draw(st.sampled_from([[n], [n + 1], [-1], [], [n, 0], "x"]))
+            counts = data.draw(
+                st.sampled_from([[n]] if valid else [[n], [n + 1], [-1], [], [n, 0], "x"])
+            )
             kwargs["counts"] = counts
             if counts != [n]:
                 bad.add("counts")
@@ -199,6 +209,7 @@ def _fuzz_data_movement(ctx, log):
     @hypothesis.given(data=st.data())
     def prop(data):
         bad, maybe = set(), set()
+        valid = data.draw(st.booleans())  # half the examples are valid calls, checked
         which = data.draw(
             st.sampled_from(
                 [
@@ -213,9 +224,9 @@ def _fuzz_data_movement(ctx, log):
             )
         )
         n = data.draw(st.integers(0, 9))
-        send = data.draw(buffers(n, "sendbuf", bad))
-        recv_len = data.draw(st.sampled_from([n] * 4 + [n + 1, max(n - 1, 0)]))
-        recv = data.draw(buffers(recv_len, "recvbuf", bad))
+        send = data.draw(buffers(n, "sendbuf", bad, allow_bad=not valid))
+        recv_len = data.draw(st.sampled_from([n] if valid else [n, n + 1, max(n - 1, 0)]))
+        recv = _like(send) if valid else data.draw(buffers(recv_len, "recvbuf", bad))
         kwargs = {"sendbuf": send, "recvbuf": recv}
         if recv_len < n or (recv_len != n and which in ("broadcast", "all_to_all", "scatter")):
             maybe.add("recvbuf")
@@ -224,19 +235,25 @@ def _fuzz_data_movement(ctx, log):
         if "sendbuf" not in bad and "recvbuf" not in bad and not _same_type(recv, send):
             maybe.update({"recvbuf", "dtype", "type"})
         if which in ("broadcast", "gather", "scatter"):
-            kwargs["root"] = data.draw(roots(1, bad))
+            kwargs["root"] = data.draw(roots(1, bad, valid=valid))
         if which == "all_gather_v":
-            counts = data.draw(st.sampled_from([[n], [n + 1], [-1], [], [n, 0], None]))
+            counts = data.draw(
+                st.sampled_from([[n]] if valid else [[n], [n + 1], [-1], [], [n, 0], None])
+            )
             kwargs["recv_counts"] = counts
             if counts != [n]:
                 bad.add("recv_counts")
         if which == "all_to_all_v":
             for key in ("send_counts", "recv_counts"):
-                counts = data.draw(st.sampled_from([[n], [n + 1], [-1], [], [n, 0]]))
+                counts = data.draw(
+                    st.sampled_from([[n]] if valid else [[n], [n + 1], [-1], [], [n, 0]])
+                )
                 kwargs[key] = counts
                 if counts != [n]:
                     maybe.add(key)
-            displs = data.draw(st.sampled_from([None, [0], [1], [-1], [0, 0]]))
+            displs = data.draw(
+                st.sampled_from([None, [0]] if valid else [None, [0], [1], [-1], [0, 0]])
+            )
             if displs is not None:
                 kwargs["send_displs"] = displs
                 if displs != [0]:
