@@ -14,6 +14,8 @@ import pathlib
 import launcher
 
 EXAMPLES = int(os.environ.get("RCCLX_FUZZ_EXAMPLES", "25"))
+# Seconds a property may take: a few for the launch, then well above the ~0.1 s an example costs.
+TIMEOUT = 60 + EXAMPLES
 
 
 def settings(examples: int = EXAMPLES):
@@ -55,7 +57,7 @@ class ExampleLog:
             f.write(text)
 
 
-def run_isolated(body, nranks: int, log_dir: pathlib.Path, timeout: float = 120.0) -> None:
+def run_isolated(body, nranks: int, log_dir: pathlib.Path, timeout: float = TIMEOUT) -> None:
     """Runs ``body(ctx, ExampleLog)`` on ``nranks`` forked ranks; a rank that dies or hangs
     fails the test naming the example it was running."""
     logs = [str(log_dir / f"example.{r}") for r in range(nranks)]

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 import fuzz_cases  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(fuzz_cases.TIMEOUT + 30)
 
 # numpy / torch dtypes the communicator reduces; bfloat16 exists only in torch.
 VALID_DTYPES = ["int8", "uint8", "int32", "int64", "float16", "float32", "float64", "bfloat16"]
@@ -250,7 +250,7 @@ def _fuzz_data_movement(ctx, log):
                 )
                 kwargs[key] = counts
                 if counts != [n]:
-                    maybe.add(key)
+                    maybe.update({key, "sendbuf", "recvbuf"})  # may be reported on a buffer
             displs = data.draw(
                 st.sampled_from([None, [0]] if valid else [None, [0], [1], [-1], [0, 0]])
             )
@@ -332,7 +332,7 @@ def _fuzz_send_recv(ctx, log):
         peer = data.draw(roots(1, bad, name="peer"))
         if not bad:
             # A valid self-exchange runs as a group: a lone send to self would wait for its recv.
-            out = data.draw(buffers(n, "buf", bad, allow_bad=False))
+            out = _like(buf)
             log.record(f"group(send({buf!r}, 0), recv({out!r}, 0))")
             with comm.group():
                 comm.send(buf, 0)

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 import fuzz_cases  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(fuzz_cases.TIMEOUT + 30)
 
 VALID_DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64]
 VALID_DTYPES += [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -129,6 +129,7 @@ def _fuzz_torchcomm(ctx, log):
                 else "input",
                 bad,
                 maybe,
+                valid,
             )
         )
         args: dict = {}
@@ -138,6 +139,7 @@ def _fuzz_torchcomm(ctx, log):
             out_len = data.draw(st.sampled_from([n] if valid else [n, n + 1]))
             if valid and isinstance(first, torch.Tensor):
                 out = torch.zeros(out_len, dtype=first.dtype)
+                maybe.update({"output"} if "input" in bad | maybe else set())
             else:
                 out = data.draw(tensors(out_len, "output", bad, maybe, valid))
             if out_len != n:
