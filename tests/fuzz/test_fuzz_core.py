@@ -171,8 +171,10 @@ def _fuzz_reductions(ctx, log):
         if which == "all_reduce" and data.draw(st.booleans()):
             algo = data.draw(st.sampled_from(["auto", "ring", "bogus", "", "RING"]))
             kwargs["algo"] = algo
-            if algo in ("bogus", ""):
+            if algo == "bogus":
                 bad.add("algo")
+            elif algo == "":
+                maybe.add("algo")  # an empty name is taken as unset (auto)
             elif algo != "auto":
                 maybe.add("algo")
         if which == "reduce":
@@ -230,8 +232,8 @@ def _fuzz_data_movement(ctx, log):
         kwargs = {"sendbuf": send, "recvbuf": recv}
         if recv_len < n or (recv_len != n and which in ("broadcast", "all_to_all", "scatter")):
             maybe.add("recvbuf")
-        if recv_len > n:
-            maybe.add("recvbuf")
+        if recv_len != n:
+            maybe.update({"recvbuf", "sendbuf"})  # a size mismatch may be reported on either
         if "sendbuf" not in bad and "recvbuf" not in bad and not _same_type(recv, send):
             maybe.update({"recvbuf", "dtype", "type"})
         if which in ("broadcast", "gather", "scatter"):

@@ -32,8 +32,6 @@ def _new_comm():
 
     import torchcomms_rcclx as tc
 
-    os.environ["TORCHCOMM_RANK"] = "0"
-    os.environ["TORCHCOMM_SIZE"] = "1"
     return tc.new_comm("rcclx", "cpu", "fuzz", store=dist.HashStore())
 
 
@@ -95,6 +93,8 @@ def reduce_ops(draw, bad: set, maybe: set, valid: bool = False):
 def _fuzz_torchcomm(ctx, log):
     import torchcomms_rcclx as tc
 
+    os.environ["TORCHCOMM_RANK"] = "0"  # a forked rank of its own: nothing else sees these
+    os.environ["TORCHCOMM_SIZE"] = "1"
     comm = _new_comm()
     allowed = fuzz_cases.allowed_errors()
 
@@ -234,3 +234,17 @@ def _fuzz_torchcomm(ctx, log):
 
 def test_fuzz_torchcomm_one_rank(tmp_path):
     fuzz_cases.run_isolated(_fuzz_torchcomm, 1, tmp_path)
+
+
+@pytest.mark.parametrize("splits", [None, 3, object()])
+def test_split_sizes_that_are_not_a_sequence_are_a_type_error_naming_them(splits, monkeypatch):
+    monkeypatch.setenv("TORCHCOMM_RANK", "0")
+    monkeypatch.setenv("TORCHCOMM_SIZE", "1")
+    comm = _new_comm()
+    try:
+        with pytest.raises(TypeError, match="input_split_sizes"):
+            comm.all_to_all_v_single(torch.zeros(2), torch.ones(2), [2], splits)
+        with pytest.raises(TypeError, match="output_split_sizes"):
+            comm.all_to_all_v_single(torch.zeros(2), torch.ones(2), splits, [2])
+    finally:
+        comm.finalize()

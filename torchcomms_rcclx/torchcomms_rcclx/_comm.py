@@ -593,7 +593,13 @@ class TorchCommRCCLX:
 
     def _counts(self, what, name, splits, t) -> list[int]:
         """Rows per rank (dimension 0 of `t`) as element counts."""
-        splits = list(splits)
+        try:
+            splits = list(splits)
+        except TypeError:
+            raise TypeError(
+                f"{what}: {name} must be a sequence of {self._size} integers, "
+                f"got {type(splits).__name__}"
+            ) from None
         if len(splits) != self._size or any(
             isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in splits
         ):
