@@ -158,7 +158,10 @@ def test_strict_targets_turn_a_missed_target_into_exit_4(tmp_path):
     )
     args = ["-b", "64", "-e", "256", "-n", "2", "-w", "0", "--algo", "all", "--targets", never]
     _, out, doc = perf_json(tmp_path, *args)  # judged, but the exit status stays 0
-    assert "#   2 met, 2 NOT MET" in out and "NOT MET   " in out
+    assert "#   2 met, 2 NOT MET" in out
+    # One row per missed target (its ratio's width varies with the machine's load).
+    rows = [line for line in out.splitlines() if line.lstrip("# ").startswith("NOT MET ")]
+    assert len(rows) == 2, out
     assert [v["verdict"] for v in doc["targets"]] == ["met", "met", "NOT MET", "NOT MET"]
     _, out = perf(tmp_path, *args, "--strict-targets", expect=4)
     assert "NOT MET" in out
