@@ -29,7 +29,9 @@ void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataT
     const char* mine = in + done * elem;
     if (pos == 0) {
       void* dst = ch.acquireSend(next);
-      std::memcpy(dst, mine, len * elem);
+      if (len > 0) {
+        std::memcpy(dst, mine, len * elem);
+      }
       ch.commitSend(next, len * elem, tag);
     } else {
       const void* partial = ch.acquireRecv(prev, len * elem, tag);

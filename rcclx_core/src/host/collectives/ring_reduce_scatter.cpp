@@ -34,7 +34,9 @@ void ringReduceScatterV(Channels& ch, const void* send, void* recv,
     {
       int b = (r + n - 1) % n;
       void* dst = ch.acquireSend(next);
-      std::memcpy(dst, in + (displs[b] + c) * elem, part(b, c) * elem);
+      if (part(b, c) > 0) {
+        std::memcpy(dst, in + (displs[b] + c) * elem, part(b, c) * elem);
+      }
       ch.commitSend(next, part(b, c) * elem, tag);
     }
     for (int k = 1; k < n; ++k) {
