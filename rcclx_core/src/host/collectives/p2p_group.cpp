@@ -50,12 +50,16 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag) {
         if (st.op->isSend) {
           void* dst = ch.tryAcquireSend(st.op->peer);
           if (!dst) break;
-          std::memcpy(dst, st.op->buffer + st.done, len);
+          if (len > 0) {
+            std::memcpy(dst, st.op->buffer + st.done, len);
+          }
           ch.commitSend(st.op->peer, len, tag);
         } else {
           const void* src = ch.tryAcquireRecv(st.op->peer, len, tag);
           if (!src) break;
-          std::memcpy(st.op->buffer + st.done, src, len);
+          if (len > 0) {
+            std::memcpy(st.op->buffer + st.done, src, len);
+          }
           ch.releaseRecv(st.op->peer);
         }
         st.done += len;
