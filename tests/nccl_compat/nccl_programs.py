@@ -38,10 +38,15 @@ def compiler() -> str:
 
 
 def build(
-    source: str | Path, library: str = "nccl", flags: tuple[str, ...] = (), tag: str = ""
+    source: str | Path,
+    library: str = "nccl",
+    flags: tuple[str, ...] = (),
+    tag: str = "",
+    libs: tuple[str, ...] = (),
 ) -> Path:
-    """Compiles `source` (a file of c/, or a path) into a program linked to our `library`
-    (nccl or rccl); cached per process."""
+    """Compiles `source` (a file of c/, or a path) with compiler `flags` into a program linked
+    to our `library` (nccl or rccl) and then `libs` (linker arguments, which must follow the
+    source where the linker drops libraries not yet needed: --as-needed); cached per process."""
     src = Path(source) if Path(source).is_absolute() else C_DIR / source
     exe = _build_dir() / f"{src.stem}{tag}-{library}"
     if not exe.exists():
@@ -49,7 +54,7 @@ def build(
         command = [
             compiler(), "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-pthread",
             f"-I{rcclx_nccl.include_dir()}", f"-I{C_DIR}", *flags, "-o", str(exe), str(src),
-            f"-L{lib.parent}", f"-l:{lib.name}", "-lm",
+            f"-L{lib.parent}", f"-l:{lib.name}", *libs, "-lm",
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:

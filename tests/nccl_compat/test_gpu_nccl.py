@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 
 
 @functools.cache
-def _cuda_flags() -> tuple[str, ...]:
-    """Compiler flags for cuda_runtime.h and libcudart: CUDA_HOME, nvcc's install, or
+def _cuda_toolkit() -> Path:
+    """The CUDA toolkit with cuda_runtime.h and libcudart: CUDA_HOME, nvcc's install, or
     /usr/local/cuda."""
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = shutil.which("nvcc")
@@ -35,15 +35,16 @@ def _cuda_flags() -> tuple[str, ...]:
     roots.append("/usr/local/cuda")
     for root in filter(None, roots):
         if (Path(root) / "include" / "cuda_runtime.h").is_file():
-            lib = Path(root) / "lib64"
-            # -isystem: the toolkit's own headers' warnings are not the programs' (-Werror).
-            return ("-DNCCL_TEST_GPU", "-isystem", f"{root}/include", f"-L{lib}",
-                    f"-Wl,-rpath,{lib}", "-lcudart")  # fmt: skip
+            return Path(root)
     pytest.skip("no CUDA toolkit (cuda_runtime.h) to build the GPU test programs")
 
 
 def _gpu_build(source: str) -> Path:
-    return build(source, flags=_cuda_flags(), tag="-gpu")
+    root = _cuda_toolkit()
+    lib = root / "lib64"
+    # -isystem: the toolkit's own headers' warnings are not the programs' (-Werror).
+    return build(source, flags=("-DNCCL_TEST_GPU", "-isystem", f"{root}/include"), tag="-gpu",
+                 libs=(f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcudart"))  # fmt: skip
 
 
 def _env(**extra: str) -> dict[str, str]:
