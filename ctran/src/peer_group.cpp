@@ -27,14 +27,13 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
   topology_ = discoverTopology(*bootstrap_);
   std::string forced = knob::RCCLX_TRANSPORT();
   kinds_.resize(topology_.nranks);
-  std::vector<int> tcpPeers;
-  bool anyShm = false;
+  std::vector<int> tcpPeers, shmPeers;
   for (int p = 0; p < topology_.nranks; ++p) {
     if (p == topology_.rank) {
       kinds_[p] = TransportKind::kSelf;
     } else if (topology_.sameHost(p, topology_.rank) && forced != "tcp") {
       kinds_[p] = TransportKind::kShm;
-      anyShm = true;
+      shmPeers.push_back(p);
     } else {
       kinds_[p] = TransportKind::kTcp;
       tcpPeers.push_back(p);
@@ -45,8 +44,12 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
   std::string tag = strCat(std::hex, (static_cast<uint64_t>(rd()) << 32) | rd());
   auto tags = bootstrap_->allGather(Bytes(tag.begin(), tag.end()));
   jobTag_.assign(tags[0].begin(), tags[0].end());
+  const bool anyShm = !shmPeers.empty();
+  failure_ = std::make_unique<GroupFailure>(*bootstrap_, shmPeers, jobTag_);
   if (anyShm) shm_ = std::make_unique<ShmTransport>(topology_);
-  if (!tcpPeers.empty()) tcp_ = std::make_unique<TcpTransport>(*bootstrap_, tcpPeers);
+  if (!tcpPeers.empty()) {
+    tcp_ = std::make_unique<TcpTransport>(*bootstrap_, tcpPeers, failure_.get());
+  }
   CTRAN_INFO("peer group: rank ", rank(), "/", nranks(), ", ", topology_.nHosts, " host(s), ",
              topology_.localSize(), " rank(s) on this host, transport ",
              tcpPeers.empty() ? "shm" : (anyShm ? "shm+tcp" : "tcp"));
@@ -91,9 +94,36 @@ Transport& PeerGroup::transport(TransportKind kind) {
 void PeerGroup::checkPeer(int peer) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");
+  failure_->check();
   if (kinds_[peer] == TransportKind::kSelf) return;
-  transport(kinds_[peer]).checkPeer(peer);
+  try {
+    transport(kinds_[peer]).checkPeer(peer);
+  } catch (const RemoteError& e) {
+    reportFailure(peer, e.what());
+    throw;
+  }
 }
+
+void PeerGroup::reportFailure(int culprit, const std::string& cause) {
+  FailureReport r{culprit, topology_.rank, false, cause};
+  if (failure_->report(r) && tcp_ && !destroyed_) tcp_->broadcastFailure(r);
+}
+
+void PeerGroup::reportTimeout(const TimeoutError& timeout) {
+  // Long enough for a report to cross a tcp connection, short next to any timeout.
+  constexpr int64_t kPeerReportMs = 250;
+  const int peer = timeout.peer();
+  FailureReport r{peer, topology_.rank, true, timeout.what()};
+  if (failure_->report(r) && tcp_ && !destroyed_) tcp_->broadcastFailure(r);
+  if (peer < 0 || peer == topology_.rank) return;
+  failure_->awaitReportOf(peer, kPeerReportMs);
+  auto resolved = failure_->current();
+  if (resolved && resolved->reporter != topology_.rank) throw RemoteError(resolved->message());
+}
+
+void PeerGroup::checkFailed() { failure_->check(); }
+
+std::optional<FailureReport> PeerGroup::failure() { return failure_->current(); }
 
 std::shared_ptr<Window> PeerGroup::createWindow(size_t bytes, int numSignals) {
   checkUsable("createWindow");

@@ -64,11 +64,11 @@ Deadline Deadline::afterKnob(int64_t knobMs) {
   return d;
 }
 
-void throwTimeout(const Deadline& deadline, const std::string& what) {
+void throwTimeout(const Deadline& deadline, const std::string& what, int peer) {
   std::string knob =
       deadline.fromKnob() ? strCat(" (RCCLX_TIMEOUT_MS=", deadline.timeoutMs(), ")") : "";
   throw TimeoutError(
-      strCat("timed out after ", deadline.timeoutMs(), " ms waiting for ", what, knob));
+      strCat("timed out after ", deadline.timeoutMs(), " ms waiting for ", what, knob), peer);
 }
 
 void Backoff::reset() {
@@ -108,7 +108,8 @@ void signalAdd(SignalCell* cell, uint64_t delta) {
 }
 
 uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
-                    const std::function<std::string()>& what, const std::function<void()>& check) {
+                    const std::function<std::string()>& what, const std::function<void()>& check,
+                    int peer) {
   uint64_t v = cell->value.load(std::memory_order_acquire);
   if (v >= target) return v;
   const int64_t spinUs = knob::RCCLX_SPIN_US();
@@ -145,7 +146,7 @@ uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
         throw;
       }
     }
-    if (deadline.expired()) throwTimeout(deadline, what());
+    if (deadline.expired()) throwTimeout(deadline, what(), peer);
   }
 }
 

@@ -162,7 +162,8 @@ uint64_t Window::waitSignal(int slot, uint64_t value, int fromPeer, int64_t time
       },
       [&] {
         if (fromPeer >= 0) g->checkPeer(fromPeer);
-      });
+      },
+      fromPeer);
 }
 
 uint64_t Window::readSignal(int slot) const {

@@ -207,6 +207,10 @@ void Communicator::finalize() {
 
 void Communicator::Impl::release(bool collective) {
   destroyed = true;
+  // An abort fails this rank's pending work and every peer's current wait at once, as a dead
+  // rank would; a destroy after a failure releases without waiting on peers that left.
+  if (!collective) group->reportFailure(rank, "its communicator was aborted");
+  if (group->failure()) collective = false;
   // After abort, queued host work may be waiting on peers that will never come: it fails on
   // its deadline rather than having memory freed under it (stop() waits for it).
   host->stop();

@@ -39,6 +39,8 @@ std::string where(const Located& l) {
 void checkUsable(const Communicator::Impl& c, const char* op) {
   CTRAN_CHECK(!c.destroyed, ctran::InvalidUsage, op,
               ": the communicator was already destroyed or aborted");
+  // A communicator that failed on any rank fails every later call at once, the same way.
+  c.group->checkFailed();
 }
 
 void checkRoot(const Communicator::Impl& c, int root, const char* op) {

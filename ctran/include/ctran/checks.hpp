@@ -64,10 +64,15 @@ class RemoteError : public Error {
   explicit RemoteError(const std::string& m) : Error(Result::kRemoteError, m) {}
 };
 
-/// A wait outlived its deadline (RCCLX_TIMEOUT_MS); the message names the peer waited on.
+/// A wait outlived its deadline (RCCLX_TIMEOUT_MS); the message names the peer waited on, and
+/// peer() is its rank (-1 when the wait was not on one peer).
 class TimeoutError : public RemoteError {
  public:
-  explicit TimeoutError(const std::string& m) : RemoteError(m) {}
+  explicit TimeoutError(const std::string& m, int peer = -1) : RemoteError(m), peer_(peer) {}
+  int peer() const { return peer_; }
+
+ private:
+  int peer_;
 };
 
 /// A GPU runtime call failed or no GPU is usable.

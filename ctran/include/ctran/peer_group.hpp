@@ -4,15 +4,19 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ctran/bootstrap.hpp"
+#include "ctran/checks.hpp"
+#include "ctran/failure.hpp"
 #include "ctran/topology.hpp"
 #include "ctran/transport.hpp"
 
 namespace ctran {
 
+class TcpTransport;
 class Window;
 
 class PeerGroup {
@@ -39,8 +43,21 @@ class PeerGroup {
   /// size) with `numSignals` signal slots, and maps or connects to every peer's.
   std::shared_ptr<Window> createWindow(size_t bytes, int numSignals = 64);
 
-  /// Throws RemoteError if `peer` is known to have died or disconnected; validates `peer`.
+  /// Throws RemoteError if `peer` is known to have died or disconnected, or if any rank
+  /// reported a failure of the group (see failure.hpp); validates `peer`. A dead peer found
+  /// here is reported to every rank.
   void checkPeer(int peer);
+  /// Marks the group failed for every rank (this rank's first report counts; later ones are
+  /// ignored): `culprit` is the failed rank, or -1 when `cause` names it.
+  void reportFailure(int culprit, const std::string& cause);
+  /// Reports `timeout` (a wait on timeout.peer() ran out) and waits briefly for that peer's
+  /// own report: a peer that was itself waiting on another rank tells who. Throws the
+  /// resulting RemoteError when it names another cause; else returns (the caller rethrows).
+  void reportTimeout(const TimeoutError& timeout);
+  /// Throws RemoteError naming the culprit and cause if any rank reported a failure.
+  void checkFailed();
+  /// The failure any rank reported, or nullopt; never throws and never blocks.
+  std::optional<FailureReport> failure();
   /// Validates a peer rank argument, naming `what` in the error.
   void validatePeer(int peer, const char* what) const;
 
@@ -56,8 +73,9 @@ class PeerGroup {
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topology_;
   std::vector<TransportKind> kinds_;
+  std::unique_ptr<GroupFailure> failure_;
   std::unique_ptr<Transport> shm_;
-  std::unique_ptr<Transport> tcp_;
+  std::unique_ptr<TcpTransport> tcp_;
   std::string jobTag_;
   uint64_t nextWindowId_ = 0;
   bool destroyed_ = false;

@@ -70,17 +70,18 @@ inline uint64_t signalRead(const SignalCell* cell) {
 
 /// Blocks until cell->value >= target (acquire). Every few milliseconds of sleep it calls
 /// `check` (which may throw, e.g. when a peer died) and it throws TimeoutError with
-/// "timed out after N ms waiting for <what()>" at the deadline. Returns the value seen.
+/// "timed out after N ms waiting for <what()>" at the deadline (peer() = `peer`, the rank that
+/// signals the cell, if one). Returns the value seen.
 uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
                     const std::function<std::string()>& what,
-                    const std::function<void()>& check = nullptr);
+                    const std::function<void()>& check = nullptr, int peer = -1);
 
 /// Polls `ready` with a Backoff until it returns true; same deadline and check semantics.
 void waitUntil(const std::function<bool()>& ready, const Deadline& deadline,
                const std::function<std::string()>& what,
                const std::function<void()>& check = nullptr);
 
-/// Throws the TimeoutError a wait raises at its deadline.
-[[noreturn]] void throwTimeout(const Deadline& deadline, const std::string& what);
+/// Throws the TimeoutError a wait (on `peer`, if one) raises at its deadline.
+[[noreturn]] void throwTimeout(const Deadline& deadline, const std::string& what, int peer = -1);
 
 }  // namespace ctran

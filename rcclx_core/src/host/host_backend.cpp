@@ -46,7 +46,8 @@ lp::LpRequest lpRequest(lp::LpCollective c, size_t bytes, DataType type, RedOp o
 }  // namespace
 
 HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
-    : settings_(settings),
+    : group_(group),
+      settings_(settings),
       rank_(group.rank()),
       nranks_(group.nranks()),
       nHosts_(group.topology().nHosts) {
@@ -67,12 +68,31 @@ HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
 HostBackend::~HostBackend() = default;
 
 template <typename Fn>
+auto HostBackend::reportingFailures(Fn&& fn) {
+  // The one place host work fails: the first rank to see a failure tells the others, which
+  // then raise it at their next wait instead of waiting out their own timeout on this rank.
+  return [group = &group_, fn = std::forward<Fn>(fn)]() mutable {
+    try {
+      fn();
+    } catch (const ctran::TimeoutError& e) {
+      group->reportTimeout(e);
+      throw;
+    } catch (const ctran::RemoteError& e) {
+      // Not when it is the failure another rank reported, raised here.
+      if (!group->failure()) group->reportFailure(-1, e.what());
+      throw;
+    }
+  };
+}
+
+template <typename Fn>
 WorkPtr HostBackend::submit(OpKind kind, uint64_t tag, Fn&& fn, bool async) {
   if (grouping_) {
     groupedCollectives_.emplace_back(std::forward<Fn>(fn));
     return nullptr;
   }
-  return executor_->submit(opKindName(kind), tag & kSeqMask, std::forward<Fn>(fn), async);
+  return executor_->submit(opKindName(kind), tag & kSeqMask,
+                           reportingFailures(std::forward<Fn>(fn)), async);
 }
 
 Selection HostBackend::select(size_t bytes, DataType type, RedOp op,
@@ -274,13 +294,11 @@ WorkPtr HostBackend::pointToPoint(const P2POp& op, bool async) {
     return nullptr;
   }
   Channels* ch = channels_.get();
-  return executor_->submit(
-      op.isSend ? "send" : "recv", 0,
-      [ch, op] {
-        std::vector<P2POp> ops{op};
-        runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
-      },
-      async);
+  return executor_->submit(op.isSend ? "send" : "recv", 0, reportingFailures([ch, op] {
+                             std::vector<P2POp> ops{op};
+                             runP2PGroup(*ch, ops, makeTag(OpKind::kSendRecv, 0));
+                           }),
+                           async);
 }
 
 WorkPtr HostBackend::groupEnd(bool async) {
@@ -291,13 +309,13 @@ WorkPtr HostBackend::groupEnd(bool async) {
   groupedCollectives_.clear();
   groupedP2P_.clear();
   Channels* ch = channels_.get();
-  return executor_->submit(
-      "group", 0,
-      [collectives, p2p, ch] {
-        for (const auto& fn : *collectives) fn();
-        if (!p2p->empty()) runP2PGroup(*ch, *p2p, makeTag(OpKind::kSendRecv, 0));
-      },
-      async);
+  return executor_->submit("group", 0, reportingFailures([collectives, p2p, ch] {
+                             for (const auto& fn : *collectives) fn();
+                             if (!p2p->empty()) {
+                               runP2PGroup(*ch, *p2p, makeTag(OpKind::kSendRecv, 0));
+                             }
+                           }),
+                           async);
 }
 
 void HostBackend::finalize() { executor_->drain(); }

@@ -75,9 +75,13 @@ class HostBackend {
   uint64_t nextTag(OpKind kind) { return makeTag(kind, ++seq_); }
   template <typename Fn>
   WorkPtr submit(OpKind kind, uint64_t tag, Fn&& fn, bool async);
+  /// `fn` reporting a failure it raises (a dead peer, a timeout) to every rank of the group.
+  template <typename Fn>
+  auto reportingFailures(Fn&& fn);
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     double scalar, AllReduceAlgo algo, uint64_t tag);
 
+  ctran::PeerGroup& group_;
   const Settings& settings_;
   int rank_;
   int nranks_;

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "ctran/checks.hpp"
@@ -13,15 +14,19 @@
 namespace ctran {
 namespace {
 
-enum class MsgType : uint32_t { kPut = 1, kSignal = 2 };
+enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3 };
 
+// A failure message: `slot` is the culprit, `offset` the reporter, `windowId` 1 for a timeout,
+// `value` the cause's bytes.
 struct MsgHeader {
   uint32_t type;
   int32_t slot;
   uint64_t windowId;
   uint64_t offset;
-  uint64_t value;  // payload bytes (put) or delta (signal)
+  uint64_t value;  // payload bytes (put, failure) or delta (signal)
 };
+
+constexpr uint64_t kMaxFailureCause = 4096;
 
 class TcpPeerWindow : public PeerWindow {
  public:
@@ -48,8 +53,9 @@ class TcpPeerWindow : public PeerWindow {
 
 }  // namespace
 
-TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers)
-    : rank_(bootstrap.rank()) {
+TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
+                           GroupFailure* failure)
+    : rank_(bootstrap.rank()), failure_(failure) {
   conns_.resize(bootstrap.nranks());
   Listener listener(0);
   std::string me = strCat(bootstrap.localHost(), ":", listener.port());
@@ -126,8 +132,18 @@ void TcpTransport::sendPut(int peer, uint64_t windowId, size_t offset, const voi
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kPut), 0, windowId, offset, bytes};
   std::lock_guard<std::mutex> lock(c.sendMu);
-  c.socket.sendAll(&h, sizeof(h));
-  if (bytes) c.socket.sendAll(src, bytes);
+  try {
+    c.socket.sendAll(&h, sizeof(h));
+    if (bytes) c.socket.sendAll(src, bytes);
+  } catch (const Error& e) {
+    failedSend(peer, c, e);
+  }
+}
+
+void TcpTransport::failedSend(int peer, Connection& c, const Error& e) {
+  c.closed.store(true);
+  throw RemoteError(
+      strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
 }
 
 void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta) {
@@ -135,12 +151,43 @@ void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t de
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kSignal), slot, windowId, 0, delta};
   std::lock_guard<std::mutex> lock(c.sendMu);
-  c.socket.sendAll(&h, sizeof(h));
+  try {
+    c.socket.sendAll(&h, sizeof(h));
+  } catch (const Error& e) {
+    failedSend(peer, c, e);
+  }
+}
+
+void TcpTransport::broadcastFailure(const FailureReport& report) {
+  const size_t bytes = std::min<size_t>(report.cause.size(), kMaxFailureCause);
+  MsgHeader h{static_cast<uint32_t>(MsgType::kFailure), report.culprit, report.timedOut ? 1u : 0u,
+              static_cast<uint64_t>(report.reporter), bytes};
+  for (size_t p = 0; p < conns_.size(); ++p) {
+    Connection* c = conns_[p].get();
+    if (!c || c->closed.load()) continue;
+    try {
+      std::lock_guard<std::mutex> lock(c->sendMu);
+      c->socket.sendAll(&h, sizeof(h));
+      c->socket.sendAll(report.cause.data(), bytes);
+    } catch (const Error& e) {
+      CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: ", e.what());
+    }
+  }
 }
 
 bool TcpTransport::handleMessage(int peer, Connection& c) {
   MsgHeader h;
   if (!c.socket.recvAll(&h, sizeof(h))) return false;
+  if (h.type == static_cast<uint32_t>(MsgType::kFailure)) {
+    if (h.value > kMaxFailureCause) {
+      throw RemoteError(strCat("tcp transport: a failure message of ", h.value, " bytes from rank ",
+                               peer, " (at most ", kMaxFailureCause, ")"));
+    }
+    std::string cause(h.value, '\0');
+    if (!c.socket.recvAll(cause.data(), cause.size())) return false;
+    if (failure_) failure_->adopt({h.slot, static_cast<int>(h.offset), h.windowId == 1, cause});
+    return true;
+  }
   LocalWindow w;
   bool known = false;
   {

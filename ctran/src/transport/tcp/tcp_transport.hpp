@@ -11,6 +11,8 @@
 
 #include "../../socket.hpp"
 #include "ctran/bootstrap.hpp"
+#include "ctran/checks.hpp"
+#include "ctran/failure.hpp"
 #include "ctran/transport.hpp"
 
 namespace ctran {
@@ -18,8 +20,9 @@ namespace ctran {
 class TcpTransport : public Transport {
  public:
   /// Collective over `bootstrap`: connects to every rank in `peers` (which must list this
-  /// rank on their side too) and starts the progress thread.
-  TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers);
+  /// rank on their side too) and starts the progress thread, which records the failures peers
+  /// report in `failure`.
+  TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers, GroupFailure* failure);
   ~TcpTransport() override;
 
   TransportKind kind() const override { return TransportKind::kTcp; }
@@ -33,6 +36,8 @@ class TcpTransport : public Transport {
   void sendPut(int peer, uint64_t windowId, size_t offset, const void* src, size_t bytes);
   /// Sends one signal message to `peer`.
   void sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta);
+  /// Tells every connected peer about `report` (best effort: a closed connection is skipped).
+  void broadcastFailure(const FailureReport& report);
 
  private:
   struct Connection {
@@ -41,10 +46,13 @@ class TcpTransport : public Transport {
     std::atomic<bool> closed{false};
   };
 
+  /// Marks `c` closed and throws RemoteError naming `peer` for a send that failed with `e`.
+  [[noreturn]] void failedSend(int peer, Connection& c, const Error& e);
   void progressLoop();
   bool handleMessage(int peer, Connection& c);
 
   int rank_;
+  GroupFailure* failure_;
   std::vector<std::unique_ptr<Connection>> conns_;  // by global rank; null for non-tcp peers
   std::mutex regionsMu_;
   std::map<uint64_t, LocalWindow> regions_;

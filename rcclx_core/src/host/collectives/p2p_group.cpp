@@ -92,10 +92,12 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag) {
           throw;
         }
         if (deadline.expired()) {
-          ctran::throwTimeout(deadline, ctran::strCat(describeTag(tag), ": ",
-                                                      st.op->isSend ? "send to" : "receive from",
-                                                      " rank ", st.op->peer, " (", st.done, " of ",
-                                                      st.op->bytes, " bytes done)"));
+          ctran::throwTimeout(
+              deadline,
+              ctran::strCat(describeTag(tag), ": ", st.op->isSend ? "send to" : "receive from",
+                            " rank ", st.op->peer, " (", st.done, " of ", st.op->bytes,
+                            " bytes done)"),
+              st.op->peer);
         }
       }
     }

@@ -35,7 +35,7 @@ void DirectArena::waitOn(ctran::SignalCell* cell, uint64_t value, int peer, cons
   ctran::signalWait(
       cell, value, ctran::Deadline::afterKnob(timeoutMs_),
       [&] { return ctran::strCat("rank ", peer, " to ", what, " step ", value); },
-      [&] { group_.checkPeer(peer); });
+      [&] { group_.checkPeer(peer); }, peer);
 }
 
 uint64_t DirectArena::beginStep(uint64_t tag, size_t bytes) {

@@ -1,0 +1,130 @@
+"""A rank that dies or stops in the middle of a collective: every survivor raises a RemoteError
+naming it within a second of the first rank that noticed (the failure is shared, not
+rediscovered by each rank on its own timeout), later calls fail at once the same way, and the
+survivors carry on in a new communicator. Over shm and over tcp, for every collective and p2p.
+"""
+
+from __future__ import annotations
+
+import pytest
+import rcclx_helpers as H
+
+from launcher import launch
+
+TIMEOUT_MS = 3000
+MIB = 1 << 20
+SPREAD_S = 1.0  # every survivor raises within this of the first
+
+
+def _calls(comm, np, rc):
+    """The collective loops of the matrix, 1 MiB per rank each, as argument-less calls."""
+    n, me = comm.size, comm.rank
+    count = MIB // 4
+    block = count // n
+    src = np.arange(count, dtype=np.float32)
+    out = np.empty(count, np.float32)
+    gathered = np.empty(block * n, np.float32)
+    nxt, prv = (me + 1) % n, (me - 1) % n
+
+    def ring():
+        comm.group_start()
+        comm.send(src, nxt)
+        comm.recv(out, prv)
+        comm.group_end()
+
+    return {
+        "all_reduce": lambda: comm.all_reduce(src, out, op=rc.RedOp.MAX),
+        "all_gather": lambda: comm.all_gather(src[:block], gathered),
+        "reduce_scatter": lambda: comm.reduce_scatter(src[: block * n], out[:block]),
+        "broadcast": lambda: comm.broadcast(src, out, root=0),
+        "all_to_all": lambda: comm.all_to_all(src[: block * n], gathered),
+        "send_recv": ring,
+    }
+
+
+def _failing_rank(ctx, collective, victim, how):
+    import os
+    import signal
+    import threading
+    import time
+
+    import numpy as np
+
+    import rcclx_core as rc
+
+    store = ctx.store()
+    store.set(f"failure/pid{ctx.rank}", str(os.getpid()).encode())
+    comm = H.comm_of(ctx)
+    call = _calls(comm, np, rc)[collective]
+    call()  # every rank is in the loop before the victim goes
+    if ctx.rank == victim:
+        sig = {"sigkill": signal.SIGKILL, "sigstop": signal.SIGSTOP}[how]
+        threading.Timer(0.2, os.kill, (os.getpid(), sig)).start()
+    start = time.monotonic()
+    outcome = None
+    while time.monotonic() - start < 4 * TIMEOUT_MS / 1000:
+        try:
+            call()
+        except rc.Error as e:
+            outcome = (type(e).__name__, str(e), isinstance(e, rc.RemoteError))
+            break
+    raised_at = time.time()
+    if ctx.rank == 0 and how == "sigstop":  # the stopped rank is not needed any more
+        os.kill(int(store.get(f"failure/pid{victim}")), signal.SIGKILL)
+    t = time.monotonic()
+    try:
+        call()
+        later = ("returned", "", 0.0)
+    except rc.Error as e:
+        later = (type(e).__name__, str(e), time.monotonic() - t)
+    t = time.monotonic()
+    comm.destroy()  # releases without waiting on the ranks that left
+    destroy_s = time.monotonic() - t
+    # The survivors go on together in a new communicator of the same processes.
+    survivors = [r for r in range(ctx.nranks) if r != victim]
+    sub = rc.Communicator.from_store(
+        store, survivors.index(ctx.rank), len(survivors), prefix="failure/again"
+    )
+    x = np.full(4, float(ctx.rank), np.float64)
+    sub.all_reduce(x)
+    sub.destroy()
+    return {
+        "outcome": outcome,
+        "raised_at": raised_at,
+        "later": later,
+        "destroy_s": destroy_s,
+        "again": x.tolist(),
+        "expect_again": float(sum(survivors)),
+    }
+
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
+CASES = [(c, t, 3, "sigkill") for c in COLLECTIVES for t in ("shm", "tcp")]
+CASES += [("all_reduce", t, 4, "sigkill") for t in ("shm", "tcp")]
+CASES += [(c, "shm", 3, "sigstop") for c in ("all_reduce", "send_recv")]
+CASES += [("all_reduce", "tcp", 3, "sigstop")]
+
+
+@pytest.mark.parametrize(("collective", "transport", "nranks", "how"), CASES)
+def test_a_failure_reaches_every_survivor(collective, transport, nranks, how):
+    victim = nranks - 1  # rank 0 hosts the communicator's bootstrap store
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    results = launch(
+        _failing_rank, nranks, collective, victim, how, env=env, expect_errors=True, timeout=60
+    )
+    assert results[victim].error_type == "Died", results[victim]
+    survivors = [res for res in results if res.rank != victim]
+    for res in survivors:
+        assert res.ok, f"rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback}"
+        assert res.value["outcome"] is not None, f"rank {res.rank} never raised"
+        kind, message, is_remote = res.value["outcome"]
+        assert is_remote, f"rank {res.rank}: {kind}: {message}"
+        assert f"rank {victim}" in message, f"rank {res.rank}: {message}"
+        later_kind, later_message, later_s = res.value["later"]
+        assert later_kind in ("RemoteError", "TimeoutError") and f"rank {victim}" in later_message
+        assert later_s < 0.1, f"rank {res.rank}: a call after the failure took {later_s:.3f} s"
+        assert res.value["destroy_s"] < SPREAD_S, res.value
+        assert res.value["again"] == [res.value["expect_again"]] * 4
+    times = [res.value["raised_at"] for res in survivors]
+    spread = max(times) - min(times)
+    assert spread < SPREAD_S, f"survivors raised {spread:.2f} s apart: {survivors}"
