@@ -86,11 +86,24 @@ std::unique_ptr<ctran::Bootstrap> joinGroup(const ncclUniqueId& id, int rank, in
                                             std::shared_ptr<void>* keepAlive) {
   if (isEnvId(id)) {
     const char* at = id.internal + sizeof(kEnvIdMagic);
-    return joinByEnv(std::string(at, strnlen(at, sizeof(id.internal) - sizeof(kEnvIdMagic))), rank,
-                     nranks, keepAlive);
+    const std::string address(at, strnlen(at, sizeof(id.internal) - sizeof(kEnvIdMagic)));
+    // The address was valid where the id was made: a bad one here means corrupt id bytes.
+    try {
+      parseHostPort(address);
+    } catch (const ctran::InvalidArgument& e) {
+      throw ctran::InvalidArgument(
+          ctran::strCat("commId: an id made from NCCL_COMM_ID holds a bad address: ", e.what()));
+    }
+    return joinByEnv(address, rank, nranks, keepAlive);
   }
   ctran::UniqueId cid;
   std::memcpy(cid.bytes.data(), id.internal, sizeof(id.internal));
+  // Checked here so that the caller's message names the parameter the bytes came in.
+  try {
+    ctran::describeUniqueId(cid);
+  } catch (const ctran::InvalidArgument& e) {
+    throw ctran::InvalidArgument(ctran::strCat("commId: ", e.what()));
+  }
   return ctran::Bootstrap::fromUniqueId(cid, rank, nranks);
 }
 

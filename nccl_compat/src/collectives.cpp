@@ -1,6 +1,10 @@
 // The collectives and point-to-point calls: each converts its arguments into Buffers and one
-// core call; placement (host or GPU), counts, roots and types are checked by the core.
+// core call. Placement (host or GPU), roots, peers and how counts match are checked by the core;
+// what only the C signature has (NULL buffers, counts whose sizes overflow, C arrays) is checked
+// here, naming the parameter as nccl.h does.
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "api.hpp"
@@ -36,9 +40,58 @@ ncclResult_t collective(const char* entryPoint, ncclComm_t comm, Call&& call) {
       comm);
 }
 
+/// `count` elements of `type` times `blocks` (the ranks a buffer has a block for), checked
+/// against the address space (naming `countName`): the core computes byte sizes from it, and a
+/// product that wraps would describe a buffer smaller than the caller's count.
+size_t elements(size_t count, size_t blocks, rcclx::DataType type, const char* countName) {
+  const size_t most = static_cast<size_t>(PTRDIFF_MAX) / rcclx::dataTypeSize(type) / blocks;
+  CTRAN_CHECK(count <= most, ctran::InvalidArgument, countName, " ", count, " is more elements of ",
+              rcclx::dataTypeName(type), " than an address space holds",
+              blocks > 1 ? ctran::strCat(" (x ", blocks, " ranks)") : std::string());
+  return count * blocks;
+}
+
+/// A caller's buffer of `count` elements, NULL only when empty; named by its nccl.h parameter.
+Buffer buffer(const void* data, size_t count, rcclx::DataType type, const char* name) {
+  CTRAN_CHECK(count == 0 || data != nullptr, ctran::InvalidArgument, name, " is NULL but holds ",
+              count, " elements");
+  return Buffer::unknown(data, count, type);
+}
+
+/// A buffer only the root reads or writes (ncclReduce's recvbuff, ncclBroadcast's and
+/// ncclScatter's sendbuff, ncclGather's recvbuff): checked as `buffer` on the root; elsewhere it
+/// may be anything, NULL included, and is left to the core, which ignores it there.
+Buffer rootBuffer(const void* data, size_t count, rcclx::DataType type, const char* name, int root,
+                  const ncclComm& comm) {
+  if (root == comm.rank) return buffer(data, count, type, name);
+  return Buffer::unknown(data, count, type);
+}
+
 std::vector<size_t> entries(const size_t* values, int n, const char* name) {
   CTRAN_CHECK(values != nullptr, ctran::InvalidArgument, name, " is NULL");
   return std::vector<size_t>(values, values + n);
+}
+
+/// The elements a side of an all-to-all-v spans: up to the end of its furthest non-empty block.
+/// An empty block's displacement points at nothing, whatever its value (RCCL ignores it): it
+/// becomes 0, so that it neither widens the buffer nor lies past it. Each block's end is checked
+/// against the address space, so no wrapped sum reaches the core's bounds checks.
+size_t extent(const std::vector<size_t>& counts, std::vector<size_t>& displs, rcclx::DataType type,
+              const char* countsName, const char* displsName) {
+  const size_t most = static_cast<size_t>(PTRDIFF_MAX) / rcclx::dataTypeSize(type);
+  size_t end = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) {
+      displs[i] = 0;
+      continue;
+    }
+    CTRAN_CHECK(counts[i] <= most && displs[i] <= most - counts[i], ctran::InvalidArgument,
+                displsName, "[", i, "] ", displs[i], " + ", countsName, "[", i, "] ", counts[i],
+                " ends past any address space (", most, " elements of ", rcclx::dataTypeName(type),
+                ")");
+    end = std::max(end, displs[i] + counts[i]);
+  }
+  return end;
 }
 
 }  // namespace
@@ -46,9 +99,12 @@ std::vector<size_t> entries(const size_t* values, int n, const char* name) {
 
 using rcclx::Buffer;
 using rcclx::Communicator;
+using rcclx::nccl::buffer;
 using rcclx::nccl::collective;
+using rcclx::nccl::elements;
 using rcclx::nccl::optionsFor;
 using rcclx::nccl::resolveOp;
+using rcclx::nccl::rootBuffer;
 using rcclx::nccl::typeOf;
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -59,7 +115,8 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
   return collective("ncclAllReduce", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const auto red = resolveOp(h, op, type);
-    c.allReduce(Buffer::unknown(sendbuff, count, type), Buffer::unknown(recvbuff, count, type),
+    const size_t n = elements(count, 1, type, "count");
+    c.allReduce(buffer(sendbuff, n, type, "sendbuff"), buffer(recvbuff, n, type, "recvbuff"),
                 red.op, optionsFor(stream, red.scalar));
   });
 }
@@ -71,8 +128,10 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
   return collective("ncclReduce", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const auto red = resolveOp(h, op, type);
-    c.reduce(Buffer::unknown(sendbuff, count, type), Buffer::unknown(recvbuff, count, type), red.op,
-             root, optionsFor(stream, red.scalar));
+    const size_t n = elements(count, 1, type, "count");
+    c.reduce(buffer(sendbuff, n, type, "sendbuff"),
+             rootBuffer(recvbuff, n, type, "recvbuff", root, h), red.op, root,
+             optionsFor(stream, red.scalar));
   });
 }
 
@@ -81,10 +140,11 @@ NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return collective("ncclBroadcast", comm, [&](Communicator& c, const ncclComm&) {
+  return collective("ncclBroadcast", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    c.broadcast(Buffer::unknown(sendbuff, count, type), Buffer::unknown(recvbuff, count, type),
-                root, optionsFor(stream));
+    const size_t n = elements(count, 1, type, "count");
+    c.broadcast(rootBuffer(sendbuff, n, type, "sendbuff", root, h),
+                buffer(recvbuff, n, type, "recvbuff"), root, optionsFor(stream));
   });
 }
 
@@ -94,7 +154,7 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
                        cudaStream_t stream) {
   return collective("ncclBcast", comm, [&](Communicator& c, const ncclComm&) {
     const auto type = typeOf(datatype);
-    const Buffer b = Buffer::unknown(buff, count, type);
+    const Buffer b = buffer(buff, elements(count, 1, type, "count"), type, "buff");
     c.broadcast(b, b, root, optionsFor(stream));
   });
 }
@@ -105,8 +165,9 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclAllGather", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    c.allGather(Buffer::unknown(sendbuff, sendcount, type),
-                Buffer::unknown(recvbuff, sendcount * h.nranks, type), optionsFor(stream));
+    const size_t total = elements(sendcount, h.nranks, type, "sendcount");
+    c.allGather(buffer(sendbuff, sendcount, type, "sendbuff"),
+                buffer(recvbuff, total, type, "recvbuff"), optionsFor(stream));
   });
 }
 
@@ -118,8 +179,9 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
   return collective("ncclReduceScatter", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const auto red = resolveOp(h, op, type);
-    c.reduceScatter(Buffer::unknown(sendbuff, recvcount * h.nranks, type),
-                    Buffer::unknown(recvbuff, recvcount, type), red.op,
+    const size_t total = elements(recvcount, h.nranks, type, "recvcount");
+    c.reduceScatter(buffer(sendbuff, total, type, "sendbuff"),
+                    buffer(recvbuff, recvcount, type, "recvbuff"), red.op,
                     optionsFor(stream, red.scalar));
   });
 }
@@ -130,8 +192,8 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclAlltoAll", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    const size_t total = count * h.nranks;
-    c.allToAll(Buffer::unknown(sendbuff, total, type), Buffer::unknown(recvbuff, total, type),
+    const size_t total = elements(count, h.nranks, type, "count");
+    c.allToAll(buffer(sendbuff, total, type, "sendbuff"), buffer(recvbuff, total, type, "recvbuff"),
                optionsFor(stream));
   });
 }
@@ -143,21 +205,23 @@ ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], cons
                            void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   using rcclx::nccl::entries;
+  using rcclx::nccl::extent;
   return collective("ncclAllToAllv", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const int n = h.nranks;
     const auto sc = entries(sendcounts, n, "sendcounts");
-    const auto sd = entries(sdispls, n, "sdispls");
+    auto sd = entries(sdispls, n, "sdispls");
     const auto rc = entries(recvcounts, n, "recvcounts");
-    const auto rd = entries(rdispls, n, "rdispls");
-    // The buffers' extents: up to the furthest block each side names.
-    size_t sendEnd = 0, recvEnd = 0;
-    for (int i = 0; i < n; ++i) {
-      sendEnd = std::max(sendEnd, sd[i] + sc[i]);
-      recvEnd = std::max(recvEnd, rd[i] + rc[i]);
-    }
-    c.allToAllV(Buffer::unknown(sendbuff, sendEnd, type), Buffer::unknown(recvbuff, recvEnd, type),
-                sc, sd, rc, rd, optionsFor(stream));
+    auto rd = entries(rdispls, n, "rdispls");
+    const size_t sendEnd = extent(sc, sd, type, "sendcounts", "sdispls");
+    const size_t recvEnd = extent(rc, rd, type, "recvcounts", "rdispls");
+    // The block a rank keeps is copied locally: both sides must agree on its size.
+    const int self = h.rank;
+    CTRAN_CHECK(sc[self] == rc[self], ctran::InvalidArgument, "sendcounts[", self, "] ", sc[self],
+                " and recvcounts[", self, "] ", rc[self], " differ: rank ", self,
+                " sends itself what it receives from itself");
+    c.allToAllV(buffer(sendbuff, sendEnd, type, "sendbuff"),
+                buffer(recvbuff, recvEnd, type, "recvbuff"), sc, sd, rc, rd, optionsFor(stream));
   });
 }
 
@@ -172,6 +236,18 @@ ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const i
   return collective("ncclAllToAllvDynamic", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const size_t n = static_cast<size_t>(h.nranks);
+    CTRAN_CHECK(rowElems > 0, ctran::InvalidArgument, "rowElems is 0 (a row needs an element)");
+    CTRAN_CHECK(sendSplits != nullptr, ctran::InvalidArgument, "sendSplits is NULL");
+    CTRAN_CHECK(recvSplits != nullptr, ctran::InvalidArgument, "recvSplits is NULL");
+    const auto rowsOf = [&](size_t rows, const char* rowsName) {
+      const size_t most = static_cast<size_t>(PTRDIFF_MAX) / rcclx::dataTypeSize(type);
+      CTRAN_CHECK(rowElems <= most && rows <= most / rowElems, ctran::InvalidArgument, rowsName,
+                  " ", rows, " x rowElems ", rowElems, " is more elements of ",
+                  rcclx::dataTypeName(type), " than an address space holds");
+      return rows * rowElems;
+    };
+    const size_t sendElems = rowsOf(sendRows, "sendRows");
+    const size_t recvElems = rowsOf(recvRows, "recvRows");
     const auto splits = [n](const int64_t* p) {
       return Buffer::unknown(p, p != nullptr ? n : 0, rcclx::DataType::kInt64);
     };
@@ -181,9 +257,8 @@ ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const i
     sp.sendOffsets = splits(sendOffsets);
     sp.recvOffsets = splits(recvOffsets);
     sp.rowElems = rowElems;
-    c.allToAllvDynamic(Buffer::unknown(sendbuff, sendRows * rowElems, type),
-                       Buffer::unknown(recvbuff, recvRows * rowElems, type), sp,
-                       optionsFor(stream));
+    c.allToAllvDynamic(buffer(sendbuff, sendElems, type, "sendbuff"),
+                       buffer(recvbuff, recvElems, type, "recvbuff"), sp, optionsFor(stream));
   });
 }
 
@@ -193,8 +268,9 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
                         int root, ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclGather", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    c.gather(Buffer::unknown(sendbuff, count, type),
-             Buffer::unknown(recvbuff, count * h.nranks, type), root, optionsFor(stream));
+    const size_t total = elements(count, h.nranks, type, "count");
+    c.gather(buffer(sendbuff, count, type, "sendbuff"),
+             rootBuffer(recvbuff, total, type, "recvbuff", root, h), root, optionsFor(stream));
   });
 }
 
@@ -204,8 +280,9 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclScatter", comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    c.scatter(Buffer::unknown(sendbuff, count * h.nranks, type),
-              Buffer::unknown(recvbuff, count, type), root, optionsFor(stream));
+    const size_t total = elements(count, h.nranks, type, "count");
+    c.scatter(rootBuffer(sendbuff, total, type, "sendbuff", root, h),
+              buffer(recvbuff, count, type, "recvbuff"), root, optionsFor(stream));
   });
 }
 
@@ -214,7 +291,9 @@ NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTyp
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclSend", comm, [&](Communicator& c, const ncclComm&) {
-    c.send(Buffer::unknown(sendbuff, count, typeOf(datatype)), peer, optionsFor(stream));
+    const auto type = typeOf(datatype);
+    c.send(buffer(sendbuff, elements(count, 1, type, "count"), type, "sendbuff"), peer,
+           optionsFor(stream));
   });
 }
 
@@ -223,6 +302,8 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   return collective("ncclRecv", comm, [&](Communicator& c, const ncclComm&) {
-    c.recv(Buffer::unknown(recvbuff, count, typeOf(datatype)), peer, optionsFor(stream));
+    const auto type = typeOf(datatype);
+    c.recv(buffer(recvbuff, elements(count, 1, type, "count"), type, "recvbuff"), peer,
+           optionsFor(stream));
   });
 }

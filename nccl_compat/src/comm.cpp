@@ -28,13 +28,13 @@ void awaitInit(ncclComm* c) {
       c->initThread.join();
     } else if (c->state.load(std::memory_order_acquire) == CommState::kInitializing) {
       throw ctran::InvalidUsage(
-          "the communicator's initialisation is recorded in the open group and runs at its "
+          "comm's initialisation is recorded in the open group and runs at its "
           "ncclGroupEnd; end the group first");
     }
   }
   if (c->state.load(std::memory_order_acquire) == CommState::kInitFailed)
     throw ctran::Error(static_cast<ctran::Result>(c->initResult),
-                       "the communicator's initialisation failed: " + c->initMessage);
+                       "comm's initialisation failed: " + c->initMessage);
 }
 
 CommUse::CommUse(ncclComm_t comm, bool joinGroup) : comm_(checkHandle(comm)) {
@@ -45,11 +45,11 @@ CommUse::CommUse(ncclComm_t comm, bool joinGroup) : comm_(checkHandle(comm)) {
     case CommState::kReady: break;
     case CommState::kRevoked:
       throw ctran::InvalidUsage(
-          "the communicator was revoked (ncclCommRevoke); only "
+          "comm was revoked (ncclCommRevoke); only "
           "ncclCommDestroy and ncclCommAbort are accepted");
     default:
       throw ctran::InvalidUsage(
-          "the communicator was already destroyed or aborted (ncclCommDestroy / ncclCommAbort)");
+          "comm was already destroyed or aborted (ncclCommDestroy / ncclCommAbort)");
   }
   core_ = comm_->core.get();
   if (joinGroup && groups::active()) groups::enrol(comm_);

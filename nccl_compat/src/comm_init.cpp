@@ -47,9 +47,16 @@ void initialise(ncclComm& h, const CoreFactory& make) {
   }
 }
 
-void checkRanks(int nranks, int rank) {
+/// The names of an initialisation's out-parameter and rank, as its nccl.h signature spells
+/// them (ncclCommInitRankScalable's are newcomm and myrank), for its messages.
+struct InitNames {
+  const char* comm = "comm";
+  const char* rank = "rank";
+};
+
+void checkRanks(int nranks, int rank, const InitNames& names) {
   CTRAN_CHECK(nranks >= 1, ctran::InvalidArgument, "nranks ", nranks, " must be at least 1");
-  CTRAN_CHECK(rank >= 0 && rank < nranks, ctran::InvalidArgument, "rank ", rank,
+  CTRAN_CHECK(rank >= 0 && rank < nranks, ctran::InvalidArgument, names.rank, " ", rank,
               " is out of range for nranks ", nranks);
 }
 
@@ -63,10 +70,10 @@ CoreFactory fromId(const ncclUniqueId& id, int nranks, int rank) {
 }
 
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
-                      const ncclConfig_t* config) {
-  CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, "comm is NULL");
+                      const ncclConfig_t* config, const InitNames& names = {}) {
+  CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, names.comm, " is NULL");
   *comm = nullptr;
-  checkRanks(nranks, rank);
+  checkRanks(nranks, rank, names);
   // NCCL_COMM_BLOCKING applies where the config (or its absence) leaves blocking unset.
   CommOptions defaults;
   defaults.blocking = ctran::knob::NCCL_COMM_BLOCKING();
@@ -141,7 +148,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
     CTRAN_CHECK(commIds != nullptr, ctran::InvalidArgument, "commIds is NULL");
     // One store serves every rank here; the further ids (NCCL spreads its bootstrap over
     // them) are not needed.
-    return rcclx::nccl::initRank(newcomm, nranks, commIds[0], myrank, config);
+    return rcclx::nccl::initRank(newcomm, nranks, commIds[0], myrank, config,
+                                 {"newcomm", "myrank"});
   });
 }
 

@@ -13,7 +13,7 @@ const ncclComm& readyHandle(ncclComm_t comm) {
   ncclComm* c = checkHandle(comm);
   awaitInit(c);
   CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
-              ctran::InvalidUsage, "the communicator was already destroyed or aborted");
+              ctran::InvalidUsage, "comm was already destroyed or aborted");
   return *c;
 }
 
@@ -44,9 +44,9 @@ void release(ncclComm_t comm, bool abort) {
   std::lock_guard<std::mutex> lock(c->callMu);
   const CommState s = c->state.load(std::memory_order_acquire);
   CTRAN_CHECK(s != CommState::kDestroyed, ctran::InvalidUsage,
-              "the communicator was already destroyed or aborted");
+              "comm was already destroyed or aborted");
   CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage,
-              "the communicator's initialisation is recorded in the open group; end the group "
+              "comm's initialisation is recorded in the open group; end the group "
               "first");
   auto core = std::move(c->core);
   c->state.store(CommState::kDestroyed, std::memory_order_release);
@@ -100,7 +100,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
       case CommState::kInitializing: *asyncError = ncclInProgress; return;
       case CommState::kInitFailed: *asyncError = c->initResult; return;
       case CommState::kDestroyed:
-        throw ctran::InvalidUsage("the communicator was already destroyed or aborted");
+        throw ctran::InvalidUsage("comm was already destroyed or aborted");
       default:
         *asyncError = static_cast<ncclResult_t>(c->asyncError.load(std::memory_order_relaxed));
     }

@@ -1,6 +1,7 @@
 // Memory and registration: ncclMemAlloc / ncclMemFree, ncclCommRegister / Deregister (local),
 // ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU),
 // and the device-API entry points RCCLX does not provide.
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -62,10 +63,13 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
       return;
     }
     void* p = nullptr;
+    // Rounded up to whole pages; a size within a page of SIZE_MAX would wrap to 0 and "succeed".
+    CTRAN_CHECK(size <= SIZE_MAX - (nccl::kHostAlignment - 1), ctran::SystemError, "size ", size,
+                " is more host memory than can be allocated");
     const size_t rounded =
         (size + nccl::kHostAlignment - 1) / nccl::kHostAlignment * nccl::kHostAlignment;
-    CTRAN_CHECK(posix_memalign(&p, nccl::kHostAlignment, rounded) == 0, ctran::SystemError,
-                "cannot allocate ", size, " bytes of host memory");
+    CTRAN_CHECK(posix_memalign(&p, nccl::kHostAlignment, rounded) == 0, ctran::SystemError, "size ",
+                size, ": cannot allocate that many bytes of host memory");
     std::lock_guard<std::mutex> lock(nccl::gHostAllocMu);
     nccl::gHostAllocs.insert(p);
     *ptr = p;

@@ -228,7 +228,7 @@ static void test_all_to_all_v_dynamic(void) {
   }
   EXPECT_ERROR(ncclAllToAllvDynamic(in, maxRows, sendSplits, NULL, out, maxRows, recvSplits, NULL,
                                     0, ncclInt32, comm, NULL),
-               ncclInvalidArgument, "row_elems");
+               ncclInvalidArgument, "rowElems");
   test_free(sendSplits);
   test_free(sendOffsets);
   test_free(recvSplits);

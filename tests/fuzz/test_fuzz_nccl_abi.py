@@ -1,0 +1,1084 @@
+"""Property-based fuzzing of libnccl.so.2's C ABI, called through ctypes.
+
+Property: every nccl* entry, called with random arguments (NULL pointers, garbage handles,
+out-of-range ranks, roots, peers, datatypes and operators, random counts and ncclConfig_t
+structs of random size, magic and version), returns a valid ncclResult_t (0..7, never
+ncclNumResults). A call whose arguments are all valid succeeds; a call with invalid ones returns
+the typed code of one of them and leaves in ncclGetLastError "<entry>: <message>" where the
+message names that argument, as a word, as nccl.h spells it ("datatype", "root", "sendbuff",
+"comm", "config->magic", ...); only the split sizes of ncclAllToAllvDynamic, which are data the
+core reads, are named by the core's names for them.
+
+Each property runs in its own interpreter (this file run as a script), with a bounded
+RCCLX_TIMEOUT_MS so a garbage unique id cannot keep a call waiting: a crash of the library
+kills that child, not pytest, and the test fails with the example the child recorded just
+before the call. Communicators are 1-rank host-memory ones (RCCLX_NCCL_HOST_ONLY=1).
+
+Not fuzzed, because the ABI leaves them undefined (NCCL crashes too): pointers to unmapped
+memory, buffers shorter than the counts given, a registration or window deregistered twice (the
+handle is freed), arrays shorter than the communicator's size.
+
+RCCLX_FUZZ_EXAMPLES=N raises the number of examples per property (see fuzz_cases).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import re
+import struct
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("hypothesis")
+
+import fuzz_cases  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Each property's child: an interpreter start, the library load, then its examples.
+CHILD_TIMEOUT = 60 + 2 * fuzz_cases.EXAMPLES
+pytestmark = pytest.mark.timeout(CHILD_TIMEOUT + 30)
+
+# ---- The ABI as ctypes sees it ----------------------------------------------------------------
+
+P = ctypes.c_void_p
+INT = ctypes.c_int
+SIZE = ctypes.c_size_t
+INT32 = st.integers(-(2**31), 2**31 - 1)
+SIZE_T = st.integers(0, 2**64 - 1)
+
+NCCL_NUM_RESULTS = 8
+SUCCESS, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS = 0, 4, 5, 7
+NUM_TYPES = 12  # ncclInt8 .. ncclFloat8e5m2
+TYPE_BYTES = [1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1]
+NUM_OPS = 5  # ncclSum .. ncclAvg; ncclNumOps and above are PreMulSum handles
+API_MAGIC = 0xCAFEBEEF
+SIM_INFO_MAGIC = 0x74685283
+VERSION_CODE = 22809
+CONFIG_BYTES = 80  # NCCL 2.28's ncclConfig_t
+CONFIG_UNDEF_INT = -(2**31)
+# Offsets of ncclConfig_t's fields the reader interprets (nccl.h).
+CONFIG_BLOCKING, CONFIG_COMM_NAME = 16, 48
+# The element capacity of every real buffer the properties pass; counts up to it are valid.
+CAPACITY = 64
+PTRDIFF_MAX = 2**63 - 1
+
+
+class UniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+
+
+SIGNATURES = {
+    "ncclGetVersion": [P],
+    "ncclGetUniqueId": [P],
+    "ncclMemAlloc": [P, SIZE],
+    "ncclMemFree": [P],
+    "ncclCommInitRank": [P, INT, UniqueId, INT],
+    "ncclCommInitRankConfig": [P, INT, UniqueId, INT, P],
+    "ncclCommInitRankScalable": [P, INT, INT, INT, P, P],
+    "ncclCommInitAll": [P, INT, P],
+    "ncclCommFinalize": [P],
+    "ncclCommDestroy": [P],
+    "ncclCommAbort": [P],
+    "ncclCommRevoke": [P, INT],
+    "ncclCommSplit": [P, INT, INT, P, P],
+    "ncclCommShrink": [P, P, INT, P, P, INT],
+    "ncclCommGetAsyncError": [P, P],
+    "ncclCommCount": [P, P],
+    "ncclCommCuDevice": [P, P],
+    "ncclCommUserRank": [P, P],
+    "ncclCommRegister": [P, P, SIZE, P],
+    "ncclCommDeregister": [P, P],
+    "ncclCommWindowRegister": [P, P, SIZE, P, INT],
+    "ncclCommWindowDeregister": [P, P],
+    "ncclRedOpCreatePreMulSum": [P, P, INT, INT, P],
+    "ncclRedOpDestroy": [INT, P],
+    "ncclReduce": [P, P, SIZE, INT, INT, INT, P, P],
+    "ncclBcast": [P, SIZE, INT, INT, P, P],
+    "ncclBroadcast": [P, P, SIZE, INT, INT, P, P],
+    "ncclAllReduce": [P, P, SIZE, INT, INT, P, P],
+    "ncclReduceScatter": [P, P, SIZE, INT, INT, P, P],
+    "ncclAllGather": [P, P, SIZE, INT, P, P],
+    "ncclAlltoAll": [P, P, SIZE, INT, P, P],
+    "ncclGather": [P, P, SIZE, INT, INT, P, P],
+    "ncclScatter": [P, P, SIZE, INT, INT, P, P],
+    "ncclSend": [P, SIZE, INT, INT, P, P],
+    "ncclRecv": [P, SIZE, INT, INT, P, P],
+    "ncclAllToAllv": [P, P, P, P, P, P, INT, P, P],
+    "ncclAllToAllvDynamic": [P, SIZE, P, P, P, SIZE, P, P, SIZE, INT, P, P],
+    "ncclGroupStart": [],
+    "ncclGroupEnd": [],
+    "ncclGroupSimulateEnd": [P],
+    "ncclDevCommCreate": [P, P, P],
+    "ncclDevCommDestroy": [P, P],
+}
+
+
+class Abi:
+    """The library with every entry's signature declared. `call` checks the property for one
+    call: `bad` maps each argument made invalid (its nccl.h name) to the result codes its
+    rejection may have; empty, the call must return one of `ok`."""
+
+    def __init__(self, log_path: str) -> None:
+        import rcclx_nccl
+
+        self.lib = ctypes.CDLL(str(rcclx_nccl.library_path("nccl")))
+        for name, argtypes in SIGNATURES.items():
+            fn = getattr(self.lib, name)
+            fn.argtypes = argtypes
+            fn.restype = INT
+        self.lib.ncclGetErrorString.argtypes = [INT]
+        self.lib.ncclGetErrorString.restype = ctypes.c_char_p
+        self.lib.ncclGetLastError.argtypes = [P]
+        self.lib.ncclGetLastError.restype = ctypes.c_char_p
+        self.lib.ncclResetDebugInit.argtypes = []
+        self.lib.ncclResetDebugInit.restype = None
+        self.log = fuzz_cases.ExampleLog(log_path)
+        self.results: dict[str, dict[int, int]] = {}
+
+    def last_error(self) -> str:
+        return self.lib.ncclGetLastError(None).decode(errors="replace")
+
+    def call(self, entry: str, *args, bad: dict | None = None, ok=(SUCCESS,)) -> int:
+        bad = bad or {}
+        # A rejection of its own (a success leaves the last error as it was): the message read
+        # after the call is then this call's only if it names this entry.
+        assert self.lib.ncclGetVersion(None) == INVALID_ARGUMENT
+        self.log.record(f"{entry}{tuple(_show(a) for a in args)} invalid={sorted(bad)}")
+        rc = getattr(self.lib, entry)(*args)
+        assert 0 <= rc < NCCL_NUM_RESULTS, f"{entry} returned {rc}, not an ncclResult_t"
+        tally = self.results.setdefault(entry, {})
+        tally[rc] = tally.get(rc, 0) + 1
+        if not bad:
+            assert rc in ok, f"{entry} with valid arguments returned {rc}: {self.last_error()}"
+            return rc
+        message = self.last_error()
+        assert rc != SUCCESS, f"{entry} accepted invalid {sorted(bad)}"
+        assert message.startswith(f"{entry}: ") and len(message) > len(entry) + 2, (
+            f"{entry} returned {rc} but left the last error {message!r}"
+        )
+        text = message[len(entry) + 2 :]
+        named = [name for name in bad if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text)]
+        assert named, f"{entry}: {message!r} names none of the invalid {sorted(bad)}"
+        assert any(rc in bad[name] for name in named), (
+            f"{entry} returned {rc} for {named} (expected {[bad[n] for n in named]}): {message!r}"
+        )
+        return rc
+
+
+def _show(arg) -> str:
+    if isinstance(arg, ctypes.Array):
+        return f"{type(arg).__name__}{list(arg)[:8]}"
+    if isinstance(arg, UniqueId):
+        return f"UniqueId({bytes(arg.internal)[:24].hex()}...)"
+    if isinstance(arg, (P, INT, SIZE)):
+        return repr(arg.value)
+    return repr(arg)
+
+
+def _child_environment() -> dict[str, str]:
+    import rcclx_nccl
+
+    env = rcclx_nccl.environ()
+    env.update(
+        RCCLX_NCCL_HOST_ONLY="1",
+        RCCLX_TIMEOUT_MS="300",
+        RCCLX_BOOTSTRAP_ADDR="127.0.0.1",
+        RCCLX_DEBUG="none",
+        NCCL_COMM_ID="",
+        PYTHONPATH=os.pathsep.join(
+            [str(pathlib.Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+        ),
+    )
+    return env
+
+
+# ---- Strategies ---------------------------------------------------------------------------------
+
+
+def datatypes(bad: dict, name: str = "datatype"):
+    """A valid datatype, or (adding `name` to `bad`) any other int."""
+
+    @st.composite
+    def draw_type(draw):
+        if draw(st.integers(0, 7)):
+            return draw(st.integers(0, NUM_TYPES - 1))
+        value = draw(INT32.filter(lambda v: not 0 <= v < NUM_TYPES))
+        bad[name] = {INVALID_ARGUMENT}
+        return value
+
+    return draw_type()
+
+
+def roots(bad: dict, name: str):
+    """Rank 0 (the only rank of a 1-rank communicator), or (bad) any other int."""
+
+    @st.composite
+    def draw_root(draw):
+        if draw(st.integers(0, 5)):
+            return 0
+        bad[name] = {INVALID_ARGUMENT}
+        return draw(INT32.filter(lambda v: v != 0))
+
+    return draw_root()
+
+
+class World:
+    """What the properties call on: the library and a 1-rank host communicator of the child,
+    plus a readable block of random bytes posing as a foreign handle."""
+
+    def __init__(self, log_path: str) -> None:
+        self.abi = Abi(log_path)
+        self.comm = self.new_comm()
+        self.foreign = ctypes.create_string_buffer(
+            bytes((7 + 3 * i) % 256 for i in range(512)), 512
+        )
+
+    def new_comm(self) -> P:
+        comm = P()
+        self.abi.call("ncclCommInitAll", ctypes.byref(comm), 1, None)
+        return comm
+
+    def destroy(self, comm: P) -> None:
+        self.abi.call("ncclCommDestroy", comm)
+
+
+def comms(world: World, bad: dict):
+    """The world's communicator, or (bad) NULL or a foreign handle."""
+
+    @st.composite
+    def draw_comm(draw):
+        kind = draw(st.sampled_from(["real"] * 10 + ["null", "foreign"]))
+        if kind == "real":
+            return world.comm
+        bad["comm"] = {INVALID_ARGUMENT}
+        return None if kind == "null" else ctypes.cast(world.foreign, P)
+
+    return draw_comm()
+
+
+def out_pointer(bad: dict, name: str, ctype=INT):
+    """A pointer to a fresh `ctype`, or (bad) NULL."""
+
+    @st.composite
+    def draw_out(draw):
+        if draw(st.integers(0, 5)):
+            return ctypes.byref(ctype())
+        bad[name] = {INVALID_ARGUMENT}
+        return None
+
+    return draw_out()
+
+
+# ---- The child's properties ---------------------------------------------------------------------
+
+PROPERTIES = {}
+
+
+def prop(fn):
+    PROPERTIES[fn.__name__] = fn
+    return fn
+
+
+@prop
+def library(world: World):
+    abi = world.abi
+
+    @fuzz_cases.settings()
+    @given(st.data())
+    def check(data):
+        bad = {}
+        entry = data.draw(st.sampled_from(["version", "unique_id", "strings", "mem", "free"]))
+        if entry == "version":
+            out = data.draw(out_pointer(bad, "version"))
+            abi.call("ncclGetVersion", out, bad=bad)
+        elif entry == "unique_id":
+            out = data.draw(out_pointer(bad, "uniqueId", UniqueId))
+            abi.call("ncclGetUniqueId", out, bad=bad)
+        elif entry == "strings":
+            text = abi.lib.ncclGetErrorString(data.draw(INT32))
+            assert text, "ncclGetErrorString returned NULL or an empty string"
+            comm = data.draw(st.sampled_from([None, world.comm]))
+            assert abi.lib.ncclGetLastError(comm) is not None
+            abi.lib.ncclResetDebugInit()
+        elif entry == "mem":
+            size = data.draw(st.one_of(st.integers(0, 1 << 20), st.integers(2**62, 2**64 - 1)))
+            ptr = P()
+            out = data.draw(st.sampled_from([ctypes.byref(ptr), None]))
+            if out is None:
+                bad["ptr"] = {INVALID_ARGUMENT}
+            if size == 0:
+                bad["size"] = {INVALID_ARGUMENT}
+            elif size >= 2**62:
+                # More than any machine has: typed as out of memory, naming the size.
+                bad["size"] = {INVALID_ARGUMENT, 2}
+            rc = abi.call("ncclMemAlloc", out, size, bad=bad)
+            if rc == SUCCESS:
+                assert ptr.value is not None and ptr.value % 4096 == 0
+                ctypes.memset(ptr, 0xA5, size)  # the memory is really there
+                abi.call("ncclMemFree", ptr)
+                # Freed: no longer ncclMemAlloc's.
+                abi.call("ncclMemFree", ptr, bad={"ptr": {INVALID_ARGUMENT}})
+        else:
+            kind = data.draw(st.sampled_from(["null", "foreign", "offset"]))
+            if kind == "null":  # NULL is accepted, as by free()
+                abi.call("ncclMemFree", None)
+                return
+            ptr = P()
+            abi.call("ncclMemAlloc", ctypes.byref(ptr), 4096)
+            target = ptr.value + 8 if kind == "offset" else ctypes.addressof(world.foreign)
+            abi.call("ncclMemFree", P(target), bad={"ptr": {INVALID_ARGUMENT}})
+            abi.call("ncclMemFree", ptr)
+
+    check()
+
+
+def garbage_ids():
+    """128 bytes that are not a live unique id: random, RCCLX's id magic ("RCCLXID1") followed
+    by a port of 0, an empty host or a host with no terminating NUL, or an NCCL_COMM_ID id whose
+    address has no port (none of them names a reachable address, so nothing is contacted)."""
+    magic = b"RCCLXID1"
+    random_bytes = st.binary(min_size=128, max_size=128).filter(
+        lambda b: not b.startswith((magic, b"RCCLXENV"))
+    )
+    zero_port = st.binary(min_size=116, max_size=116).map(lambda b: magic + b"\0" * 4 + b)
+    no_host = st.tuples(st.integers(1, 65535), st.binary(min_size=108, max_size=108)).map(
+        lambda t: magic + t[0].to_bytes(4, "little") + b"\0\0\0\0" + b"\0" + t[1][:107]
+    )
+    unterminated = st.tuples(st.integers(1, 65535), st.binary(min_size=112, max_size=112)).map(
+        lambda t: magic + t[0].to_bytes(4, "little") + b"\1\2\3\4" + bytes(c | 1 for c in t[1])
+    )
+    # An id made from NCCL_COMM_ID ("RCCLXENV" then "host:port"), with an address that has no
+    # port (no ':'): one with a port would be dialled, and on rank 0 served.
+    env_magic = b"RCCLXENV"
+    env_no_port = st.binary(min_size=120, max_size=120).map(
+        lambda b: env_magic + b.replace(b":", b"_")
+    )
+    return st.one_of(random_bytes, zero_port, no_host, unterminated, env_no_port)
+
+
+@st.composite
+def configs(draw, bad: dict):
+    """NULL, or an ncclConfig_t of a random size, magic, version and blocking field; the buffer
+    holds at least the 80 bytes of NCCL 2.28's struct and the size field claims what it
+    claims (larger sizes model newer NCCL versions)."""
+    if draw(st.integers(0, 4)) == 0:
+        return None
+    if draw(st.integers(0, 3)):
+        size = draw(st.sampled_from([40, 48, 56, 72, 80, 96, 4096]))
+    else:
+        size = draw(st.one_of(st.integers(0, 200), st.integers(4097, 2**64 - 1)))
+    magic = API_MAGIC if draw(st.integers(0, 7)) else draw(st.integers(0, 2**32 - 1))
+    version = VERSION_CODE if draw(st.integers(0, 7)) else draw(st.integers(0, 2**32 - 1))
+    blocking = draw(st.sampled_from([CONFIG_UNDEF_INT, 1, 1, 0, None]))
+    if blocking is None:
+        blocking = draw(INT32)
+    raw = bytearray(draw(st.binary(min_size=CONFIG_BYTES, max_size=CONFIG_BYTES)))
+    struct.pack_into("<QIIi", raw, 0, size, magic, version, blocking)
+    # netName NULL; commName NULL or a real string (the reader keeps it).
+    name = draw(st.sampled_from([None, b"fuzz-comm"]))
+    name_buf = ctypes.create_string_buffer(name) if name else None
+    struct.pack_into("<Q", raw, 32, 0)
+    struct.pack_into("<Q", raw, CONFIG_COMM_NAME, ctypes.addressof(name_buf) if name_buf else 0)
+    buf = ctypes.create_string_buffer(bytes(raw), max(CONFIG_BYTES, min(size, 8192)))
+    buf._name = name_buf  # kept alive with the struct
+    if magic != API_MAGIC or not 40 <= size <= 4096 or version < 21400:
+        bad["config"] = {INVALID_ARGUMENT}
+    elif size >= CONFIG_BLOCKING + 4 and blocking not in (CONFIG_UNDEF_INT, 0, 1):
+        bad["config"] = {INVALID_ARGUMENT}
+    buf._blocking = blocking == 0 and size >= CONFIG_BLOCKING + 4
+    return buf
+
+
+def _settle(abi: Abi, comm: P, rc: int) -> None:
+    """Waits for a non-blocking initialisation (rc ncclInProgress) and destroys the new comm."""
+    if rc == IN_PROGRESS:
+        state = INT(IN_PROGRESS)
+        while state.value == IN_PROGRESS:
+            abi.call("ncclCommGetAsyncError", comm, ctypes.byref(state))
+        assert state.value == SUCCESS, abi.last_error()
+    if comm.value is not None:
+        abi.call("ncclCommDestroy", comm)
+
+
+@prop
+def init(world: World):
+    abi = world.abi
+
+    @fuzz_cases.settings()
+    @given(st.data())
+    def check(data):
+        bad = {}
+        entry = data.draw(
+            st.sampled_from(["ncclCommInitRank", "ncclCommInitRankConfig", "scalable", "all"])
+        )
+        comm = P()
+        out = data.draw(out_pointer(bad, "newcomm" if entry == "scalable" else "comm", P))
+        out = ctypes.byref(comm) if out is not None else None
+        if entry == "all":
+            ndev = data.draw(st.one_of(st.integers(1, 3), st.integers(-(2**31), 0)))
+            if ndev < 1:
+                bad["ndev"] = {INVALID_ARGUMENT}
+            n = max(ndev, 1)
+            devlist = data.draw(
+                st.one_of(st.none(), st.lists(INT32, min_size=n, max_size=n).map(_ints))
+            )
+            handles = (P * n)()
+            abi.call(
+                "ncclCommInitAll", handles if out is not None else None, ndev, devlist, bad=bad
+            )
+            for h in handles:
+                if h is not None:
+                    abi.call("ncclCommDestroy", P(h))
+            return
+        # A live id with 1 rank (no peer to wait for) or a garbage one with any rank count.
+        live = data.draw(st.integers(0, 3)) > 0
+        nranks = 1 if live and data.draw(st.integers(0, 3)) else data.draw(INT32)
+        rank = 0 if data.draw(st.integers(0, 3)) else data.draw(INT32)
+        if live and nranks > 1 and 0 <= rank < nranks:
+            nranks = 1  # peers that never come would only time out
+        if nranks < 1:
+            bad["nranks"] = {INVALID_ARGUMENT}
+        elif not 0 <= rank < nranks:
+            bad["myrank" if entry == "scalable" else "rank"] = {INVALID_ARGUMENT}
+        uid = UniqueId()
+        if live:
+            abi.call("ncclGetUniqueId", ctypes.byref(uid))
+        else:
+            uid.internal = data.draw(garbage_ids())
+            bad["commId"] = {INVALID_ARGUMENT}
+        config = data.draw(configs(bad)) if entry != "ncclCommInitRank" else None
+        # Inside a group, or with a non-blocking config, the id is used after the call returns:
+        # a garbage one fails ncclGroupEnd, or the initialisation ncclCommGetAsyncError reports.
+        grouped = data.draw(st.booleans())
+        nonblocking = config is not None and config._blocking and "config" not in bad
+        deferred = {k: v for k, v in bad.items() if k == "commId"}
+        eager = {k: v for k, v in bad.items() if k != "commId"}
+        if grouped:
+            abi.call("ncclGroupStart")
+        call_bad, ok = bad, (SUCCESS,)
+        if grouped or nonblocking:
+            call_bad, ok = eager, (SUCCESS,) if grouped else (IN_PROGRESS,)
+        if entry == "ncclCommInitRank":
+            rc = abi.call(entry, out, nranks, uid, rank, bad=call_bad, ok=ok)
+        elif entry == "ncclCommInitRankConfig":
+            rc = abi.call(entry, out, nranks, uid, rank, config, bad=call_bad, ok=ok)
+        else:
+            n_id = (
+                data.draw(st.integers(1, 3)) if data.draw(st.integers(0, 5)) else data.draw(INT32)
+            )
+            if n_id < 1:
+                call_bad["nId"] = {INVALID_ARGUMENT}
+            ids = (UniqueId * max(1, min(n_id, 3)))(*([uid] * max(1, min(n_id, 3))))
+            ids = data.draw(st.sampled_from([ids] * 5 + [None]))
+            if ids is None:
+                call_bad["commIds"] = {INVALID_ARGUMENT}
+            if n_id > 3:
+                n_id = 3  # the array holds 3
+            rc = abi.call(
+                "ncclCommInitRankScalable",
+                out,
+                nranks,
+                rank,
+                n_id,
+                ids,
+                config,
+                bad=call_bad,
+                ok=ok,
+            )
+        accepted = rc in (SUCCESS, IN_PROGRESS)
+        if grouped:
+            abi.call("ncclGroupEnd", bad=deferred if accepted else {})
+        if not accepted:
+            assert comm.value is None, f"{entry} failed but set *comm"
+            return
+        if rc == SUCCESS and not grouped:
+            _settle(abi, comm, rc)
+            return
+        # The handle exists: its initialisation ends in the background or ended at the group's
+        # end, with the id's rejection if it was garbage.
+        state = INT(IN_PROGRESS)
+        while state.value == IN_PROGRESS:
+            abi.call("ncclCommGetAsyncError", comm, ctypes.byref(state))
+        assert state.value == (INVALID_ARGUMENT if deferred else SUCCESS), abi.last_error()
+        abi.call("ncclCommCount", comm, ctypes.byref(INT()), bad=deferred)
+        abi.call("ncclCommDestroy", comm)
+
+    check()
+
+
+def _ints(values):
+    return (INT * len(values))(*values)
+
+
+# The collectives and their arguments, in nccl.h's order: (name, kind). Kinds: "send" / "recv"
+# buffers, "count", "type", "op", "root" / "peer", "comm", "stream".
+COLLECTIVES = {
+    "ncclAllReduce": ("send", "recv", "count", "type", "op", "comm", "stream"),
+    "ncclReduce": ("send", "recv", "count", "type", "op", "root", "comm", "stream"),
+    "ncclBroadcast": ("send", "recv", "count", "type", "root", "comm", "stream"),
+    "ncclBcast": ("buff", "count", "type", "root", "comm", "stream"),
+    "ncclReduceScatter": ("send", "recv", "recvcount", "type", "op", "comm", "stream"),
+    "ncclAllGather": ("send", "recv", "sendcount", "type", "comm", "stream"),
+    "ncclAlltoAll": ("send", "recv", "count", "type", "comm", "stream"),
+    "ncclGather": ("send", "recv", "count", "type", "root", "comm", "stream"),
+    "ncclScatter": ("send", "recv", "count", "type", "root", "comm", "stream"),
+    "ncclSend": ("send", "count", "type", "peer", "comm", "stream"),
+    "ncclRecv": ("recv", "count", "type", "peer", "comm", "stream"),
+}
+BUFFER_NAMES = {"send": "sendbuff", "recv": "recvbuff", "buff": "buff"}
+COUNT_NAMES = {"count", "recvcount", "sendcount"}
+
+
+class Ops:
+    """PreMulSum handles made on the world's communicator: live ones by datatype, and the
+    values of destroyed ones (destroyed handles are invalid operators)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.live: dict[int, int] = {}
+        self.dead: set[int] = set()
+
+    def handle(self, datatype: int) -> int:
+        if datatype not in self.live:
+            op = INT()
+            scalar = ctypes.create_string_buffer(8)
+            self.world.abi.call(
+                "ncclRedOpCreatePreMulSum",
+                ctypes.byref(op),
+                scalar,
+                datatype,
+                1,
+                self.world.comm,
+            )
+            self.live[datatype] = op.value
+        return self.live[datatype]
+
+    def destroyed(self) -> int:
+        op = self.handle(0)
+        self.world.abi.call("ncclRedOpDestroy", op, self.world.comm)
+        del self.live[0]
+        self.dead.add(op)
+        return op
+
+
+@st.composite
+def operators(draw, ops: Ops, datatype: int, bad: dict):
+    kind = draw(
+        st.sampled_from(["builtin"] * 6 + ["premul"] * 2 + ["premul-other", "dead", "random"])
+    )
+    valid_type = 0 <= datatype < NUM_TYPES
+    if kind == "builtin":
+        return draw(st.integers(0, NUM_OPS - 1))
+    if kind == "premul" and valid_type:
+        return ops.handle(datatype)
+    bad["op"] = {INVALID_ARGUMENT}
+    if kind == "premul-other" and valid_type:
+        return ops.handle((datatype + 1 + draw(st.integers(0, NUM_TYPES - 2))) % NUM_TYPES)
+    if kind == "dead":
+        return ops.destroyed()
+    live = set(ops.live.values())
+    return draw(INT32.filter(lambda v: not 0 <= v < NUM_OPS and v not in live))
+
+
+@prop
+def collectives(world: World):
+    abi = world.abi
+    ops = Ops(world)
+    send = ctypes.create_string_buffer(8 * CAPACITY)
+    recv = ctypes.create_string_buffer(8 * CAPACITY)
+
+    @fuzz_cases.settings(4 * fuzz_cases.EXAMPLES)
+    @given(st.data())
+    def check(data):
+        bad = {}
+        entry = data.draw(st.sampled_from(sorted(COLLECTIVES)))
+        kinds = COLLECTIVES[entry]
+        datatype = data.draw(datatypes(bad))
+        # Counts: within the buffers' capacity, or more elements than an address space holds.
+        huge = data.draw(st.integers(0, 7)) == 0
+        count = data.draw(st.integers(2**63, 2**64 - 1) if huge else st.integers(0, CAPACITY))
+        count_name = next(k for k in kinds if k in COUNT_NAMES)
+        if count > CAPACITY:
+            bad[count_name] = {INVALID_ARGUMENT}
+        args = []
+        for kind in kinds:
+            if kind in BUFFER_NAMES:
+                choice = data.draw(st.sampled_from(["own"] * 4 + ["shared", "null"]))
+                if choice == "null":
+                    if count > 0:
+                        bad[BUFFER_NAMES[kind]] = {INVALID_ARGUMENT}
+                    args.append(None)
+                else:
+                    args.append(send if choice == "shared" or kind != "recv" else recv)
+            elif kind in COUNT_NAMES:
+                args.append(count)
+            elif kind == "type":
+                args.append(datatype)
+            elif kind == "op":
+                args.append(data.draw(operators(ops, datatype, bad)))
+            elif kind in ("root", "peer"):
+                args.append(data.draw(roots(bad, kind)))
+            elif kind == "comm":
+                args.append(data.draw(comms(world, bad)))
+            elif kind == "stream":
+                stream = None if data.draw(st.integers(0, 7)) else data.draw(st.integers(1, 2**48))
+                if stream is not None:
+                    # A stream with host buffers, or (no buffers to place) on a communicator
+                    # without a GPU: InvalidArgument or InvalidUsage.
+                    bad["stream"] = {INVALID_ARGUMENT, INVALID_USAGE}
+                args.append(stream)
+        if entry not in ("ncclSend", "ncclRecv"):
+            abi.call(entry, *args, bad=bad)
+            return
+        # A send to itself needs its receive in the same group (unmatched, it stays pending and
+        # fails a later call when it times out): an accepted one gets its counterpart.
+        abi.call("ncclGroupStart")
+        if abi.call(entry, *args, bad=bad) == SUCCESS:
+            counterpart = "ncclRecv" if entry == "ncclSend" else "ncclSend"
+            abi.call(counterpart, recv if entry == "ncclSend" else send, *args[1:5], None)
+        abi.call("ncclGroupEnd")
+
+    check()
+
+
+def _sizes(values):
+    return (SIZE * len(values))(*values)
+
+
+def _int64s(values):
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+@prop
+def alltoallv(world: World):
+    abi = world.abi
+    send = ctypes.create_string_buffer(8 * CAPACITY)
+    recv = ctypes.create_string_buffer(8 * CAPACITY)
+
+    @fuzz_cases.settings(2 * fuzz_cases.EXAMPLES)
+    @given(st.data())
+    def check(data):
+        bad = {}
+        datatype = data.draw(datatypes(bad))
+        comm = data.draw(comms(world, bad))
+        # One block per rank: within the buffers, or extents that overflow size_t.
+        within = st.integers(0, CAPACITY // 2)
+        huge = st.integers(2**63, 2**64 - 1)
+        arrays = {}
+        for name in ("sendcounts", "sdispls", "recvcounts", "rdispls"):
+            choice = data.draw(st.sampled_from(["small"] * 10 + ["huge", "null"]))
+            if choice == "null":
+                bad[name] = {INVALID_ARGUMENT}
+                arrays[name] = None
+            else:
+                arrays[name] = _sizes([data.draw(within if choice == "small" else huge)])
+        sc, rc = arrays["sendcounts"], arrays["recvcounts"]
+        if sc is not None and rc is not None and data.draw(st.integers(0, 7)):
+            rc[0] = sc[0]  # what a rank sends itself it receives: mostly consistent
+        for counts, displs in (("sendcounts", "sdispls"), ("recvcounts", "rdispls")):
+            c, d = arrays[counts], arrays[displs]
+            if c is not None and d is not None and c[0] > 0 and c[0] + d[0] >= 2**63:
+                # A block ending past any address space (an empty block points at nothing).
+                bad[counts] = bad[displs] = {INVALID_ARGUMENT}
+        if sc is not None and rc is not None and sc[0] != rc[0]:
+            # One rank sends its block to itself: the two counts must agree.
+            bad["sendcounts"] = bad["recvcounts"] = {INVALID_ARGUMENT}
+        total = {
+            side: arrays[f"{side}counts"][0] if arrays[f"{side}counts"] is not None else 0
+            for side in ("send", "recv")
+        }
+        buffers = {}
+        for side, buf, name in (("send", send, "sendbuff"), ("recv", recv, "recvbuff")):
+            if data.draw(st.integers(0, 7)) == 0:
+                buffers[side] = None
+                if total[side] > 0:
+                    bad[name] = {INVALID_ARGUMENT}
+            else:
+                buffers[side] = buf
+        abi.call(
+            "ncclAllToAllv",
+            buffers["send"],
+            arrays["sendcounts"],
+            arrays["sdispls"],
+            buffers["recv"],
+            arrays["recvcounts"],
+            arrays["rdispls"],
+            datatype,
+            comm,
+            None,
+            bad=bad,
+        )
+
+    check()
+
+
+@prop
+def alltoallv_dynamic(world: World):
+    abi = world.abi
+    send = ctypes.create_string_buffer(8 * CAPACITY)
+    recv = ctypes.create_string_buffer(8 * CAPACITY)
+
+    @fuzz_cases.settings(2 * fuzz_cases.EXAMPLES)
+    @given(st.data())
+    def check(data):
+        bad = {}
+        datatype = data.draw(datatypes(bad))
+        comm = data.draw(comms(world, bad))
+        row_elems = data.draw(st.one_of(st.integers(1, 4), st.just(0), st.integers(2**33, 2**40)))
+        if row_elems == 0:
+            bad["rowElems"] = {INVALID_ARGUMENT}
+        rows = {}
+        for side in ("send", "recv"):
+            r = data.draw(st.one_of(st.integers(0, CAPACITY // 4), st.integers(2**33, 2**64 - 1)))
+            rows[side] = r
+            if r * row_elems > CAPACITY:
+                # More elements than fit in an address space (the buffers are smaller still).
+                if r * row_elems >= 2**63:
+                    bad[f"{side}Rows"] = bad["rowElems"] = {INVALID_ARGUMENT}
+                else:
+                    rows[side] = CAPACITY // max(row_elems, 1)
+                    if row_elems > CAPACITY:
+                        rows[side] = 0
+        splits = {}
+        for name in ("sendSplits", "recvSplits", "sendOffsets", "recvOffsets"):
+            choice = data.draw(st.sampled_from(["fits"] * 6 + ["random", "null"]))
+            if choice == "null":
+                if name in ("sendSplits", "recvSplits"):
+                    bad[name] = {INVALID_ARGUMENT}
+                splits[name] = None
+                continue
+            # Mostly rows the buffers hold (recvSplits / recvOffsets are outputs: any value).
+            fits = st.integers(0, min(rows["send"], rows["recv"]) // 2)
+            value = data.draw(fits if choice == "fits" else st.integers(-(2**63), 2**63 - 1))
+            splits[name] = _int64s([value])
+        send_rows = splits["sendSplits"][0] if splits["sendSplits"] is not None else 0
+        offset = splits["sendOffsets"][0] if splits["sendOffsets"] is not None else 0
+        if splits["sendSplits"] is not None and not (
+            0 <= send_rows and 0 <= offset and offset + send_rows <= rows["send"]
+        ):
+            # The split sizes are data, read where the buffers live (by the core, on the GPU
+            # in device code): named as the core names them, input_split_sizes / input_offsets.
+            for alias in ("input_split_sizes", "input_offsets"):
+                bad.setdefault(alias, {INVALID_ARGUMENT})
+        elif splits["sendSplits"] is not None and send_rows > rows["recv"]:
+            bad.setdefault("output", {INVALID_ARGUMENT})  # the core's "output overflow"
+        buffers = {}
+        for side, buf, name in (("send", send, "sendbuff"), ("recv", recv, "recvbuff")):
+            if data.draw(st.integers(0, 7)) == 0:
+                buffers[side] = None
+                if rows[side] * row_elems > 0:
+                    bad[name] = {INVALID_ARGUMENT}
+            else:
+                buffers[side] = buf
+        abi.call(
+            "ncclAllToAllvDynamic",
+            buffers["send"],
+            rows["send"],
+            splits["sendSplits"],
+            splits["sendOffsets"],
+            buffers["recv"],
+            rows["recv"],
+            splits["recvSplits"],
+            splits["recvOffsets"],
+            row_elems,
+            datatype,
+            comm,
+            None,
+            bad=bad,
+        )
+
+    check()
+
+
+@prop
+def handles(world: World):
+    """Queries, registrations, windows, PreMulSum operators and the device API."""
+    abi = world.abi
+    buff = ctypes.create_string_buffer(4096)
+
+    @fuzz_cases.settings(3 * fuzz_cases.EXAMPLES)
+    @given(st.data())
+    def check(data):
+        bad = {}
+        entry = data.draw(
+            st.sampled_from(
+                [
+                    "ncclCommCount",
+                    "ncclCommCuDevice",
+                    "ncclCommUserRank",
+                    "ncclCommGetAsyncError",
+                    "register",
+                    "window",
+                    "premul",
+                    "destroy-op",
+                    "device-api",
+                ]
+            )
+        )
+        comm = data.draw(comms(world, bad))
+        if entry in ("ncclCommCount", "ncclCommCuDevice", "ncclCommUserRank"):
+            name = {"ncclCommCount": "count", "ncclCommCuDevice": "device"}.get(entry, "rank")
+            abi.call(entry, comm, data.draw(out_pointer(bad, name)), bad=bad)
+        elif entry == "ncclCommGetAsyncError":
+            abi.call(entry, comm, data.draw(out_pointer(bad, "asyncError")), bad=bad)
+        elif entry in ("register", "window"):
+            ptr = data.draw(st.sampled_from([buff, buff, None]))
+            size = data.draw(st.one_of(st.integers(1, 4096), st.just(0)))
+            if ptr is None:
+                bad["buff"] = {INVALID_ARGUMENT}
+            if size == 0:
+                bad["size"] = {INVALID_ARGUMENT}
+            handle = P()
+            out = data.draw(st.sampled_from([ctypes.byref(handle)] * 3 + [None]))
+            if entry == "register":
+                if out is None:
+                    bad["handle"] = {INVALID_ARGUMENT}
+                rc = abi.call("ncclCommRegister", comm, ptr, size, out, bad=bad)
+                dereg = "ncclCommDeregister"
+            else:
+                if out is None:
+                    bad["win"] = {INVALID_ARGUMENT}
+                flags = data.draw(st.one_of(st.sampled_from([0, 1]), INT32))
+                if flags not in (0, 1):
+                    bad["winFlags"] = {INVALID_ARGUMENT}
+                rc = abi.call("ncclCommWindowRegister", comm, ptr, size, out, flags, bad=bad)
+                dereg = "ncclCommWindowDeregister"
+            name = "handle" if entry == "register" else "win"
+            # Deregistration: of NULL, of a foreign block, with a bad comm, then for real.
+            abi.call(dereg, world.comm, None, bad={name: {INVALID_ARGUMENT}})
+            abi.call(dereg, world.comm, world.foreign, bad={name: {INVALID_ARGUMENT}})
+            if rc == SUCCESS:
+                abi.call(dereg, None, handle, bad={"comm": {INVALID_ARGUMENT}})
+                abi.call(dereg, world.comm, handle)
+        elif entry == "premul":
+            op = INT()
+            out = data.draw(st.sampled_from([ctypes.byref(op)] * 3 + [None]))
+            if out is None:
+                bad["op"] = {INVALID_ARGUMENT}
+            scalar = data.draw(st.sampled_from([ctypes.create_string_buffer(8)] * 3 + [None]))
+            if scalar is None:
+                bad["scalar"] = {INVALID_ARGUMENT}
+            datatype = data.draw(datatypes(bad))
+            residence = data.draw(st.one_of(st.sampled_from([0, 1]), INT32))
+            if residence not in (0, 1):
+                bad["residence"] = {INVALID_ARGUMENT}
+            rc = abi.call(
+                "ncclRedOpCreatePreMulSum", out, scalar, datatype, residence, comm, bad=bad
+            )
+            if rc == SUCCESS:
+                assert op.value >= NUM_OPS
+                abi.call("ncclRedOpDestroy", op.value, world.comm)
+                abi.call("ncclRedOpDestroy", op.value, world.comm, bad={"op": {INVALID_ARGUMENT}})
+        elif entry == "destroy-op":
+            abi.call(
+                "ncclRedOpDestroy", data.draw(INT32), comm, bad={**bad, "op": {INVALID_ARGUMENT}}
+            )
+        else:
+            abi.call("ncclDevCommCreate", comm, None, None, bad={"device API": {INVALID_USAGE}})
+            abi.call("ncclDevCommDestroy", comm, None, bad={"device API": {INVALID_USAGE}})
+
+    check()
+
+
+@prop
+def split_shrink(world: World):
+    abi = world.abi
+
+    @fuzz_cases.settings(2 * fuzz_cases.EXAMPLES)
+    @given(st.data())
+    def check(data):
+        bad = {}
+        comm = data.draw(comms(world, bad))
+        child = P()
+        out = data.draw(st.sampled_from([ctypes.byref(child)] * 4 + [None]))
+        if out is None:
+            bad["newcomm"] = {INVALID_ARGUMENT}
+        # Split and shrink make the child at once, a non-blocking config's too.
+        config = data.draw(configs(bad))
+        if data.draw(st.booleans()):
+            color = data.draw(st.one_of(st.sampled_from([0, 1, -1]), INT32))
+            if color < -1:
+                bad["color"] = {INVALID_ARGUMENT}
+            key = data.draw(INT32)
+            rc = abi.call("ncclCommSplit", comm, color, key, out, config, bad=bad)
+            if rc == SUCCESS and color == -1:
+                assert child.value is None, "NCCL_SPLIT_NOCOLOR made a communicator"
+        else:
+            ranks = data.draw(
+                st.one_of(st.none(), st.lists(st.one_of(st.just(0), INT32), max_size=4))
+            )
+            count = data.draw(st.one_of(st.integers(0, 4), INT32))
+            if count < 0:
+                bad["excludeRanksCount"] = {INVALID_ARGUMENT}
+            elif ranks is None:
+                if count > 0:
+                    bad["excludeRanksList"] = {INVALID_ARGUMENT}
+            else:
+                count = min(count, len(ranks))  # the array holds len(ranks)
+                if count > 0:
+                    # Out of range, listed twice, or rank 0: excluding the only rank.
+                    bad["excludeRanksList"] = {INVALID_ARGUMENT}
+            flags = data.draw(st.one_of(st.sampled_from([0, 1]), INT32))
+            if flags not in (0, 1):
+                bad["shrinkFlags"] = {INVALID_ARGUMENT}
+            array = _ints(ranks) if ranks else None
+            if ranks is not None and not ranks:
+                array = (INT * 1)()
+            rc = abi.call("ncclCommShrink", comm, array, count, out, config, flags, bad=bad)
+        if rc != SUCCESS:
+            assert child.value is None
+        if child.value is not None:
+            _settle(abi, child, SUCCESS)
+
+    check()
+
+
+@prop
+def lifecycle(world: World):
+    """Random sequences of calls on a fresh communicator, with groups opened and closed at
+    random: after destroy or abort every call is refused as InvalidUsage, after revoke all but
+    destroy / abort are; ncclGroupEnd without a group is refused too."""
+    abi = world.abi
+    buf = ctypes.create_string_buffer(64)
+    steps = st.lists(
+        st.sampled_from(
+            [
+                "allreduce",
+                "count",
+                "finalize",
+                "revoke",
+                "destroy",
+                "abort",
+                "group-start",
+                "group-end",
+                "simulate-end",
+                "simulate-end-info",
+                "simulate-end-small",
+                "simulate-end-magic",
+                "async-error",
+                "split",
+                "premul",
+            ]
+        ),
+        min_size=1,
+        max_size=12,
+    )
+
+    @fuzz_cases.settings()
+    @given(steps)
+    def check(plan):
+        comm = world.new_comm()
+        state = "ready"
+        depth = 0
+        children = []
+        for step in plan:
+            gone = {"comm": {INVALID_USAGE}} if state == "destroyed" else {}
+            revoked = {"comm": {INVALID_USAGE}} if state == "revoked" else {}
+            refused = gone or revoked
+            if step == "allreduce":
+                abi.call("ncclAllReduce", buf, buf, 4, 7, 0, comm, None, bad=refused)
+            elif step == "count":
+                abi.call("ncclCommCount", comm, ctypes.byref(INT()), bad=gone)
+            elif step == "finalize":
+                abi.call("ncclCommFinalize", comm, bad=refused)
+            elif step == "async-error":
+                abi.call("ncclCommGetAsyncError", comm, ctypes.byref(INT()), bad=gone)
+            elif step == "premul":
+                op = INT()
+                s = ctypes.create_string_buffer(8)
+                rc = abi.call(
+                    "ncclRedOpCreatePreMulSum", ctypes.byref(op), s, 7, 1, comm, bad=refused
+                )
+                if rc == SUCCESS:
+                    abi.call("ncclRedOpDestroy", op.value, comm)
+            elif step == "split":
+                child = P()
+                rc = abi.call("ncclCommSplit", comm, 0, 0, ctypes.byref(child), None, bad=refused)
+                if rc == SUCCESS:
+                    children.append(child)
+            elif step == "revoke":
+                if abi.call("ncclCommRevoke", comm, 0, bad=refused) == SUCCESS:
+                    state = "revoked"
+            elif step in ("destroy", "abort"):
+                entry = "ncclCommDestroy" if step == "destroy" else "ncclCommAbort"
+                if abi.call(entry, comm, bad=gone) == SUCCESS:
+                    state = "destroyed"
+            elif step == "group-start":
+                abi.call("ncclGroupStart")
+                depth += 1
+            else:
+                unopened = {} if depth else {"ncclGroupStart": {INVALID_USAGE}}
+                if step == "group-end":
+                    abi.call("ncclGroupEnd", bad=unopened)
+                    depth = max(depth - 1, 0)
+                    continue
+                # simInfo: NULL, NCCL_SIM_INFO_INITIALIZER, or a bad magic or size (checked
+                # before the group ends, which then stays open).
+                sim_kind = step.removeprefix("simulate-end")
+                sim = None
+                if sim_kind:
+                    sim = ctypes.create_string_buffer(24)
+                    size = 24 if sim_kind != "-small" else 16
+                    magic = SIM_INFO_MAGIC if sim_kind != "-magic" else 0x1234
+                    struct.pack_into("<QIIf", sim, 0, size, magic, VERSION_CODE, -1.0)
+                if sim_kind in ("-small", "-magic"):
+                    abi.call("ncclGroupSimulateEnd", sim, bad={"simInfo": {INVALID_ARGUMENT}})
+                    continue
+                abi.call("ncclGroupSimulateEnd", sim, bad=unopened)
+                if sim is not None and depth == 1:
+                    assert struct.unpack_from("<f", sim, 16)[0] >= 0, "no estimatedTime"
+                depth = max(depth - 1, 0)
+        while depth:
+            abi.call("ncclGroupEnd")
+            depth -= 1
+        for child in children:
+            abi.call("ncclCommDestroy", child)
+        if state != "destroyed":
+            abi.call("ncclCommDestroy", comm)
+
+    check()
+
+
+def _child_main(name: str, log_path: str) -> None:
+    world = World(log_path)
+    PROPERTIES[name](world)
+    # What the examples reached, by entry and result code (shown by pytest -rA or on failure).
+    for entry, tally in sorted(world.abi.results.items()):
+        print(f"{entry}: " + ", ".join(f"{n} x {rc}" for rc, n in sorted(tally.items())))
+
+
+# ---- The pytest side ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PROPERTIES))
+def test_c_abi_property(name, tmp_path):
+    log = tmp_path / "example"
+    try:
+        run = subprocess.run(
+            [sys.executable, __file__, name, str(log)],
+            env=_child_environment(),
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        last = log.read_text() if log.exists() else "(none recorded)"
+        pytest.fail(f"property {name} hung for {CHILD_TIMEOUT} s; last call: {last}")
+    if run.returncode == 0:
+        print(run.stdout)
+        return
+    last = log.read_text() if log.exists() else "(none recorded)"
+    how = f"killed by signal {-run.returncode}" if run.returncode < 0 else "failed"
+    pytest.fail(
+        f"property {name} {how}; last call: {last}\n"
+        f"--- child output (tail) ---\n{(run.stdout + run.stderr)[-6000:]}"
+    )
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1], sys.argv[2])
