@@ -3,6 +3,7 @@
 // and the device-API entry points RCCLX does not provide.
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -13,8 +14,6 @@
 
 /// A window of ncclCommWindowRegister.
 struct ncclWindow_vidmem {
-  static constexpr uint64_t kMagic = 0x52434c5857494e44ull;  // "RCLXWIND"
-  uint64_t magic = kMagic;
   ncclComm* comm = nullptr;
   void* base = nullptr;
   size_t bytes = 0;
@@ -26,12 +25,50 @@ namespace {
 
 /// A registration of ncclCommRegister.
 struct Registration {
-  static constexpr uint64_t kMagic = 0x52434c5852454721ull;  // "RCLXREG!"
-  uint64_t magic = kMagic;
   ncclComm* comm;
   void* base;
   size_t bytes;
 };
+
+/// The handles of one kind this library handed out and has not yet taken back. A handle given to a
+/// deregistration is looked up here before it is read, so NULL, a foreign pointer or one already
+/// deregistered is refused instead of dereferenced.
+template <typename Handle>
+class LiveHandles {
+ public:
+  void add(Handle* h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.insert(h);
+  }
+  /// `h` as a live handle of `owner`, else InvalidArgument naming `name` (the parameter) and
+  /// `made` (the entry that makes such handles). Read under the lock: a handle of another
+  /// communicator may be released meanwhile by its own thread, never one of `owner`, whose
+  /// callMu the caller holds.
+  Handle* owned(const void* h, const ncclComm* owner, const char* name, const char* made) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto* handle = static_cast<Handle*>(const_cast<void*>(h));
+    CTRAN_CHECK(live_.count(handle) == 1, ctran::InvalidArgument, name, " ", h,
+                " is not a live handle of ", made, " (foreign, or deregistered)");
+    CTRAN_CHECK(handle->comm == owner, ctran::InvalidArgument, name, " ", h,
+                " was registered with another communicator");
+    return handle;
+  }
+  /// Forgets `h` and frees it.
+  void release(Handle* h) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_.erase(h);
+    }
+    delete h;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<const Handle*> live_;
+};
+
+LiveHandles<Registration> gRegistrations;
+LiveHandles<ncclWindow_vidmem> gWindows;
 
 // Host memory ncclMemAlloc handed out (no usable GPU), so ncclMemFree tells it from device
 // memory and refuses pointers it did not allocate.
@@ -101,23 +138,20 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
     CommUse use(comm, false);
     rcclx::nccl::checkRange(buff, size);
     CTRAN_CHECK(handle != nullptr, ctran::InvalidArgument, "handle is NULL");
-    *handle =
-        new rcclx::nccl::Registration{rcclx::nccl::Registration::kMagic, &use.handle(), buff, size};
+    auto reg = std::make_unique<rcclx::nccl::Registration>(
+        rcclx::nccl::Registration{&use.handle(), buff, size});
+    rcclx::nccl::gRegistrations.add(reg.get());
+    *handle = reg.release();
   });
 }
 
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  using rcclx::nccl::Registration;
+  using rcclx::nccl::gRegistrations;
   return boundary("ncclCommDeregister", [&] {
     CommUse use(comm, false);
-    auto* reg = static_cast<Registration*>(handle);
-    CTRAN_CHECK(reg != nullptr && reg->magic == Registration::kMagic, ctran::InvalidArgument,
-                "handle ", handle, " is not a registration of ncclCommRegister");
-    CTRAN_CHECK(reg->comm == &use.handle(), ctran::InvalidArgument, "handle ", handle,
-                " was registered with another communicator");
-    reg->magic = 0;
-    delete reg;
+    gRegistrations.release(
+        gRegistrations.owned(handle, &use.handle(), "handle", "ncclCommRegister"));
   });
 }
 
@@ -144,6 +178,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
           use->registerSymmetric(buff, size);
           w->symmetric = true;
         }
+        rcclx::nccl::gWindows.add(w.get());
         *win = w.release();
       },
       comm);
@@ -155,14 +190,10 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
       "ncclCommWindowDeregister",
       [&] {
         CommUse use(comm, false);
-        CTRAN_CHECK(win != nullptr && win->magic == ncclWindow_vidmem::kMagic,
-                    ctran::InvalidArgument, "win ", static_cast<const void*>(win),
-                    " is not a window of ncclCommWindowRegister");
-        CTRAN_CHECK(win->comm == &use.handle(), ctran::InvalidArgument, "win ",
-                    static_cast<const void*>(win), " was registered with another communicator");
-        if (win->symmetric) use->freeSymmetric(win->base);
-        win->magic = 0;
-        delete win;
+        auto& windows = rcclx::nccl::gWindows;
+        ncclWindow_vidmem* w = windows.owned(win, &use.handle(), "win", "ncclCommWindowRegister");
+        if (w->symmetric) use->freeSymmetric(w->base);
+        windows.release(w);
       },
       comm);
 }

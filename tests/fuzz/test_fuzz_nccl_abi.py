@@ -14,9 +14,10 @@ RCCLX_TIMEOUT_MS so a garbage unique id cannot keep a call waiting: a crash of t
 kills that child, not pytest, and the test fails with the example the child recorded just
 before the call. Communicators are 1-rank host-memory ones (RCCLX_NCCL_HOST_ONLY=1).
 
-Not fuzzed, because the ABI leaves them undefined (NCCL crashes too): pointers to unmapped
-memory, buffers shorter than the counts given, a registration or window deregistered twice (the
-handle is freed), arrays shorter than the communicator's size.
+Not fuzzed, because the ABI leaves them undefined (NCCL crashes too): communicators and buffers
+at unmapped addresses, buffers shorter than the counts given, arrays shorter than the
+communicator's size. (Registration and window handles are looked up before they are read, so
+unmapped and already deregistered ones are fuzzed.)
 
 RCCLX_FUZZ_EXAMPLES=N raises the number of examples per property (see fuzz_cases).
 """
@@ -849,12 +850,16 @@ def handles(world: World):
                 rc = abi.call("ncclCommWindowRegister", comm, ptr, size, out, flags, bad=bad)
                 dereg = "ncclCommWindowDeregister"
             name = "handle" if entry == "register" else "win"
-            # Deregistration: of NULL, of a foreign block, with a bad comm, then for real.
-            abi.call(dereg, world.comm, None, bad={name: {INVALID_ARGUMENT}})
-            abi.call(dereg, world.comm, world.foreign, bad={name: {INVALID_ARGUMENT}})
+            # Deregistration: of NULL, a foreign block, an unmapped address, with a bad comm,
+            # then for real, then again (the handle is looked up before it is read).
+            refused = {name: {INVALID_ARGUMENT}}
+            abi.call(dereg, world.comm, None, bad=refused)
+            abi.call(dereg, world.comm, world.foreign, bad=refused)
+            abi.call(dereg, world.comm, data.draw(st.integers(1, 4095)), bad=refused)
             if rc == SUCCESS:
                 abi.call(dereg, None, handle, bad={"comm": {INVALID_ARGUMENT}})
                 abi.call(dereg, world.comm, handle)
+                abi.call(dereg, world.comm, handle, bad=refused)
         elif entry == "premul":
             op = INT()
             out = data.draw(st.sampled_from([ctypes.byref(op)] * 3 + [None]))

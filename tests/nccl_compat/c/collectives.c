@@ -389,7 +389,8 @@ static void test_memory_and_windows(void) {
   NCCLCHECK(ncclCommRegister(comm, p, bytes, &handle));
   NCCLCHECK(ncclCommDeregister(comm, handle));
   int junk[4] = {0};
-  EXPECT_ERROR(ncclCommDeregister(comm, junk), ncclInvalidArgument, "not a registration");
+  EXPECT_ERROR(ncclCommDeregister(comm, junk), ncclInvalidArgument,
+               "not a live handle of ncclCommRegister");
   NCCLCHECK(ncclMemFree(p));
   EXPECT_ERROR(ncclMemFree(junk), ncclInvalidArgument, "not allocated by ncclMemAlloc");
   /* A simulated group still runs its calls here; it reports their host time. */
