@@ -40,6 +40,15 @@ constexpr int kMaxDeviceRanks = 8;
 /// Thread blocks of one kernel that may each keep an epoch (a kernel's grid must not exceed it).
 constexpr int kMaxEpochSlots = 256;
 
+/// How long a kernel's waits may last: past `timeoutNs` a wait prints what it waited for and
+/// traps; once `*abort` is nonzero (pinned host memory mapped into the device, set by the host
+/// when its group failed; null for none) every wait ends at once and the kernel runs to its
+/// end without waiting, its outputs undefined, so a dead peer never holds a GPU.
+struct WaitBound {
+  uint64_t timeoutNs = 0;
+  const uint32_t* abort = nullptr;
+};
+
 /// What a kernel needs to reach a DeviceWindow: plain pointers, valid in this process.
 struct DeviceWindowHandle {
   int rank = 0;

@@ -16,8 +16,10 @@
 //    slot thus advances by one per kernel whatever the grid size, and no block reads a slot
 //    another block of the same kernel writes (the stores are spread over the block's threads).
 //    Kernels using one window must run in order.
-//  * Waits are bounded: past `timeoutNs` (from the first unsuccessful poll) the kernel prints
-//    what it waited for and traps, so a dead peer becomes a launch error, not a hung GPU.
+//  * Waits are bounded (WaitBound): past `timeoutNs` (from the first unsuccessful poll) the
+//    kernel prints what it waited for and traps, so a stuck peer becomes a launch error, not a
+//    hung GPU; and when the host sets the abort word (its group failed: a peer died, a rank
+//    aborted) every wait ends at once, so the kernels exit and the GPU stays usable.
 #pragma once
 
 #include <cstdint>
@@ -92,30 +94,40 @@ __device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int
 #endif
 }
 
-/// Tracks a bounded wait: call expired() after each unsuccessful poll.
+/// Tracks a bounded wait: call expired() after each unsuccessful poll; once it returns true,
+/// end the wait: if aborted, stop waiting (return); else call waitTimedOut.
 struct WaitClock {
-  uint64_t timeoutNs;
+  ctran::WaitBound bound;
   uint64_t start = 0;
   uint32_t polls = 0;
-  __device__ explicit WaitClock(uint64_t t) : timeoutNs(t) {}
-  /// True once the wait has lasted more than timeoutNs (checks the clock every 256 polls).
+  bool aborted = false;
+  __device__ explicit WaitClock(const ctran::WaitBound& b) : bound(b) {}
+  /// True once the host set the abort word (`aborted`) or the wait has lasted more than
+  /// bound.timeoutNs; looks every 256 polls (the abort word is a read across the bus).
   __device__ __forceinline__ bool expired() {
     if ((++polls & 255u) != 0) return false;
+    if (bound.abort != nullptr && *reinterpret_cast<const volatile uint32_t*>(bound.abort) != 0) {
+      aborted = true;
+      return true;
+    }
     uint64_t now = globalTimerNs();
     if (start == 0) start = now;
-    return now - start > timeoutNs;
+    return now - start > bound.timeoutNs;
   }
 };
 
-/// Waits until the local `flag` is >= `expected` (acquire). `peer` names the rank that signals
-/// it in the timeout message.
+/// Waits until the local `flag` is >= `expected` (acquire), or the group aborted. `peer` names
+/// the rank that signals it in the timeout message.
 __device__ __forceinline__ void signalWait(const uint64_t* flag, uint64_t expected, int rank,
-                                           int peer, uint64_t timeoutNs, const char* what) {
+                                           int peer, const ctran::WaitBound& bound,
+                                           const char* what) {
   uint64_t v = signalAcquire(flag);
   if (v >= expected) return;
-  WaitClock clock(timeoutNs);
+  WaitClock clock(bound);
   while ((v = signalAcquire(flag)) < expected) {
-    if (clock.expired()) waitTimedOut(what, rank, peer, expected, v, timeoutNs);
+    if (!clock.expired()) continue;
+    if (clock.aborted) return;
+    waitTimedOut(what, rank, peer, expected, v, bound.timeoutNs);
   }
 }
 

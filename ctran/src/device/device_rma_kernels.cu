@@ -19,7 +19,8 @@ __global__ void rmaWaitKernel(const uint64_t* slot, uint64_t* expected, int rank
                               uint64_t timeoutNs) {
   const uint64_t next = *expected + 1;
   *expected = next;
-  signalWait(slot, next, rank, peer, timeoutNs, "a window signal");
+  // Windows belong to no communicator: no abort word, the timeout alone bounds the wait.
+  signalWait(slot, next, rank, peer, ctran::WaitBound{timeoutNs, nullptr}, "a window signal");
 }
 
 }  // namespace

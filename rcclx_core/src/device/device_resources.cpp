@@ -11,7 +11,9 @@ namespace rcclx::gpu {
 DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings)
     : group_(&group), device_(device), rank_(group.rank()), nranks_(group.nranks()) {
   const int64_t timeoutMs = settings.timeoutMs;
-  timeoutNs_ = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
+  watch_ = std::make_unique<FailureWatch>(group, device);
+  bound_.timeoutNs = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
+  bound_.abort = watch_->deviceWord();
   tuning_.apply(settings.gpuTuning);
 #if !RCCLX_GPU_HIP
   int major = 0;
@@ -44,6 +46,7 @@ void DeviceResources::setTuning(const std::string& spec) {
 
 void DeviceResources::destroy(bool collective) {
   released_ = true;
+  if (!collective) watch_->abortKernels();
   for (auto& w : symmetric_) {
     if (!w->destroyed()) w->destroy(collective);
   }
@@ -55,6 +58,7 @@ void DeviceResources::destroy(bool collective) {
   // After the windows' destroy waited for this GPU (collective): no kernel stores through them.
   if (graphOutputs_) graphOutputs_->destroy();
   graphOutputs_.reset();
+  watch_->stop();  // before the group goes
 }
 
 void DeviceResources::agreeOnSymmetric(const char* what, size_t bytes,

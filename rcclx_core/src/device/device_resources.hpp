@@ -14,6 +14,7 @@
 
 #include "ctran/device_window.hpp"
 #include "device/allreduce/tuning.hpp"
+#include "device/failure_watch.hpp"
 #include "device/graph_registration.hpp"
 #include "settings.hpp"
 
@@ -40,8 +41,9 @@ class DeviceResources {
   int device() const { return device_; }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
-  /// The bound of every in-kernel wait (RCCLX_TIMEOUT_MS).
-  uint64_t timeoutNs() const { return timeoutNs_; }
+  /// The bound of every in-kernel wait: RCCLX_TIMEOUT_MS, and the abort word a failure of
+  /// the group sets (see failure_watch.hpp).
+  ctran::WaitBound waitBound() const { return bound_; }
   /// The GPU has programmatic dependent launch (sm_90 and later, NVIDIA).
   bool pdlCapable() const { return pdlCapable_; }
   /// The line kernels run here: whole-line arrival is an NVLink property (NVIDIA builds).
@@ -72,7 +74,8 @@ class DeviceResources {
 
   bool released() const { return released_; }
   /// Releases the symmetric buffers, then the windows, then (after the windows' destroy waited
-  /// for this GPU) the graph registrations; collective unless `collective` is false (abort).
+  /// for this GPU) the graph registrations; collective unless `collective` is false (abort,
+  /// which first ends every kernel's waits).
   void destroy(bool collective);
 
  private:
@@ -84,7 +87,8 @@ class DeviceResources {
   int device_;
   int rank_;
   int nranks_;
-  uint64_t timeoutNs_ = 0;
+  std::unique_ptr<FailureWatch> watch_;
+  ctran::WaitBound bound_;
   bool pdlCapable_ = false;
   bool linesAvailable_ = false;
   bool released_ = false;

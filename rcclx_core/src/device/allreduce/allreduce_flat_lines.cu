@@ -26,7 +26,7 @@ struct FlatLinesArgs {
   size_t sourceBytes;  ///< bytes of one source's lines in a rank's line region
   size_t words;        ///< 8-byte words of the message
   bool aligned8;       ///< send and recv are 8-byte aligned
-  uint64_t timeoutNs;
+  ctran::WaitBound bound;
 };
 
 template <typename T, Op O>
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) 
         lo[i] = own0[i];
         hi[i] = own1[i];
       }
-      if (q != me) waitLines(slot(me, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+      if (q != me) waitLines(slot(me, q), line, active, flagLane, flag, lo, hi, me, q, a.bound);
     };
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
@@ -157,7 +157,7 @@ void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.words = (bytes + kWordBytes - 1) / kWordBytes;
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
-  a.timeoutNs = args.timeoutNs;
+  a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
     launchKernel(flatLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,

@@ -20,7 +20,7 @@ struct FlatArgs {
   size_t halfBytes;
   size_t llOffset;
   size_t llSlotBytes;
-  uint64_t timeoutNs;
+  ctran::WaitBound bound;
 };
 
 template <typename T, Op O>
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
               ? (u == first ? own0
                             : loadOwn<T, O>(a.buf.send, u, a.buf.count, a.buf.aligned, a.buf.scale))
               : llLoadUnit(mine + static_cast<size_t>(q) * a.llSlotBytes + u * kLlBytesPerUnit,
-                           epoch, me, q, a.timeoutNs);
+                           epoch, me, q, a.bound);
       if (q == 0) {
         r.first(v);
       } else {
@@ -83,7 +83,7 @@ void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape) {
   a.halfBytes = args.layout.halfBytes;
   a.llOffset = args.layout.llOffset;
   a.llSlotBytes = args.layout.llSlotBytes;
-  a.timeoutNs = args.timeoutNs;
+  a.bound = args.bound;
   CTRAN_CHECK(a.buf.units * kLlBytesPerUnit <= a.llSlotBytes, ctran::InvalidArgument,
               "dda_flat: ", a.buf.units * kUnitBytes, " bytes exceed the flat slot of ",
               a.llSlotBytes / 2, " bytes");

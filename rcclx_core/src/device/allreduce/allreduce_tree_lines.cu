@@ -27,7 +27,7 @@ struct TreeLinesArgs {
   size_t words;     ///< 8-byte words of the message
   size_t segWords;  ///< words per segment (the last may be shorter)
   bool aligned8;    ///< send and recv are 8-byte aligned
-  uint64_t timeoutNs;
+  ctran::WaitBound bound;
 };
 
 using namespace lines;
@@ -113,8 +113,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
         lo[i] = own0[i];
         hi[i] = own1[i];
       }
-      if (q != me)
-        waitLines(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+      if (q != me) waitLines(slot(me, 0, q), line, active, flagLane, flag, lo, hi, me, q, a.bound);
     };
     // Combined in rank order, ranks 0 and 1 both fetched before either is combined: on rank 0
     // the poll of rank 1's lines then goes out while my own loads are still in flight. (Line
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) 
     const char* src = slot(me, 1, q);
     lane.forBatches(linesOf(len), [&](const size_t (&line)[kBatch], const bool (&active)[kBatch]) {
       uint64_t lo[kBatch], hi[kBatch];
-      waitLines(src, line, active, flagLane, flag, lo, hi, me, q, a.timeoutNs);
+      waitLines(src, line, active, flagLane, flag, lo, hi, me, q, a.bound);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
         if (!active[i]) continue;
@@ -209,7 +208,7 @@ void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.segWords = (a.words + n - 1) / n;
   a.aligned8 = ((reinterpret_cast<uintptr_t>(args.send) | reinterpret_cast<uintptr_t>(args.recv)) %
                 kWordBytes) == 0;
-  a.timeoutNs = args.timeoutNs;
+  a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
     launchKernel(treeLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,

@@ -39,7 +39,7 @@ struct TwoShotArgs {
   size_t chunkUnits;  ///< C: units per block, segment and round
   int slots;          ///< S: 1 (single round) or 2
   int staggerBlocks;  ///< X: see TwoShotShape::staggerBlocks
-  uint64_t timeoutNs;
+  ctran::WaitBound bound;
   bool zeroCopy;                           ///< the all-gather stores into peerRecv
   char* peerRecv[ctran::kMaxDeviceRanks];  ///< every rank's output (zero-copy only)
 };
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     if (X > 0 && b >= X) {
       if (tid == 0)
         signalWait(h.signals[me] + signalIndex(half, kReduceScatter, me, (b - X) % X, slot), flag,
-                   me, me, a.timeoutNs, "staggered start");
+                   me, me, a.bound, "staggered start");
       __syncthreads();
     }
     // 1. Reduce-scatter: my share of segment p to rank p.
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     if (tid < n && tid != me) {
       signalRelease(h.signals[tid] + signalIndex(half, kReduceScatter, me, b, slot), flag);
       signalWait(h.signals[me] + signalIndex(half, kReduceScatter, tid, b, slot), flag, me, tid,
-                 a.timeoutNs, "reduce-scatter data");
+                 a.bound, "reduce-scatter data");
     }
     __syncthreads();
 
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
     if (tid < n && tid != me) {
       signalRelease(h.signals[tid] + signalIndex(half, kAllGather, me, b, slot), flag);
       signalWait(h.signals[me] + signalIndex(half, kAllGather, tid, b, slot), flag, me, tid,
-                 a.timeoutNs, "all-gather data");
+                 a.bound, "all-gather data");
     }
     __syncthreads();
 
@@ -247,7 +247,7 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroC
   a.chunkUnits = shape.chunkUnits;
   a.slots = shape.slots;
   a.staggerBlocks = shape.staggerBlocks;
-  a.timeoutNs = args.timeoutNs;
+  a.bound = args.bound;
   CTRAN_ASSERT(!zeroCopy || args.symmetricOutput(), "zero-copy ", what, " without mapped outputs");
   a.zeroCopy = zeroCopy;
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];

@@ -88,7 +88,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   a.window = window_->handle();
   a.layout = layout_;
   a.stream = stream;
-  a.timeoutNs = res_.timeoutNs();
+  a.bound = res_.waitBound();
   GpuPlanInput in;
   in.family = algo;
   in.count = count;

@@ -323,20 +323,22 @@ __device__ __forceinline__ bool llTryLine(const char* src, uint32_t flag, uint32
 
 /// Waits for the unit a peer stored at `src` with llStoreUnit(..., flag) and returns it.
 __device__ __forceinline__ uint4 llLoadUnit(const char* src, uint32_t flag, int rank, int peer,
-                                            uint64_t timeoutNs) {
+                                            ctran::WaitBound bound) {
   uint4 v;
   if (!llTryLine(src, flag, v.x, v.y)) {
-    ctran::device::WaitClock clock(timeoutNs);
+    ctran::device::WaitClock clock(bound);
     while (!llTryLine(src, flag, v.x, v.y)) {
-      if (clock.expired())
-        ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+      if (!clock.expired()) continue;
+      if (clock.aborted) return v;
+      ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, bound.timeoutNs);
     }
   }
   if (!llTryLine(src + 16, flag, v.z, v.w)) {
-    ctran::device::WaitClock clock(timeoutNs);
+    ctran::device::WaitClock clock(bound);
     while (!llTryLine(src + 16, flag, v.z, v.w)) {
-      if (clock.expired())
-        ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, timeoutNs);
+      if (!clock.expired()) continue;
+      if (clock.aborted) return v;
+      ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, bound.timeoutNs);
     }
   }
   return v;

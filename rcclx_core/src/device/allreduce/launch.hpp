@@ -103,7 +103,7 @@ struct LaunchArgs {
   ctran::DeviceWindowHandle window;
   StagingLayout layout;
   void* stream = nullptr;  ///< cudaStream_t / hipStream_t
-  uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
+  ctran::WaitBound bound;  ///< bound of every in-kernel wait
   bool pdl = false;        ///< launch with programmatic dependent launch (see launchKernel)
   /// When recv lies in a symmetric buffer: every rank's output at the same offset, as mapped
   /// here (the two-shot kernel then stores its all-gather straight into the peers' outputs);

@@ -27,6 +27,14 @@ __device__ __forceinline__ bool warpAll(bool pred) {
 #endif
 }
 
+__device__ __forceinline__ bool warpAny(bool pred) {
+#if RCCLX_GPU_HIP
+  return __any(pred);
+#else
+  return __any_sync(0xffffffffu, pred);
+#endif
+}
+
 /// Asks for the line holding `p` to be brought into L2 (NVIDIA; AMD: nothing).
 __device__ __forceinline__ void prefetchL2(const void* p) {
 #if RCCLX_GPU_HIP
@@ -116,7 +124,7 @@ __device__ __forceinline__ void waitLines(const char* slot, const size_t (&line)
                                           const bool (&active)[kBatch], bool flagLane,
                                           uint64_t flag, uint64_t (&lo)[kBatch],
                                           uint64_t (&hi)[kBatch], int rank, int peer,
-                                          uint64_t timeoutNs) {
+                                          ctran::WaitBound bound) {
   auto poll = [&] {
     bool ready = true;
 #pragma unroll
@@ -128,11 +136,15 @@ __device__ __forceinline__ void waitLines(const char* slot, const size_t (&line)
     return warpAll(ready);
   };
   if (poll()) return;
-  ctran::device::WaitClock clock(timeoutNs);
+  ctran::device::WaitClock clock(bound);
   for (;;) {
     if (poll()) return;
-    if (clock.expired())
-      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0, timeoutNs);
+    // The warp polls together (poll() votes), so it stops together: on any lane's abort.
+    const bool expired = clock.expired();
+    if (warpAny(expired && clock.aborted)) return;
+    if (expired)
+      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0,
+                                  bound.timeoutNs);
   }
 }
 

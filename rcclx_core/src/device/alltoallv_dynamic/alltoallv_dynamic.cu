@@ -120,7 +120,7 @@ __device__ void sendBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
     start = bad >= 0 ? 0 : sendStart(c, peer);
     if (peer != me) {
       uint64_t* ack = &h.signals[me][at.ack(peer, lane)];
-      if (epoch > 1) signalWait(ack, tagged(epoch, 0) - 1, me, peer, a.timeoutNs, "the ack");
+      if (epoch > 1) signalWait(ack, tagged(epoch, 0) - 1, me, peer, a.bound, "the ack");
       if (lane == 0 && !c.recvSplitsKnown)
         signalRelease(&h.signals[peer][at.count(me)],
                       tagged(epoch, bad >= 0 ? kInvalid : static_cast<uint64_t>(rows)));
@@ -133,7 +133,7 @@ __device__ void sendBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
   const size_t mine = laneChunks(bytes, a.slotBytes, lane, lanes);
   for (size_t j = 0; j < mine; ++j) {
     if (threadIdx.x == 0 && j >= 2) {
-      signalWait(&h.signals[me][at.ack(peer, lane)], tagged(epoch, j - 1), me, peer, a.timeoutNs,
+      signalWait(&h.signals[me][at.ack(peer, lane)], tagged(epoch, j - 1), me, peer, a.bound,
                  "a free slot");
     }
     __syncthreads();
@@ -160,7 +160,7 @@ __device__ void readCounts(const DynamicKernelArgs& a, uint32_t epoch, int64_t* 
       v = badSendEntry(c, n) >= 0 ? -1 : c.sendSplits[me];
     } else {
       const uint64_t* flag = &h.signals[me][at.count(t)];
-      signalWait(flag, tagged(epoch, 0), me, t, a.timeoutNs, "a count");
+      signalWait(flag, tagged(epoch, 0), me, t, a.bound, "a count");
       const uint64_t low = signalAcquire(flag) & 0xFFFFFFFFull;
       v = low == kInvalid ? -1 : static_cast<int64_t>(low);
     }
@@ -210,14 +210,14 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
     // Every block of this kernel is resident (at most kMaxEpochSlots), so waiting for the
     // others here cannot deadlock.
     signalWait(&h.signals[me][lay.countsRead()], static_cast<uint64_t>(epoch) * n * lanes, me, me,
-               a.timeoutNs, "this rank's receive blocks");
+               a.bound, "this rank's receive blocks");
   }
   const size_t bytes = static_cast<size_t>(sent) * c.rowBytes;
   const size_t mine = laneChunks(bytes, a.slotBytes, lane, lanes);
   uint64_t* ack = &h.signals[peer][lay.ack(me, lane)];
   for (size_t j = 0; j < mine; ++j) {
     if (t == 0)
-      signalWait(&h.signals[me][lay.ready(peer, lane)], tagged(epoch, j + 1), me, peer, a.timeoutNs,
+      signalWait(&h.signals[me][lay.ready(peer, lane)], tagged(epoch, j + 1), me, peer, a.bound,
                  "a chunk");
     __syncthreads();
     const size_t off = (j * lanes + lane) * a.slotBytes;

@@ -90,7 +90,7 @@ void GpuAllToAllvDynamic::run(const DynamicCall& call, void* stream) {
   a.call = call;
   a.slotBytes = slotBytes_;
   a.lanes = lanes_;
-  a.timeoutNs = res_.timeoutNs();
+  a.bound = res_.waitBound();
   a.status = deviceStatus_;
   launchAllToAllvDynamic(a, stream);
   if (!recorded.empty()) throw ctran::InvalidArgument(recorded);

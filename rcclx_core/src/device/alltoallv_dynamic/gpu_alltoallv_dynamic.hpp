@@ -42,7 +42,7 @@ struct DynamicKernelArgs {
   DynamicCall call;
   size_t slotBytes = 0;  ///< one lane's slot
   int lanes = 1;         ///< blocks per peer and direction
-  uint64_t timeoutNs = 0;
+  ctran::WaitBound bound;
   DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };
 

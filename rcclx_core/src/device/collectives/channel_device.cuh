@@ -111,8 +111,8 @@ __device__ __forceinline__ void sendRole(const ExchangePlan& p, const ExchangeRo
     const int slot = static_cast<int>((g - 1) % kChannelSlots);
     if (g > kChannelSlots) {
       if (tid == 0)
-        signalWait(h.signals[me] + ackSignal(r.peer, lane), g - kChannelSlots, me, r.peer,
-                   p.timeoutNs, "a free staging slot");
+        signalWait(h.signals[me] + ackSignal(r.peer, lane), g - kChannelSlots, me, r.peer, p.bound,
+                   "a free staging slot");
       __syncthreads();
     }
     char* dst = h.data[r.peer] + p.layout.slot(me, lane, slot);
@@ -138,7 +138,7 @@ __device__ __forceinline__ void recvRole(const ExchangePlan& p, const ExchangeRo
     const uint64_t g = base + k + 1;
     const int slot = static_cast<int>((g - 1) % kChannelSlots);
     if (tid == 0)
-      signalWait(h.signals[me] + readySignal(r.peer, lane), g, me, r.peer, p.timeoutNs,
+      signalWait(h.signals[me] + readySignal(r.peer, lane), g, me, r.peer, p.bound,
                  "a staged chunk");
     __syncthreads();
     const char* src = h.data[me] + p.layout.slot(r.peer, lane, slot);

@@ -48,10 +48,10 @@ LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes) {
 }
 
 PlanBuilder::PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayout& layout,
-                         uint64_t timeoutNs) {
+                         ctran::WaitBound bound) {
   plan_.win = win;
   plan_.layout = layout;
-  plan_.timeoutNs = timeoutNs;
+  plan_.bound = bound;
 }
 
 void PlanBuilder::add(const ExchangeRole& role) {

@@ -109,7 +109,7 @@ struct ExchangeRole {
 struct ExchangePlan {
   ctran::DeviceWindowHandle win;
   ChannelLayout layout;
-  uint64_t timeoutNs = 0;
+  ctran::WaitBound bound;
   int nroles = 0;
   int blocks = 0;        ///< grid size: the sum of the roles' blocks
   int threads = 0;       ///< per block
@@ -125,7 +125,7 @@ struct ExchangePlan {
 class PlanBuilder {
  public:
   PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayout& layout,
-              uint64_t timeoutNs);
+              ctran::WaitBound bound);
   /// Push `bytes` from `src` to `peer`; `token`: one empty chunk even when bytes is 0.
   void send(int peer, const void* src, size_t bytes, bool token = false);
   /// Receive `bytes` from `peer` into `dst`.

@@ -21,7 +21,7 @@ GpuCollectives::GpuCollectives(DeviceResources& resources, size_t perPeerBytes)
       device_(resources.device()),
       rank_(resources.rank()),
       nranks_(resources.nranks()),
-      timeoutNs_(resources.timeoutNs()) {
+      bound_(resources.waitBound()) {
   layout_ = ChannelLayout::of(nranks_, perPeerBytes);
   window_ = &res_.staging(Staging::kChannels, layout_.totalBytes, kChannelSignals, "collectives");
 }
@@ -29,7 +29,7 @@ GpuCollectives::GpuCollectives(DeviceResources& resources, size_t perPeerBytes)
 PlanBuilder GpuCollectives::builder(const char* what) const {
   CTRAN_CHECK(!res_.released(), ctran::InvalidUsage, what,
               " on GPU buffers: the GPU state was already released");
-  return PlanBuilder(window_->handle(), layout_, timeoutNs_);
+  return PlanBuilder(window_->handle(), layout_, bound_);
 }
 
 void GpuCollectives::launch(const ExchangePlan& plan, void* stream, const char* what) {

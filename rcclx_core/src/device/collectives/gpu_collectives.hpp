@@ -66,7 +66,7 @@ class GpuCollectives {
   int nranks_;
   ctran::DeviceWindow* window_;  ///< the channels' staging, res_'s
   ChannelLayout layout_;
-  uint64_t timeoutNs_ = 0;
+  ctran::WaitBound bound_;
 };
 
 }  // namespace rcclx::gpu

@@ -59,7 +59,7 @@ __device__ __forceinline__ void reduceRole(const ExchangePlan& p, const Exchange
   uint64_t k = 0;
   for (size_t j = lane; j < r.chunks; j += r.blocks, ++k) {
     if (tid < n && tid != me)
-      signalWait(h.signals[me] + readySignal(tid, lane), base[tid] + k + 1, me, tid, p.timeoutNs,
+      signalWait(h.signals[me] + readySignal(tid, lane), base[tid] + k + 1, me, tid, p.bound,
                  "a staged chunk to reduce");
     __syncthreads();
     const size_t count = chunkLength(r, j) / sizeof(T);

@@ -38,7 +38,7 @@ GpuLowPrecision::GpuLowPrecision(gpu::DeviceResources& resources, size_t staging
   CTRAN_CHECK(nranks_ <= kLpMaxRanks, ctran::InvalidArgument,
               "low precision on GPU buffers: ", nranks_, " ranks exceed the ", kLpMaxRanks,
               "-rank limit");
-  timeoutNs_ = res_.timeoutNs();
+  bound_ = res_.waitBound();
   window_ =
       &res_.staging(gpu::Staging::kLowPrecision, 2 * halfBytes_, kLpNumSignals, "low precision");
 }
@@ -65,7 +65,7 @@ LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool o
   LpStaging s;
   s.window = window_->handle();
   s.halfBytes = halfBytes_;
-  s.timeoutNs = timeoutNs_;
+  s.bound = bound_;
   s.threads = kLpThreads;
   s.blocks = shape.blocks;
   s.slots = shape.slots;

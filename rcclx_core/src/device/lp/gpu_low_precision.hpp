@@ -58,7 +58,7 @@ class GpuLowPrecision {
   size_t halfBytes_;
   int maxBlocks_;
   size_t chunkBlocks_;
-  uint64_t timeoutNs_ = 0;
+  ctran::WaitBound bound_;
   ctran::DeviceWindow* window_;  ///< the low-precision staging, res_'s
 };
 

@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
         device::tileEncode(src, a.blockElems, &dst, 1, i);
       }
     }
-    device::exchangeFlags(h, half, kLpPhaseA, slot, flag, st.timeoutNs,
+    device::exchangeFlags(h, half, kLpPhaseA, slot, flag, st.bound,
                           "low-precision reduce-scatter data");
 
     // 2. Sum my shard's chunk, requantize it for the peers and decode it into my output.
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
         device::tileEncode(src, a.blockElems, dsts, ndst, i, own);
       }
     }
-    device::exchangeFlags(h, half, kLpPhaseB, slot, flag, st.timeoutNs,
+    device::exchangeFlags(h, half, kLpPhaseB, slot, flag, st.bound,
                           "low-precision all-gather data");
 
     // 3. Decode the peers' shards' chunks.

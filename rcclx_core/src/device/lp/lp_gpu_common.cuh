@@ -27,14 +27,14 @@ __device__ __forceinline__ uint64_t roundFlag(uint32_t epoch, uint32_t k) {
 /// from every peer are awaited; the block meets before and after. Thread p talks to rank p.
 __device__ __forceinline__ void exchangeFlags(const ctran::DeviceWindowHandle& h, int half,
                                               int phase, int slot, uint64_t flag,
-                                              uint64_t timeoutNs, const char* what) {
+                                              ctran::WaitBound bound, const char* what) {
   __syncthreads();
   const int p = static_cast<int>(threadIdx.x);
   if (p < h.nranks && p != h.rank) {
     const int b = static_cast<int>(blockIdx.x);
     ctran::device::signalRelease(h.signals[p] + lpSignalIndex(half, phase, h.rank, b, slot), flag);
     ctran::device::signalWait(h.signals[h.rank] + lpSignalIndex(half, phase, p, b, slot), flag,
-                              h.rank, p, timeoutNs, what);
+                              h.rank, p, bound, what);
   }
   __syncthreads();
 }

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
       // The peers must have consumed round k - slots from this slot.
       if (tid < n && tid != me) {
         ctran::device::signalWait(h.signals[me] + lpSignalIndex(half, kAck, tid, b, slot),
-                                  device::roundFlag(epoch, k - st.slots), me, tid, st.timeoutNs,
+                                  device::roundFlag(epoch, k - st.slots), me, tid, st.bound,
                                   "a low-precision acknowledgement");
       }
       __syncthreads();
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
         device::tileEncode(src, a.blockElems, dsts, ndst, i);
       }
     }
-    device::exchangeFlags(h, half, kData, slot, flag, st.timeoutNs, "low-precision data");
+    device::exchangeFlags(h, half, kData, slot, flag, st.bound, "low-precision data");
 
     // 2. Decode.
     if (a.reduce) {

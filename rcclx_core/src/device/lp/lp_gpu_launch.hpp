@@ -22,7 +22,7 @@ struct LpStaging {
   int slots = 1;           ///< 1 when one round covers the call, else 2
   int blocks = 1;          ///< grid size
   int threads = 512;       ///< block size (a multiple of 32)
-  uint64_t timeoutNs = 0;  ///< bound of every in-kernel wait
+  ctran::WaitBound bound;  ///< bound of every in-kernel wait
 };
 
 /// Most ranks a low-precision kernel serves (its segment tables are this long).
