@@ -327,6 +327,22 @@ def perf(session: nox.Session) -> None:
     session.run("rcclx-perf", *(session.posargs or defaults))
 
 
+# `nox -s soak` without arguments: the long soak of tests/soak (its short version runs with the
+# tests). SOAK_PACKAGES: what the soak imports; it runs on host buffers only, so the GPU code
+# is left out of the build.
+SOAK_ARGS = ("--ranks", "4", "--ops", "100000", "--seed", "0")
+SOAK_PACKAGES = ("ctran", "rcclx_core")
+SOAK_SCRIPT = ROOT / "tests" / "soak" / "soak_run.py"
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Soak the CPU collectives: 10^5 random calls checked, RSS, fds and threads (-- ARGS)."""
+    session.install(*CONSTRAINTS, "numpy")
+    install_packages(session, SOAK_PACKAGES, settings=_WITHOUT_GPU_CODE)
+    session.run("python", str(SOAK_SCRIPT), *(session.posargs or SOAK_ARGS))
+
+
 @nox.session(venv_backend="none")
 def gpu(session: nox.Session) -> None:
     """On a GPU machine: build with the GPU code, run the GPU tests, then a short rcclx-perf."""
