@@ -71,7 +71,10 @@ def test_one_process_on_every_visible_gpu(mode):
 
 
 def test_two_ranks_per_process_on_gpu():
-    # nccl-tests -g 2: each process drives two ranks, rank r on GPU r % (number of GPUs).
+    # nccl-tests -g 2: each process drives two ranks, rank r on GPU r % (number of GPUs). Ranks
+    # of one process need GPUs of their own (NCCL refuses a duplicate GPU too).
+    if launcher.gpu_count() < 2:
+        pytest.skip("two ranks per process need two GPUs (this machine has fewer)")
     check_ranks(run_ranks(_gpu_build("init_modes.c"), 4, ("two_per_process",), env=_env(),
                           launched=2))  # fmt: skip
 

@@ -59,8 +59,19 @@ static float expected(const char* name, int i, int k) {
   return value((R + N - 1) % N, i, k); /* send_recv */
 }
 
+/* Device memory from cudaMalloc, as torch and vLLM capture on; the values go through host
+ * arrays. */
+static float* device_floats(void) {
+  void* p = NULL;
+  if (cudaMalloc(&p, kCount * sizeof(float)) != cudaSuccess) exit(101);
+  return (float*)p;
+}
+
 static void capture_and_replay(const char* name, enqueue_fn enqueue, int outCount) {
-  float *in = test_alloc(kCount * sizeof(float)), *out = test_alloc(kCount * sizeof(float));
+  float *in = device_floats(), *out = device_floats();
+  float* hostIn = malloc(kCount * sizeof(float));
+  float* hostOut = malloc(kCount * sizeof(float));
+  if (!hostIn || !hostOut) exit(101);
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin");
@@ -68,22 +79,26 @@ static void capture_and_replay(const char* name, enqueue_fn enqueue, int outCoun
   EXPECT(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "%s: end capture", name);
   EXPECT(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "%s: instantiate", name);
   for (int k = 0; k < kReplays; ++k) {
-    for (int i = 0; i < kCount; ++i) in[i] = value(R, i, k);
-    memset(out, 0, kCount * sizeof(float));
+    for (int i = 0; i < kCount; ++i) hostIn[i] = value(R, i, k);
+    test_copy(in, hostIn, kCount * sizeof(float));
+    EXPECT(cudaMemset(out, 0, kCount * sizeof(float)) == cudaSuccess, "%s: clear", name);
     test_sync();
     EXPECT(cudaGraphLaunch(exec, stream) == cudaSuccess, "%s: launch", name);
     EXPECT(cudaStreamSynchronize(stream) == cudaSuccess, "%s: sync", name);
+    test_copy(hostOut, out, kCount * sizeof(float));
     for (int i = 0; i < outCount; ++i) {
-      if (out[i] != expected(name, i, k)) {
-        EXPECT(0, "%s replay %d [%d]: %g, want %g", name, k, i, out[i], expected(name, i, k));
+      if (hostOut[i] != expected(name, i, k)) {
+        EXPECT(0, "%s replay %d [%d]: %g, want %g", name, k, i, hostOut[i], expected(name, i, k));
         break;
       }
     }
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  test_free(in);
-  test_free(out);
+  cudaFree(in);
+  cudaFree(out);
+  free(hostIn);
+  free(hostOut);
 }
 
 int main(int argc, char** argv) {
