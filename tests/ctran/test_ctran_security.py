@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 
+import checks
 import ctran_helpers
 import pytest
 
@@ -323,3 +324,48 @@ def test_pending_handshakes_are_bounded(monkeypatch):
     assert HANDSHAKE_TIMEOUT_MS / 1000 * 0.5 < waited < 3, waited
     for s in silent:
         assert _closed_after(s) < 1
+
+
+# --- where the secret comes from ------------------------------------------------------------
+
+
+def _env_job_with_secret(ctx):
+    import ctran
+
+    boot = ctran.Bootstrap.from_env()
+    out = {"gathered": boot.all_gather(b"%d" % ctx.rank)}
+    if ctx.rank == ctx.nranks - 1:
+        port = int(os.environ["MASTER_PORT"]) + 1
+        try:
+            ctran.TcpStore("127.0.0.1", port, timeout_ms=2000, secret=os.urandom(16))
+            out["stranger"] = "admitted"
+        except ctran.RemoteError as e:
+            out["stranger"] = str(e)
+        # The knob's secret, as every rank has it.
+        assert ctran.TcpStore("127.0.0.1", port, timeout_ms=2000).check(["join/0"])
+    boot.barrier()
+    return out
+
+
+def test_env_bootstrap_uses_the_job_secret_knob():
+    port = checks.free_port_run(2)
+    env = {"WORLD_SIZE": 2, "RCCLX_JOB_SECRET": os.urandom(16).hex(), "RCCLX_TIMEOUT_MS": 15000}
+    results = [
+        r.value
+        for r in launch(
+            _env_job_with_secret,
+            2,
+            env=env,
+            rank_env=lambda r: {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "RANK": r},
+            timeout=30,
+        )
+    ]
+    assert results[0]["gathered"] == results[1]["gathered"] == [b"0", b"1"]
+    assert "wrong job secret" in results[1]["stranger"], results[1]["stranger"]
+
+
+def test_unique_id_of_the_layout_without_a_secret_is_refused_by_name():
+    uid = bytearray(ctran.create_unique_id())
+    uid[:8] = b"RCCLXID1"
+    with pytest.raises(ctran.InvalidArgumentError, match="older RCCLX .*without a job secret"):
+        ctran.describe_unique_id(bytes(uid))
