@@ -183,12 +183,13 @@ Hello Pending::judge(Socket& s, Channel channel, const JobSecret& secret) {
   std::memcpy(&h.rank, buf_ + 16, 4);
   JobSecret theirs;
   std::memcpy(theirs.bytes.data(), buf_ + 24, JobSecret::kBytes);
+  // The secret first: a stranger learns nothing about the server beyond its version.
+  if (!theirs.matches(secret)) refuse(s, Verdict::kSecret, "wrong job secret");
   if (h.channel != channel) {
     refuse(s, Verdict::kChannel,
            strCat("wrong channel ", static_cast<uint32_t>(h.channel), " (this is a ",
                   channelName(channel), " server)"));
   }
-  if (!theirs.matches(secret)) refuse(s, Verdict::kSecret, "wrong job secret");
   answer(s, Verdict::kAccepted);
   return h;
 }

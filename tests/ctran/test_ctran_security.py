@@ -75,20 +75,21 @@ def _closed_after(s: socket.socket) -> float:
     return time.monotonic() - start
 
 
-def _quick_attacks(addr, channel: int) -> dict:
+def _quick_attacks(addr, channel: int, secret: bytes) -> dict:
     """Strangers that are refused at once: garbage, an old version, a wrong secret, and a
-    client of the other channel."""
+    client of the job (it has the `secret`) knocking on the other channel's door."""
+    other = STORE + TRANSPORT - channel
     return {
         "garbage": _knock(addr, os.urandom(64)),
         "old_version": _knock(addr, _hello(version=0, channel=channel)),
         "wrong_secret": _knock(addr, _hello(channel=channel, secret=os.urandom(16))),
-        "wrong_channel": _knock(addr, _hello(channel=STORE + TRANSPORT - channel)),
+        "wrong_channel": _knock(addr, _hello(channel=other, secret=secret)),
     }
 
 
-def _attacks(addr, channel: int) -> dict:
+def _attacks(addr, channel: int, secret: bytes) -> dict:
     """The quick strangers, then one that starts a hello and falls silent."""
-    seen = _quick_attacks(addr, channel)
+    seen = _quick_attacks(addr, channel, secret)
     seen["silent_closed_after_s"] = _closed_after(_silent(addr))
     return seen
 
@@ -141,11 +142,12 @@ def test_store_refuses_strangers_while_a_job_runs(monkeypatch, capfd):
     # One stranger falls silent as the job starts: it must hold up no one, and is dropped at
     # its handshake deadline; the others knock again and again while the job runs.
     lingering = _silent(addr)
-    seen, stop = [_attacks(addr, STORE)], threading.Event()
+    secret = ctran.unique_id_secret(uid)
+    seen, stop = [_attacks(addr, STORE, secret)], threading.Event()
 
     def attack():
         while not stop.is_set():
-            seen.append(_quick_attacks(addr, STORE))
+            seen.append(_quick_attacks(addr, STORE, secret))
 
     attacker = threading.Thread(target=attack)
     attacker.start()
@@ -267,7 +269,9 @@ class _AttackingStore(ctran_helpers.ForwardingStore):
         m = self.ADDRESS.fullmatch(value)
         if m and self.seen is None and key.endswith("/1"):
             addr = (m.group(1).decode(), int(m.group(2)))
-            self.seen = _attacks(addr, TRANSPORT)
+            # The secret rank 0 drew for the group, as a rank of the group knows it.
+            secret = self.inner.get("secure/job_secret")
+            self.seen = _attacks(addr, TRANSPORT, secret)
             self.lingering = _silent(addr)
         return value
 
