@@ -15,9 +15,14 @@
 namespace ctran {
 namespace {
 
-constexpr char kIdMagic[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '1'};
+// Unique id layout: magic | u32 port | u32 nonce | host (NUL-padded) | job secret.
+constexpr char kIdMagic[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '2'};
+constexpr char kIdMagicWithoutSecret[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '1'};
 constexpr size_t kIdHostOffset = 16;
 constexpr size_t kIdHostBytes = 96;
+constexpr size_t kIdSecretOffset = kIdHostOffset + kIdHostBytes;
+static_assert(kIdSecretOffset + JobSecret::kBytes <= sizeof(UniqueId::bytes),
+              "the job secret must fit in the unique id");
 
 // Servers this process hosts, by port, shared with the Bootstraps that use them.
 std::mutex gServersMu;
@@ -43,7 +48,11 @@ int envInt(const char* name) {
 }  // namespace
 
 UniqueId createUniqueId() {
-  auto server = std::make_shared<TcpStoreServer>(0);
+  const std::string host = advertisedHost();
+  CTRAN_CHECK(host.size() < kIdHostBytes, InvalidArgument, "bootstrap address '", host,
+              "' is too long for a unique id");
+  const JobSecret secret = JobSecret::random();
+  auto server = std::make_shared<TcpStoreServer>(0, host, secret);
   UniqueId id;
   std::memcpy(id.bytes.data(), kIdMagic, sizeof(kIdMagic));
   uint32_t port = static_cast<uint32_t>(server->port());
@@ -51,16 +60,18 @@ UniqueId createUniqueId() {
   std::random_device rd;
   uint32_t nonce = rd();
   std::memcpy(id.bytes.data() + 12, &nonce, 4);
-  std::string host = advertisedHost();
-  CTRAN_CHECK(host.size() < kIdHostBytes, InvalidArgument, "bootstrap address '", host,
-              "' is too long for a unique id");
   std::memcpy(id.bytes.data() + kIdHostOffset, host.data(), host.size());
+  std::memcpy(id.bytes.data() + kIdSecretOffset, secret.bytes.data(), JobSecret::kBytes);
   std::lock_guard<std::mutex> lock(gServersMu);
   gServers[server->port()] = server;
   return id;
 }
 
 std::string describeUniqueId(const UniqueId& id) {
+  CTRAN_CHECK(std::memcmp(id.bytes.data(), kIdMagicWithoutSecret, sizeof(kIdMagic)) != 0,
+              InvalidArgument,
+              "unique id was made by an older RCCLX (one without a job secret); make the id and "
+              "join it with the same version");
   CTRAN_CHECK(std::memcmp(id.bytes.data(), kIdMagic, sizeof(kIdMagic)) == 0, InvalidArgument,
               "unique id is not an RCCLX unique id (bad magic bytes)");
   uint32_t port = 0;
@@ -72,7 +83,15 @@ std::string describeUniqueId(const UniqueId& id) {
   return strCat(std::string(host, len), ":", port);
 }
 
-Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix)
+JobSecret uniqueIdSecret(const UniqueId& id) {
+  describeUniqueId(id);  // validates
+  JobSecret s;
+  std::memcpy(s.bytes.data(), id.bytes.data() + kIdSecretOffset, JobSecret::kBytes);
+  return s;
+}
+
+Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
+                     std::optional<JobSecret> secret)
     : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
   CTRAN_CHECK(store_ != nullptr, InvalidArgument, "bootstrap: store is null");
   CTRAN_CHECK(nranks >= 1, InvalidArgument, "bootstrap: nranks ", nranks, " must be at least 1");
@@ -89,6 +108,15 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
   int64_t joined = store_->add(key(strCat("join/", rank)), 1);
   CTRAN_CHECK(joined == 1, InvalidUsage, "bootstrap: rank ", rank,
               " joined twice (another process already uses this rank)");
+  // Without a secret of its own, the group's connections use one that rank 0 draws and shares
+  // through the store (set before rank 0's size, which every other rank reads first): it is as
+  // well kept as the store is.
+  if (secret) {
+    secret_ = *secret;
+  } else if (rank == 0) {
+    secret_ = JobSecret::random();
+    store_->set(key("job_secret"), Bytes(secret_.bytes.begin(), secret_.bytes.end()));
+  }
   store_->set(key(strCat("nranks/", rank)), toBytes(std::to_string(nranks)));
   // Compare with rank 0's (or rank 1's, for rank 0) declared size before any collective step,
   // so a size mismatch is an error and not a hang.
@@ -98,6 +126,12 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
     CTRAN_CHECK(toString(theirs) == std::to_string(nranks), InvalidArgument, "bootstrap: rank ",
                 rank, " was created with nranks ", nranks, " but rank ", other, " with nranks ",
                 toString(theirs));
+  }
+  if (!secret && rank != 0) {
+    Bytes drawn = store_->get(key("job_secret"), Deadline::after());
+    CTRAN_CHECK(drawn.size() == JobSecret::kBytes, RemoteError,
+                "bootstrap: the job secret rank 0 shared through the store is corrupt");
+    std::memcpy(secret_.bytes.data(), drawn.data(), JobSecret::kBytes);
   }
   log::setRank(rank);
 }
@@ -112,8 +146,9 @@ std::unique_ptr<Bootstrap> Bootstrap::fromUniqueId(const UniqueId& id, int rank,
     auto it = gServers.find(addr.port);
     if (it != gServers.end()) hosted = it->second;
   }
-  auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after());
-  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "");
+  const JobSecret secret = uniqueIdSecret(id);
+  auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after(), secret);
+  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "", secret);
   b->keepAlive_ = hosted;
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through unique id ", addr.str());
   return b;
@@ -134,10 +169,19 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   CTRAN_CHECK(nranks >= 1, InvalidArgument, "WORLD_SIZE=", nranks, " must be at least 1");
   CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "RANK=", rank,
               " is out of range for WORLD_SIZE=", nranks);
+  const JobSecret secret = JobSecret::fromKnob();
   std::shared_ptr<TcpStoreServer> server;
-  if (rank == 0) server = std::make_shared<TcpStoreServer>(port);
-  auto store = std::make_shared<TcpStore>(host, port, Deadline::after());
-  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "");
+  if (rank == 0) {
+    // Listens on MASTER_ADDR's interface only, the one the other ranks reach it at.
+    server = std::make_shared<TcpStoreServer>(port, host, secret);
+    if (secret.empty()) {
+      CTRAN_INFO("bootstrap: RCCLX_JOB_SECRET is unset, so the store on ", host, ":", port,
+                 " admits any client that speaks its protocol");
+    }
+  }
+  auto store = std::make_shared<TcpStore>(host, port, Deadline::after(), secret);
+  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "",
+                                       secret.empty() ? std::nullopt : std::optional(secret));
   b->keepAlive_ = server;
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port);
   return b;
@@ -242,7 +286,7 @@ std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,
   CTRAN_CHECK(newRank >= 0, InvalidArgument, "subgroup: this rank (", rank_,
               ") is not among the listed ranks");
   auto b = std::make_unique<Bootstrap>(store_, newRank, static_cast<int>(ranks.size()),
-                                       prefix_ + "sub/" + tag);
+                                       prefix_ + "sub/" + tag, secret_);
   b->keepAlive_ = keepAlive_;
   b->localHost_ = localHost_;
   log::setRank(rank_);  // logs keep the global rank

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -116,18 +117,28 @@ bool Socket::recvAll(void* data, size_t bytes, const Deadline* deadline) {
   return true;
 }
 
-SocketAddress Socket::localAddress() const {
-  struct sockaddr_storage ss = {};
-  socklen_t len = sizeof(ss);
-  CTRAN_SYSCHECK(getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len), "getsockname");
+size_t Socket::recvReady(void* data, size_t bytes) {
+  for (;;) {
+    ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) throw RemoteError("connection closed by the peer");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    throw RemoteError(strCat("socket receive failed: ", std::strerror(errno)));
+  }
+}
+
+namespace {
+
+SocketAddress printable(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = {};
   SocketAddress out;
   if (ss.ss_family == AF_INET) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+    auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
     inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
     out.port = ntohs(in->sin_port);
   } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
     out.port = ntohs(in6->sin6_port);
   }
@@ -135,28 +146,79 @@ SocketAddress Socket::localAddress() const {
   return out;
 }
 
-Listener::Listener(int port) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  CTRAN_SYSCHECK(fd_, "socket");
-  int one = 1;
-  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  struct sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    int err = errno;
-    ::close(fd_);
-    throwSystemError(strCat("bind to port ", port), err);
+int localPort(int fd) {
+  struct sockaddr_storage ss = {};
+  socklen_t len = sizeof(ss);
+  CTRAN_SYSCHECK(getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len), "getsockname");
+  return printable(ss).port;
+}
+
+}  // namespace
+
+SocketAddress Socket::localAddress() const {
+  struct sockaddr_storage ss = {};
+  socklen_t len = sizeof(ss);
+  CTRAN_SYSCHECK(getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len), "getsockname");
+  return printable(ss);
+}
+
+SocketAddress Socket::peerAddress() const {
+  struct sockaddr_storage ss = {};
+  socklen_t len = sizeof(ss);
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {"(gone)", 0};
+  return printable(ss);
+}
+
+Listener::Listener(const std::string& host, int port, int backlog) {
+  const std::string bindHost = host.empty() ? "0.0.0.0" : host;
+  struct addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  struct addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  int rc = getaddrinfo(bindHost.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0) {
+    throw InvalidArgument(
+        strCat("cannot resolve listening address '", bindHost, "': ", gai_strerror(rc)));
   }
-  CTRAN_SYSCHECK(::listen(fd_, 1024), "listen");
-  socklen_t len = sizeof(sa);
-  CTRAN_SYSCHECK(getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len), "getsockname");
-  port_ = ntohs(sa.sin_port);
+  int lastErr = 0;
+  for (auto* ai = res; ai && fd_ < 0; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      lastErr = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      fd_ = fd;
+    } else {
+      lastErr = errno;
+      ::close(fd);
+    }
+  }
+  freeaddrinfo(res);
+  if (fd_ < 0) {
+    std::string hint = lastErr == EADDRNOTAVAIL
+                           ? " (not an address of this host; RCCLX_LISTEN_ADDR=0.0.0.0 listens on "
+                             "every interface)"
+                           : "";
+    throwSystemError(strCat("listen on ", bindHost, ":", port, hint), lastErr);
+  }
+  if (backlog < 0) backlog = static_cast<int>(knob::RCCLX_MAX_PENDING_CONNECTIONS());
+  CTRAN_SYSCHECK(::listen(fd_, std::max(1, backlog)), "listen");
+  port_ = localPort(fd_);
 }
 
 Listener::~Listener() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+void Listener::setNonBlocking() {
+  int flags = ::fcntl(fd_, F_GETFL);
+  CTRAN_SYSCHECK(flags, "fcntl");
+  CTRAN_SYSCHECK(::fcntl(fd_, F_SETFL, flags | O_NONBLOCK), "fcntl");
 }
 
 void Listener::shutdown() {
@@ -174,6 +236,11 @@ Socket Listener::accept() {
     if (errno == EINTR || errno == ECONNABORTED) continue;
     return Socket();  // shut down (EINVAL) or fatal: the caller stops accepting
   }
+}
+
+std::string listenHost(const std::string& advertised) {
+  std::string forced = knob::RCCLX_LISTEN_ADDR();
+  return forced.empty() ? advertised : forced;
 }
 
 std::string advertisedHost() {

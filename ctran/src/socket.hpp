@@ -41,25 +41,36 @@ class Socket {
   /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a
   /// partial message, an error, or when `deadline` (if given) passes.
   bool recvAll(void* data, size_t bytes, const Deadline* deadline = nullptr);
+  /// Reads what is ready, up to `bytes`, without blocking; 0 when nothing is. Throws
+  /// RemoteError when the peer closed the connection or on an error.
+  size_t recvReady(void* data, size_t bytes);
   /// Address this end is bound to (the interface that reaches the peer).
   SocketAddress localAddress() const;
+  /// Address of the other end.
+  SocketAddress peerAddress() const;
 
  private:
   int fd_ = -1;
 };
 
-/// A listening socket bound to all interfaces.
+/// A listening socket.
 class Listener {
  public:
-  /// Binds to `port` (0: any free port) and listens.
-  explicit Listener(int port = 0);
+  /// Binds to `host` ("" or "0.0.0.0": every IPv4 interface, "::": every interface) and `port`
+  /// (0: any free port), and listens with a queue of `backlog` connections (default
+  /// RCCLX_MAX_PENDING_CONNECTIONS).
+  Listener(const std::string& host, int port, int backlog = -1);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
   int port() const { return port_; }
-  /// Blocks until a connection arrives; returns an invalid Socket once shutdown() was called.
+  int fd() const { return fd_; }
+  /// Blocks until a connection arrives; returns an invalid Socket once shutdown() was called
+  /// (or, after setNonBlocking(), when none is waiting).
   Socket accept();
+  /// Makes accept() return at once when no connection is waiting (for servers that poll).
+  void setNonBlocking();
   void shutdown();
 
  private:
@@ -70,6 +81,10 @@ class Listener {
 /// The address other hosts reach this process at: RCCLX_BOOTSTRAP_ADDR, else the first
 /// non-loopback IPv4 interface address, else 127.0.0.1.
 std::string advertisedHost();
+
+/// The address a server that peers reach at `advertised` listens on: RCCLX_LISTEN_ADDR when
+/// set, else `advertised` itself (its interface only).
+std::string listenHost(const std::string& advertised);
 
 /// Parses "host:port"; throws InvalidArgument naming `what` on malformed input.
 SocketAddress parseAddress(const std::string& text, const char* what);

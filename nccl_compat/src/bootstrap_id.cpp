@@ -44,18 +44,22 @@ std::unique_ptr<ctran::Bootstrap> joinByEnv(const std::string& address, int rank
   const auto [host, port] = parseHostPort(address);
   int generation = 0;
   std::shared_ptr<ctran::TcpStoreServer> server;
+  // The address names no secret: RCCLX_JOB_SECRET, when set, guards the store (see
+  // Bootstrap::fromEnv, which this mirrors); the server listens on the address's interface.
+  const ctran::JobSecret secret = ctran::JobSecret::fromKnob();
   {
     std::lock_guard<std::mutex> lock(gEnvMu);
     generation = gGenerations[address]++;
     if (rank == 0) {
       auto& s = gServers[port];
-      if (!s) s = std::make_shared<ctran::TcpStoreServer>(port);
+      if (!s) s = std::make_shared<ctran::TcpStoreServer>(port, host, secret);
       server = s;
     }
   }
-  auto store = std::make_shared<ctran::TcpStore>(host, port, ctran::Deadline::after());
-  auto boot = std::make_unique<ctran::Bootstrap>(store, rank, nranks,
-                                                 ctran::strCat("nccl_comm_id/", generation));
+  auto store = std::make_shared<ctran::TcpStore>(host, port, ctran::Deadline::after(), secret);
+  auto boot = std::make_unique<ctran::Bootstrap>(
+      store, rank, nranks, ctran::strCat("nccl_comm_id/", generation),
+      secret.empty() ? std::nullopt : std::optional<ctran::JobSecret>(secret));
   *keepAlive = server;
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through NCCL_COMM_ID=", address,
              " (communicator ", generation, " of that address)");

@@ -189,8 +189,12 @@ def test_unique_id_describes_its_store():
     host, port = ctran.describe_unique_id(uid).rsplit(":", 1)
     assert host and 0 < int(port) < 65536
     assert uid != ctran.create_unique_id()
-    # The id names a live store server in this process.
-    store = ctran.TcpStore(host, int(port), timeout_ms=2000)
+    # The id names a live store server in this process, which admits only the id's holders.
+    with pytest.raises(ctran.RemoteError, match="wrong job secret"):
+        ctran.TcpStore(host, int(port), timeout_ms=2000)
+    secret = ctran.unique_id_secret(uid)
+    assert len(secret) == 16 and secret != ctran.unique_id_secret(ctran.create_unique_id())
+    store = ctran.TcpStore(host, int(port), timeout_ms=2000, secret=secret)
     store.set("k", b"v")
     assert store.get("k", timeout_ms=1000) == b"v"
 

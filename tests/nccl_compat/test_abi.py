@@ -146,8 +146,11 @@ def test_unique_id_names_a_live_store(monkeypatch):
     assert first != second
     host, port = ctran.describe_unique_id(first).rsplit(":", 1)
     assert host == "127.0.0.1"
-    # The id's store is served by libnccl's own thread; ctran's Python client reaches it.
-    store = ctran.TcpStore(host, int(port), timeout_ms=10_000)
+    # The id's store is served by libnccl's own thread; ctran's Python client reaches it with
+    # the secret the id carries (and only with it).
+    with pytest.raises(ctran.RemoteError, match="wrong job secret"):
+        ctran.TcpStore(host, int(port), timeout_ms=10_000)
+    store = ctran.TcpStore(host, int(port), timeout_ms=10_000, secret=ctran.unique_id_secret(first))
     store.set("abi-test", b"hello")
     assert store.get("abi-test", timeout_ms=10_000) == b"hello"
     assert store.add("abi-counter", 5) == 5

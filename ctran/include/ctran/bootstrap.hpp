@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,8 @@
 
 namespace ctran {
 
-/// Opaque 128 bytes (NCCL_UNIQUE_ID_BYTES) naming a bootstrap root's store address.
+/// Opaque 128 bytes (NCCL_UNIQUE_ID_BYTES) naming a bootstrap root's store address and
+/// carrying the job's secret (whoever holds the id can join the job: share it as a password).
 struct UniqueId {
   std::array<uint8_t, 128> bytes{};
 };
@@ -26,19 +28,24 @@ struct UniqueId {
 UniqueId createUniqueId();
 /// Validates an id and returns "host:port" it names; throws InvalidArgument if malformed.
 std::string describeUniqueId(const UniqueId& id);
+/// The job secret an id carries (validates it first).
+JobSecret uniqueIdSecret(const UniqueId& id);
 
 /// One rank's membership in a group of `nranks` processes.
 class Bootstrap {
  public:
   /// Joins through `store`; keys are namespaced by `prefix`. Checks rank and nranks, and that
-  /// no other process joined as the same rank.
-  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix = "");
+  /// no other process joined as the same rank. The group's tcp connections present `secret`;
+  /// without one, rank 0 draws a secret and shares it through the store.
+  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix = "",
+            std::optional<JobSecret> secret = std::nullopt);
   ~Bootstrap();
 
   /// Joins the group named by `id` (the process that created the id must be alive).
   static std::unique_ptr<Bootstrap> fromUniqueId(const UniqueId& id, int rank, int nranks);
   /// Joins from MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE. Rank 0 hosts the store on
-  /// RCCLX_BOOTSTRAP_PORT (default MASTER_PORT + 1).
+  /// RCCLX_BOOTSTRAP_PORT (default MASTER_PORT + 1), listening on MASTER_ADDR's interface; the
+  /// secret is RCCLX_JOB_SECRET (unset: the store admits any client).
   static std::unique_ptr<Bootstrap> fromEnv();
 
   int rank() const { return rank_; }
@@ -48,6 +55,8 @@ class Bootstrap {
   const std::string& prefix() const { return prefix_; }
   /// The host address to advertise for connections from peers (see advertisedHost()).
   const std::string& localHost() const { return localHost_; }
+  /// The secret the group's tcp connections present to each other.
+  const JobSecret& secret() const { return secret_; }
 
   /// Every rank contributes one blob; returns all blobs indexed by rank.
   std::vector<Bytes> allGather(const Bytes& mine);
@@ -76,6 +85,7 @@ class Bootstrap {
   int nranks_;
   std::string prefix_;
   std::string localHost_;
+  JobSecret secret_;
   uint64_t allGatherSeq_ = 0;
   uint64_t barrierSeq_ = 0;
   std::vector<uint64_t> sendSeq_;

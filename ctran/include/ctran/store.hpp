@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ctran/secret.hpp"
 #include "ctran/wait.hpp"
 
 namespace ctran {
@@ -32,11 +33,15 @@ class Store {
   virtual void erase(const std::string& key) = 0;
 };
 
-/// The server side of TcpStore: a thread-per-client key-value service on a TCP port.
+/// The server side of TcpStore: a thread-per-client key-value service on a TCP port. It admits
+/// only clients that present `secret` (any client when it is empty), and refuses others with a
+/// warning in the log while it goes on serving.
 class TcpStoreServer {
  public:
-  /// Listens on `port` (0: any free port).
-  explicit TcpStoreServer(int port = 0);
+  /// Listens on `host` (RCCLX_LISTEN_ADDR overrides it; empty: every interface) and `port` (0:
+  /// any free port).
+  explicit TcpStoreServer(int port = 0, const std::string& host = "",
+                          const JobSecret& secret = JobSecret::fromKnob());
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
@@ -51,8 +56,10 @@ class TcpStoreServer {
 /// connection makes every later call throw RemoteError.
 class TcpStore : public Store {
  public:
-  /// Connects to host:port, retrying until `deadline` (the server may start later).
-  TcpStore(const std::string& host, int port, const Deadline& deadline);
+  /// Connects to host:port, retrying until `deadline` (the server may start later), and
+  /// presents `secret`; throws RemoteError when the server refuses it.
+  TcpStore(const std::string& host, int port, const Deadline& deadline,
+           const JobSecret& secret = JobSecret::fromKnob());
   ~TcpStore() override;
   void set(const std::string& key, const Bytes& value) override;
   Bytes get(const std::string& key, const Deadline& deadline) override;

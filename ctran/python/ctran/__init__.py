@@ -33,6 +33,7 @@ from ctran._C import (
     host_identity,
     process_token,
     refresh_logging,
+    unique_id_secret,
 )
 
 __all__ = [
@@ -63,5 +64,6 @@ __all__ = [
     "host_identity",
     "process_token",
     "refresh_logging",
+    "unique_id_secret",
 ]
 __version__ = "0.1.0"

@@ -26,6 +26,25 @@ Bytes fromPy(const py::bytes& b) {
   return Bytes(s.begin(), s.end());
 }
 
+// None: RCCLX_JOB_SECRET (or no secret when it is unset); else exactly the secret's 16 bytes.
+JobSecret secretFrom(const std::optional<py::bytes>& secret) {
+  if (!secret) return JobSecret::fromKnob();
+  std::string raw = *secret;
+  CTRAN_CHECK(raw.size() == JobSecret::kBytes, InvalidArgument, "a job secret is ",
+              JobSecret::kBytes, " bytes, got ", raw.size());
+  JobSecret s;
+  std::copy(raw.begin(), raw.end(), s.bytes.begin());
+  return s;
+}
+
+UniqueId uniqueIdFrom(const py::bytes& b) {
+  std::string s = b;
+  CTRAN_CHECK(s.size() == 128, InvalidArgument, "unique id must be 128 bytes, got ", s.size());
+  UniqueId id;
+  std::copy(s.begin(), s.end(), id.bytes.begin());
+  return id;
+}
+
 }  // namespace
 
 void registerStore(py::module_& m) {
@@ -77,18 +96,28 @@ void registerStore(py::module_& m) {
 
   py::class_<TcpStoreServer, std::shared_ptr<TcpStoreServer>>(m, "TcpStoreServer",
                                                               "Hosts a TCP store in this process.")
-      .def(py::init<int>(), py::arg("port") = 0, "Listens on `port` (0: any free port).")
+      .def(py::init([](int port, const std::string& host, std::optional<py::bytes> secret) {
+             return std::make_shared<TcpStoreServer>(port, host, secretFrom(secret));
+           }),
+           py::arg("port") = 0, py::arg("host") = "", py::arg("secret") = py::none(),
+           "Listens on `host` (default every interface; RCCLX_LISTEN_ADDR overrides it) and "
+           "`port` (0: any free port), admitting only clients that present `secret` (16 bytes; "
+           "default RCCLX_JOB_SECRET, or none when that is unset).")
       .def_property_readonly("port", &TcpStoreServer::port, "The port it listens on.");
 
   py::class_<TcpStore, Store, std::shared_ptr<TcpStore>>(m, "TcpStore",
                                                          "A client of a TcpStoreServer.")
-      .def(py::init([](const std::string& host, int port, std::optional<int64_t> timeoutMs) {
-             return std::make_shared<TcpStore>(host, port, deadlineFrom(timeoutMs));
+      .def(py::init([](const std::string& host, int port, std::optional<int64_t> timeoutMs,
+                       std::optional<py::bytes> secret) {
+             JobSecret s = secretFrom(secret);
+             py::gil_scoped_release nogil;
+             return std::make_shared<TcpStore>(host, port, deadlineFrom(timeoutMs), s);
            }),
            py::arg("host"), py::arg("port"), py::arg("timeout_ms") = py::none(),
-           py::call_guard<py::gil_scoped_release>(),
+           py::arg("secret") = py::none(),
            "Connects to the server at host:port, retrying until timeout_ms (default "
-           "RCCLX_TIMEOUT_MS).");
+           "RCCLX_TIMEOUT_MS), and presents `secret` (as for TcpStoreServer); RemoteError when "
+           "the server refuses it.");
 
   py::class_<FileStore, Store, std::shared_ptr<FileStore>>(
       m, "FileStore", "A store kept as files in a directory every rank can see.")
@@ -113,16 +142,17 @@ void registerStore(py::module_& m) {
       },
       "Starts a bootstrap store server in this process and returns its 128-byte id.");
   m.def(
-      "describe_unique_id",
-      [](const py::bytes& b) {
-        std::string s = b;
-        CTRAN_CHECK(s.size() == 128, InvalidArgument, "unique id must be 128 bytes, got ",
-                    s.size());
-        UniqueId id;
-        std::copy(s.begin(), s.end(), id.bytes.begin());
-        return describeUniqueId(id);
-      },
+      "describe_unique_id", [](const py::bytes& b) { return describeUniqueId(uniqueIdFrom(b)); },
       py::arg("unique_id"), "The host:port a unique id names.");
+  m.def(
+      "unique_id_secret",
+      [](const py::bytes& b) {
+        JobSecret s = uniqueIdSecret(uniqueIdFrom(b));
+        return py::bytes(reinterpret_cast<const char*>(s.bytes.data()), s.bytes.size());
+      },
+      py::arg("unique_id"),
+      "The 16-byte job secret a unique id carries (what TcpStore(secret=) presents to its "
+      "store).");
 }
 
 }  // namespace ctran::python

@@ -1,20 +1,25 @@
 // TcpStoreServer and TcpStore: a length-prefixed request/reply protocol over TCP.
 //
-// Request: u8 op | u32 key length | key | u64 value length | value.
+// Every connection opens with the handshake of handshake.hpp (the job's secret); then
+// request: u8 op | u32 key length | key | u64 value length | value.
 // A GET's value is its i64 timeout in milliseconds (absent: no limit).
 // Replies: SET/ERASE -> u8 ack; GET -> u64 length | value once the key exists, or the length
 // kGetTimedOut alone when the timeout passed first (the connection stays usable);
 // ADD -> i64 new value; CHECK -> u8 present.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <list>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "../handshake.hpp"
 #include "../socket.hpp"
 #include "ctran/checks.hpp"
+#include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/store.hpp"
 
@@ -24,13 +29,14 @@ namespace {
 enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kErase = 5 };
 
 constexpr uint32_t kMaxKeyBytes = 1 << 16;
-constexpr uint64_t kMaxValueBytes = uint64_t{1} << 30;
 constexpr uint64_t kGetTimedOut = ~uint64_t{0};
 // How long past its deadline a client waits for the server's timed-out reply before it gives
 // the connection up (the server, not the client, decides that a get timed out).
 constexpr int64_t kReplyGraceMs = 5000;
 
 void sendRequest(Socket& s, Op op, const std::string& key, const void* value, uint64_t vlen) {
+  CTRAN_CHECK(key.size() <= kMaxKeyBytes, InvalidArgument, "store key of ", key.size(),
+              " bytes is longer than ", kMaxKeyBytes);
   std::vector<uint8_t> msg(1 + 4 + key.size() + 8 + vlen);
   uint8_t* p = msg.data();
   *p++ = static_cast<uint8_t>(op);
@@ -48,51 +54,145 @@ void sendRequest(Socket& s, Op op, const std::string& key, const void* value, ui
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// One thread per client, so that a client blocked in a get (or a stranger that never finishes
+// its handshake) holds up no one else. At most RCCLX_MAX_PENDING_CONNECTIONS clients handshake
+// at once; the acceptor waits for a slot before taking the next connection off the kernel's
+// queue, which is bounded by the same number.
 struct TcpStoreServer::Impl {
+  struct Client {
+    Socket socket;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  const JobSecret secret;
+  const uint64_t maxValueBytes;
+  const int maxPending;
   Listener listener;
   std::mutex mu;
-  std::condition_variable changed;
+  std::condition_variable changed;   // a key was set or added to, or the server stops
+  std::condition_variable slotFree;  // a handshake ended, or the server stops
   std::map<std::string, Bytes> data;
   bool stopping = false;
-  std::vector<std::thread> clients;
-  std::vector<Socket*> sockets;
+  int handshaking = 0;
+  std::list<Client> clients;
   std::thread acceptor;
 
-  explicit Impl(int port) : listener(port) {
+  Impl(const std::string& host, int port, const JobSecret& s)
+      : secret(s),
+        maxValueBytes(static_cast<uint64_t>(knob::RCCLX_STORE_MAX_VALUE_BYTES())),
+        maxPending(std::max<int>(1, static_cast<int>(knob::RCCLX_MAX_PENDING_CONNECTIONS()))),
+        listener(listenHost(host), port) {
     acceptor = std::thread([this] { acceptLoop(); });
   }
 
   void acceptLoop() {
     for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        slotFree.wait(lock, [&] { return stopping || handshaking < maxPending; });
+        if (stopping) return;
+      }
       Socket s = listener.accept();
       std::lock_guard<std::mutex> lock(mu);
       if (!s.valid() || stopping) return;
-      auto* owned = new Socket(std::move(s));
-      sockets.push_back(owned);
-      clients.emplace_back([this, owned] { serve(*owned); });
+      reapFinishedLocked();
+      ++handshaking;
+      Client& c = clients.emplace_back();
+      c.socket = std::move(s);
+      c.thread = std::thread([this, &c] { serveClient(c); });
     }
   }
 
-  // Serves one client until it disconnects or the server stops.
-  void serve(Socket& s) {
+  // Joins the threads of clients that have gone (strangers included), so that a stream of
+  // short connections does not pile up threads.
+  void reapFinishedLocked() {
+    for (auto it = clients.begin(); it != clients.end();) {
+      if (it->done.load()) {
+        it->thread.join();
+        it = clients.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void serveClient(Client& c) {
+    const SocketAddress peer = c.socket.peerAddress();
+    bool admitted = false;
+    try {
+      handshake::accept(c.socket, handshake::Channel::kStore, secret, handshake::deadline());
+      admitted = true;
+    } catch (const Error& e) {
+      if (!isStopping()) {
+        CTRAN_WARN("tcp store: refused a connection from ", peer.str(), ": ", e.what());
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --handshaking;
+    }
+    slotFree.notify_one();
+    if (admitted) serveRequests(c.socket, peer);
+    {
+      // Closed now, not when reaped: the client learns at once that it was dropped. Under the
+      // lock, so that the destructor's shutdown never meets a recycled descriptor.
+      std::lock_guard<std::mutex> lock(mu);
+      c.socket.close();
+    }
+    c.done.store(true);
+  }
+
+  bool isStopping() {
+    std::lock_guard<std::mutex> lock(mu);
+    return stopping;
+  }
+
+  // The value length each request may carry; a request outside it is a broken or hostile
+  // client, not a bigger value (clients check the same cap before sending).
+  bool valueLengthFits(Op op, uint64_t vlen) const {
+    switch (op) {
+      case Op::kSet: return vlen <= maxValueBytes;
+      case Op::kGet: return vlen == 0 || vlen == 8;
+      case Op::kAdd: return vlen == 8;
+      case Op::kCheck:
+      case Op::kErase: return vlen == 0;
+    }
+    return false;
+  }
+
+  // Serves one admitted client until it disconnects, breaks the protocol, or the server stops.
+  void serveRequests(Socket& s, const SocketAddress& peer) {
     try {
       for (;;) {
-        uint8_t op = 0;
-        if (!s.recvAll(&op, 1)) return;
+        uint8_t rawOp = 0;
+        if (!s.recvAll(&rawOp, 1)) return;
+        auto op = static_cast<Op>(rawOp);
+        CTRAN_CHECK(
+            rawOp >= static_cast<uint8_t>(Op::kSet) && rawOp <= static_cast<uint8_t>(Op::kErase),
+            InvalidArgument, "unknown request ", int{rawOp});
         uint32_t klen = 0;
         s.recvAll(&klen, 4);
-        if (klen > kMaxKeyBytes) return;
+        CTRAN_CHECK(klen <= kMaxKeyBytes, InvalidArgument, "a key of ", klen, " bytes (at most ",
+                    kMaxKeyBytes, ")");
         std::string key(klen, '\0');
         s.recvAll(key.data(), klen);
         uint64_t vlen = 0;
         s.recvAll(&vlen, 8);
-        if (vlen > kMaxValueBytes) return;
+        CTRAN_CHECK(valueLengthFits(op, vlen), InvalidArgument, "a value of ", vlen,
+                    " bytes for request ", int{rawOp}, " on key '", key.substr(0, 64), "' (",
+                    op == Op::kSet ? strCat("at most RCCLX_STORE_MAX_VALUE_BYTES=", maxValueBytes)
+                                   : std::string("not a length it carries"),
+                    ")");
         Bytes value(vlen);
         if (vlen) s.recvAll(value.data(), vlen);
-        if (!handle(s, static_cast<Op>(op), key, std::move(value))) return;
+        if (!handle(s, op, key, std::move(value))) return;
       }
-    } catch (const Error&) {
+    } catch (const InvalidArgument& e) {
+      CTRAN_WARN("tcp store: dropped client ", peer.str(), ", which sent ", e.what());
+    } catch (const Error& e) {
       // The client went away; its thread ends.
+      CTRAN_INFO("tcp store: client ", peer.str(), " left: ", e.what());
     }
   }
 
@@ -135,7 +235,6 @@ struct TcpStoreServer::Impl {
       }
       case Op::kAdd: {
         int64_t delta = 0;
-        if (value.size() != 8) return false;
         std::memcpy(&delta, value.data(), 8);
         int64_t sum = 0;
         {
@@ -177,17 +276,18 @@ struct TcpStoreServer::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       stopping = true;
-      for (auto* s : sockets) s->shutdown();
+      for (auto& c : clients) c.socket.shutdown();
     }
     changed.notify_all();
+    slotFree.notify_all();
     listener.shutdown();
     acceptor.join();
-    for (auto& t : clients) t.join();
-    for (auto* s : sockets) delete s;
+    for (auto& c : clients) c.thread.join();
   }
 };
 
-TcpStoreServer::TcpStoreServer(int port) : impl_(std::make_unique<Impl>(port)) {}
+TcpStoreServer::TcpStoreServer(int port, const std::string& host, const JobSecret& secret)
+    : impl_(std::make_unique<Impl>(host, port, secret)) {}
 TcpStoreServer::~TcpStoreServer() = default;
 int TcpStoreServer::port() const { return impl_->listener.port(); }
 
@@ -211,6 +311,8 @@ struct TcpStore::Impl {
     checkUsable();
     try {
       return fn();
+    } catch (const InvalidArgument&) {
+      throw;  // a request refused before anything was sent: the connection is still in step
     } catch (const TimeoutError&) {
       broken = true;
       throw;
@@ -230,15 +332,21 @@ struct TcpStore::Impl {
   }
 };
 
-TcpStore::TcpStore(const std::string& host, int port, const Deadline& deadline)
+TcpStore::TcpStore(const std::string& host, int port, const Deadline& deadline,
+                   const JobSecret& secret)
     : impl_(std::make_unique<Impl>()) {
   impl_->server = SocketAddress{host, port};
   impl_->socket = Socket::connect(impl_->server, deadline);
+  handshake::present(impl_->socket, handshake::Channel::kStore, -1, secret, impl_->server.str(),
+                     deadline);
 }
 
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const Bytes& value) {
+  const auto cap = static_cast<uint64_t>(knob::RCCLX_STORE_MAX_VALUE_BYTES());
+  CTRAN_CHECK(value.size() <= cap, InvalidArgument, "store value for key '", key, "' is ",
+              value.size(), " bytes, more than RCCLX_STORE_MAX_VALUE_BYTES=", cap);
   impl_->guarded([&] {
     sendRequest(impl_->socket, Op::kSet, key, value.data(), value.size());
     uint8_t ack;

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../../handshake.hpp"
 #include "ctran/checks.hpp"
+#include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 
 namespace ctran {
@@ -26,7 +28,11 @@ struct MsgHeader {
   uint64_t value;  // payload bytes (put, failure) or delta (signal)
 };
 
+// What a message may make the receiver allocate: a failure's cause at most kMaxFailureCause
+// bytes (a longer one is a broken peer); a put that lands nowhere is drained kDrainChunk at a
+// time; a signal carries nothing. A put that lands in a window is bounded by the window.
 constexpr uint64_t kMaxFailureCause = 4096;
+constexpr uint64_t kDrainChunk = 1 << 20;
 
 class TcpPeerWindow : public PeerWindow {
  public:
@@ -57,38 +63,107 @@ TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
                            GroupFailure* failure)
     : rank_(bootstrap.rank()), failure_(failure) {
   conns_.resize(bootstrap.nranks());
-  Listener listener(0);
-  std::string me = strCat(bootstrap.localHost(), ":", listener.port());
-  auto addrs = bootstrap.allGather(Bytes(me.begin(), me.end()));
-  Deadline deadline = Deadline::after();
-  // Connect to higher ranks (the kernel queues these until the peer accepts), then accept
-  // from lower ranks; every connection opens with the connecting rank's number.
+  std::vector<bool> fromBelow(conns_.size(), false);
   int expectAccepts = 0;
   for (int p : peers) {
     if (p < rank_) {
+      fromBelow[p] = true;
       ++expectAccepts;
-      continue;
     }
+  }
+  // The listener lives only while the group connects, on the interface peers are told of, with
+  // room in its queue for every lower rank on top of the usual bound.
+  Listener listener(listenHost(bootstrap.localHost()), 0,
+                    expectAccepts + static_cast<int>(knob::RCCLX_MAX_PENDING_CONNECTIONS()));
+  listener.setNonBlocking();
+  std::string me = strCat(bootstrap.localHost(), ":", listener.port());
+  auto addrs = bootstrap.allGather(Bytes(me.begin(), me.end()));
+  Deadline deadline = Deadline::after();
+  // Connect to higher ranks and send the handshake (the kernel queues both until the peer
+  // accepts), accept from lower ranks, then collect the higher ranks' verdicts: no rank waits
+  // on another's answer before serving its own listener, so connecting is not a chain.
+  std::vector<std::pair<int, std::string>> dialled;
+  for (int p : peers) {
+    if (p < rank_) continue;
     std::string text(addrs[p].begin(), addrs[p].end());
     auto c = std::make_unique<Connection>();
     c->socket = Socket::connect(parseAddress(text, "tcp peer address"), deadline);
-    int32_t r = rank_;
-    c->socket.sendAll(&r, 4);
+    handshake::sendHello(c->socket, handshake::Channel::kTransport, rank_, bootstrap.secret());
     conns_[p] = std::move(c);
+    dialled.emplace_back(p, text);
   }
-  for (int i = 0; i < expectAccepts; ++i) {
-    Socket s = listener.accept();
-    int32_t r = -1;
-    CTRAN_CHECK(s.valid() && s.recvAll(&r, 4, &deadline), RemoteError,
-                "tcp transport: a peer connected but did not identify itself");
-    CTRAN_CHECK(r >= 0 && r < rank_ && !conns_[r], RemoteError,
-                "tcp transport: unexpected connection from rank ", r);
-    conns_[r] = std::make_unique<Connection>();
-    conns_[r]->socket = std::move(s);
+  acceptLowerRanks(listener, fromBelow, expectAccepts, bootstrap.secret(), deadline);
+  for (const auto& [p, text] : dialled) {
+    handshake::awaitVerdict(conns_[p]->socket, handshake::Channel::kTransport,
+                            strCat(text, " (rank ", p, ")"), deadline);
   }
   CTRAN_SYSCHECK(::pipe2(wakeFds_, O_CLOEXEC), "pipe2");
   progress_ = std::thread([this] { progressLoop(); });
   CTRAN_INFO("tcp transport: connected to ", peers.size(), " peers");
+}
+
+// Polls the listener and every connection still handshaking, so that a stranger that never
+// finishes its hello delays no one: it is dropped at its own handshake deadline, and refused
+// connections are logged and forgotten while the group goes on connecting.
+void TcpTransport::acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
+                                    const JobSecret& secret, const Deadline& deadline) {
+  struct Incoming {
+    Socket socket;
+    SocketAddress from;
+    handshake::Pending hello;
+    Deadline deadline;
+  };
+  const size_t maxPending =
+      static_cast<size_t>(std::max<int64_t>(1, knob::RCCLX_MAX_PENDING_CONNECTIONS()));
+  std::vector<Incoming> pending;
+  std::vector<pollfd> fds;
+  while (count > 0) {
+    fds.assign(1, {listener.fd(), static_cast<short>(pending.size() < maxPending ? POLLIN : 0), 0});
+    for (auto& in : pending) fds.push_back({in.socket.fd(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), 50);
+    if (rc < 0 && errno != EINTR) throwSystemError("poll", errno);
+    if (deadline.expired()) {
+      throwTimeout(deadline, strCat("tcp transport: connections from ", count,
+                                    " lower rank(s) of the group"));
+    }
+    // Judge before accepting more: `pending` and `fds` stay index-aligned.
+    for (size_t i = pending.size(); i-- > 0;) {
+      Incoming& in = pending[i];
+      bool finished = false;
+      try {
+        if (fds[i + 1].revents != 0 && in.hello.feed(in.socket)) {
+          handshake::Hello h = in.hello.judge(in.socket, handshake::Channel::kTransport, secret);
+          CTRAN_CHECK(h.rank >= 0 && h.rank < static_cast<int>(expected.size()) &&
+                          expected[h.rank] && !conns_[h.rank],
+                      RemoteError, "it claims rank ", h.rank, ", which is not a lower peer (",
+                      "or has connected already)");
+          expected[h.rank] = false;
+          conns_[h.rank] = std::make_unique<Connection>();
+          conns_[h.rank]->socket = std::move(in.socket);
+          --count;
+          finished = true;
+        } else if (in.deadline.expired()) {
+          throwTimeout(in.deadline, "a complete handshake (RCCLX_HANDSHAKE_TIMEOUT_MS)");
+        }
+      } catch (const Error& e) {
+        CTRAN_WARN("tcp transport: refused a connection from ", in.from.str(), ": ", e.what());
+        finished = true;
+      }
+      if (finished) pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    if (fds[0].revents & POLLIN) {
+      while (pending.size() < maxPending) {
+        Socket s = listener.accept();  // non-blocking: invalid once the queue is empty
+        if (!s.valid()) break;
+        SocketAddress from = s.peerAddress();
+        pending.push_back({std::move(s), from, {}, handshake::deadline()});
+      }
+    }
+  }
+  for (auto& in : pending) {
+    CTRAN_WARN("tcp transport: dropped a connection from ", in.from.str(),
+               " that had not finished its handshake when the group was complete");
+  }
 }
 
 TcpTransport::~TcpTransport() {
@@ -199,13 +274,18 @@ bool TcpTransport::handleMessage(int peer, Connection& c) {
     }
   }
   if (h.type == static_cast<uint32_t>(MsgType::kPut)) {
-    if (known && h.offset + h.value <= w.bytes) {
+    if (known && h.offset <= w.bytes && h.value <= w.bytes - h.offset) {
       c.socket.recvAll(static_cast<char*>(w.data) + h.offset, h.value);
     } else {
+      // A put to a window released here: drained in bounded chunks, whatever length it claims.
       CTRAN_WARN("tcp transport: dropping a put of ", h.value, " bytes from rank ", peer,
                  " to unknown window ", h.windowId, " or beyond its end");
-      std::vector<char> sink(h.value);
-      c.socket.recvAll(sink.data(), sink.size());
+      std::vector<char> sink(std::min<uint64_t>(h.value, kDrainChunk));
+      for (uint64_t left = h.value; left > 0;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, sink.size()));
+        c.socket.recvAll(sink.data(), n);
+        left -= n;
+      }
     }
   } else if (h.type == static_cast<uint32_t>(MsgType::kSignal)) {
     if (known && h.slot >= 0 && h.slot < w.numSignals) {

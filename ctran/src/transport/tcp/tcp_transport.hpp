@@ -48,6 +48,8 @@ class TcpTransport : public Transport {
 
   /// Marks `c` closed and throws RemoteError naming `peer` for a send that failed with `e`.
   [[noreturn]] void failedSend(int peer, Connection& c, const Error& e);
+  void acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
+                        const JobSecret& secret, const Deadline& deadline);
   void progressLoop();
   bool handleMessage(int peer, Connection& c);
 

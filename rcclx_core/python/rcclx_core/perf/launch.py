@@ -207,7 +207,7 @@ def run_torchrun(cfg: Config, ngpus: int = 0, target_list: list | None = None) -
     gpu_index, gpus_shared = device.torchrun_gpu(ngpus)
     gpu = _set_gpu(cfg, gpu_index)
     comm = rcclx_core.Communicator.from_env(device=gpu)
-    server = ctran.TcpStoreServer(port) if rank == 0 else None
+    server = ctran.TcpStoreServer(port, host) if rank == 0 else None
     store = ctran.TcpStore(host, port)
     world = runner.World(
         rank,
