@@ -45,7 +45,7 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
   auto tags = bootstrap_->allGather(Bytes(tag.begin(), tag.end()));
   jobTag_.assign(tags[0].begin(), tags[0].end());
   const bool anyShm = !shmPeers.empty();
-  failure_ = std::make_unique<GroupFailure>(*bootstrap_, shmPeers, jobTag_);
+  failure_ = std::make_shared<GroupFailure>(*bootstrap_, shmPeers, jobTag_);
   if (anyShm) shm_ = std::make_unique<ShmTransport>(topology_);
   if (!tcpPeers.empty()) {
     tcp_ = std::make_unique<TcpTransport>(*bootstrap_, tcpPeers, failure_.get());

@@ -23,6 +23,10 @@ namespace rcclx::nccl {
 /// at WARN, and returns `result`. Never throws.
 ncclResult_t fail(const char* entryPoint, ncclResult_t result, const char* message) noexcept;
 
+/// Records "<entryPoint>: <message>" as this thread's last error without logging it (a
+/// failure already logged once, seen again by a poller). Never throws.
+void recordLastError(const char* entryPoint, const char* message) noexcept;
+
 /// Remembers a failure of an operation on `comm` that its peers may also have met (a remote,
 /// system or internal error), so ncclCommGetAsyncError reports it; argument errors are the
 /// caller's alone and are not kept. Does nothing for a null or unknown handle. Never throws.

@@ -58,6 +58,9 @@ struct ncclComm {
   std::mutex callMu;
 
   std::unique_ptr<rcclx::Communicator> core;
+  /// The core's failure record, kept apart so ncclCommGetAsyncError reads it without `core`
+  /// (which ncclCommAbort may be releasing on another thread).
+  std::shared_ptr<ctran::GroupFailure> failure;
   int rank = -1;
   int nranks = 0;
   int device = -1;  ///< the GPU, or -1 for a host-memory communicator

@@ -25,6 +25,7 @@ void adopt(ncclComm& h, std::unique_ptr<rcclx::Communicator> core) {
   h.rank = core->rank();
   h.nranks = core->size();
   h.device = core->device();
+  h.failure = core->failureRecord();
   h.core = std::move(core);
   h.state.store(CommState::kReady, std::memory_order_release);
   logReady(h);

@@ -103,6 +103,21 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
         throw ctran::InvalidUsage("comm was already destroyed or aborted");
       default:
         *asyncError = static_cast<ncclResult_t>(c->asyncError.load(std::memory_order_relaxed));
+        // A failure on any rank (a dead peer, a timeout, a peer's abort) shows here too, as
+        // torch's watchdog polls it, before this rank's next call would raise it.
+        // Logged once; every polling thread gets it as its last error (ncclGetLastError).
+        if (c->failure) {
+          if (auto failure = c->failure->current()) {
+            const std::string message = failure->message();
+            int none = ncclSuccess;
+            if (c->asyncError.compare_exchange_strong(none, ncclRemoteError)) {
+              rcclx::nccl::fail("ncclCommGetAsyncError", ncclRemoteError, message.c_str());
+            } else {
+              rcclx::nccl::recordLastError("ncclCommGetAsyncError", message.c_str());
+            }
+            *asyncError = static_cast<ncclResult_t>(c->asyncError.load());
+          }
+        }
     }
   });
 }

@@ -11,6 +11,13 @@ thread_local std::string tLastError;
 
 }  // namespace
 
+void recordLastError(const char* entryPoint, const char* message) noexcept {
+  try {
+    tLastError = std::string(entryPoint) + ": " + message;
+  } catch (...) {
+  }
+}
+
 ncclResult_t fail(const char* entryPoint, ncclResult_t result, const char* message) noexcept {
   try {
     tLastError = std::string(entryPoint) + ": " + message;

@@ -81,6 +81,9 @@ const ctran::Topology& Communicator::topology() const { return impl_->group->top
 bool Communicator::directAccess() const { return impl_->host && impl_->host->directAccess(); }
 int Communicator::device() const { return impl_->device; }
 bool Communicator::destroyed() const { return impl_->destroyed; }
+std::shared_ptr<ctran::GroupFailure> Communicator::failureRecord() const {
+  return impl_->group->failureRecord();
+}
 bool Communicator::inGroup() const { return impl_->groupDepth > 0; }
 
 namespace {

@@ -63,6 +63,18 @@ def test_dead_peer_reaches_watchdog_then_abort(mode):
     assert f"rank 0 {mode}: passed" in results[0].stdout
 
 
+@pytest.mark.parametrize("nranks", [3, 4])
+def test_dead_peer_fails_every_survivor_at_once(nranks):
+    # A timeout far beyond the bound below: only the failure's propagation can be that fast.
+    env = rank_env({"RCCLX_TIMEOUT_MS": "30000"})
+    results = run_ranks(build("init_modes.c"), nranks, ("dead_peer_loop",), env=env, timeout=90)
+    check_ranks(results)
+    for res in results[:-1]:
+        assert f"rank {res.rank} dead_peer_loop: passed" in res.stdout, res.stdout
+        elapsed_ms = float(res.stdout.split("raised after ")[1].split(" ms")[0])
+        assert elapsed_ms < 5000, res.stdout
+
+
 def test_config_layouts_of_other_nccl_versions():
     env = rank_env({"NCCL_DEBUG": "INFO"})
     env.pop("RCCLX_DEBUG", None)

@@ -58,6 +58,9 @@ class PeerGroup {
   void checkFailed();
   /// The failure any rank reported, or nullopt; never throws and never blocks.
   std::optional<FailureReport> failure();
+  /// The group's failure record itself, for watchers that may outlive the group (an error
+  /// poller on another thread).
+  std::shared_ptr<GroupFailure> failureRecord() const { return failure_; }
   /// Validates a peer rank argument, naming `what` in the error.
   void validatePeer(int peer, const char* what) const;
 
@@ -73,7 +76,7 @@ class PeerGroup {
   std::unique_ptr<Bootstrap> bootstrap_;
   Topology topology_;
   std::vector<TransportKind> kinds_;
-  std::unique_ptr<GroupFailure> failure_;
+  std::shared_ptr<GroupFailure> failure_;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<TcpTransport> tcp_;
   std::string jobTag_;

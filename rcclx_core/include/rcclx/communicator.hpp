@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ctran/bootstrap.hpp"
+#include "ctran/failure.hpp"
 #include "ctran/topology.hpp"
 #include "rcclx/buffer.hpp"
 #include "rcclx/comm_config.hpp"
@@ -136,9 +137,14 @@ class Communicator {
   void finalize();
   /// Finalizes, then releases every resource (collective). A second call throws InvalidUsage.
   void destroy();
-  /// Releases every resource without waiting for peers; later calls throw InvalidUsage.
+  /// Releases every resource without waiting for peers, and fails every peer's current wait
+  /// (they raise a RemoteError naming this rank); later calls throw InvalidUsage.
   void abort();
   bool destroyed() const;
+  /// The record of a failure of this communicator on any rank (a dead peer, a timeout, an
+  /// abort), which every later call raises; it outlives the communicator, so another thread
+  /// may poll it (`current()`) at any time, without blocking on the communicator.
+  std::shared_ptr<ctran::GroupFailure> failureRecord() const;
 
   /// The communicator's state, defined privately (it holds the back-ends).
   struct Impl;

@@ -9,7 +9,10 @@
  *   abort        every rank a process; a second thread aborts the communicator
  *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
  *                RCCLX_TIMEOUT_MS low), its watchdog thread sees the error and aborts
- *   dead_peer_group  the same with the allreduce in a group (the error comes at its end) */
+ *   dead_peer_group  the same with the allreduce in a group (the error comes at its end)
+ *   dead_peer_loop  NRANKS processes; the last exits while the others loop on allreduce: every
+ *                survivor's call fails, and its watchdog sees the error, long before
+ *                RCCLX_TIMEOUT_MS (set it high), naming the dead rank */
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -259,6 +262,65 @@ static void mode_dead_peer(int rank, int nranks, int grouped) {
   EXPECT(w.abortResult == ncclSuccess, "abort returned %d", (int)w.abortResult);
 }
 
+struct LoopWatchdog {
+  ncclComm_t comm;
+  ncclResult_t seen;
+  char message[512];
+};
+
+static void* loop_watchdog(void* arg) {
+  struct LoopWatchdog* w = (struct LoopWatchdog*)arg;
+  ncclResult_t state = ncclSuccess;
+  while (state == ncclSuccess) {
+    NCCLCHECK(ncclCommGetAsyncError(w->comm, &state));
+    struct timespec pause = {0, 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  w->seen = state;
+  snprintf(w->message, sizeof(w->message), "%s", ncclGetLastError(w->comm));
+  return NULL;
+}
+
+static void mode_dead_peer_loop(int rank, int nranks) {
+  ncclComm_t comm = NULL;
+  ncclUniqueId id = test_unique_id();
+  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  const int victim = nranks - 1;
+  enum { kCount = 1 << 18 };
+  int32_t* x = alloc_for(comm, kCount);
+  int32_t* y = alloc_for(comm, kCount);
+  NCCLCHECK(ncclAllReduce(x, y, kCount, ncclInt32, ncclMax, comm, NULL));
+  test_sync();
+  if (rank == victim) {
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    _Exit(0); /* mid-loop for the others, without destroying anything */
+  }
+  struct LoopWatchdog w = {comm, ncclSuccess, ""};
+  pthread_t t;
+  pthread_create(&t, NULL, loop_watchdog, &w);
+  const double start = now_ms();
+  ncclResult_t r = ncclSuccess;
+  while (r == ncclSuccess && now_ms() - start < 60000) {
+    r = ncclAllReduce(x, y, kCount, ncclInt32, ncclMax, comm, NULL);
+    test_sync();
+  }
+  const double elapsed = now_ms() - start;
+  char callMessage[512];
+  snprintf(callMessage, sizeof(callMessage), "%s", ncclGetLastError(comm));
+  pthread_join(t, NULL);
+  char victimName[32];
+  snprintf(victimName, sizeof(victimName), "rank %d", victim);
+  EXPECT(r == ncclRemoteError, "allreduce with a dead peer returned %d (%s)", (int)r, callMessage);
+  EXPECT(strstr(callMessage, victimName) != NULL, "the call's error does not name %s: %s",
+         victimName, callMessage);
+  EXPECT(w.seen == ncclRemoteError, "the watchdog saw async error %d", (int)w.seen);
+  EXPECT(strstr(w.message, victimName) != NULL, "the watchdog's error does not name %s: %s",
+         victimName, w.message);
+  printf("rank %d raised after %.0f ms: %s\n", rank, elapsed, callMessage);
+  NCCLCHECK(ncclCommAbort(comm));
+}
+
 int main(int argc, char** argv) {
   int rank, nranks;
   test_init_args(argc, argv, &rank, &nranks);
@@ -277,6 +339,8 @@ int main(int argc, char** argv) {
     mode_dead_peer(rank, nranks, 0);
   else if (strcmp(mode, "dead_peer_group") == 0)
     mode_dead_peer(rank, nranks, 1);
+  else if (strcmp(mode, "dead_peer_loop") == 0)
+    mode_dead_peer_loop(rank, nranks);
   else {
     fprintf(stderr, "unknown mode '%s'\n", mode);
     return 2;
