@@ -94,6 +94,12 @@ Transport& PeerGroup::transport(TransportKind kind) {
 void PeerGroup::checkPeer(int peer) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");
+  const int me = topology_.rank;
+  if (auto r = failure_->current(); r && r->timedOut && r->culprit == me && peer != me) {
+    // A rank gave up waiting on this one, which is itself waiting on `peer`: say so, so the
+    // report names the rank at the end of the chain, not this one.
+    reportTimeoutOn(peer, strCat("was waiting on rank ", peer, " when ", r->message()));
+  }
   failure_->check();
   if (kinds_[peer] == TransportKind::kSelf) return;
   try {
@@ -109,12 +115,16 @@ void PeerGroup::reportFailure(int culprit, const std::string& cause) {
   if (failure_->report(r) && tcp_ && !destroyed_) tcp_->broadcastFailure(r);
 }
 
+void PeerGroup::reportTimeoutOn(int peer, const std::string& cause) {
+  FailureReport r{peer, topology_.rank, true, cause};
+  if (failure_->report(r) && tcp_ && !destroyed_) tcp_->broadcastFailure(r);
+}
+
 void PeerGroup::reportTimeout(const TimeoutError& timeout) {
   // Long enough for a report to cross a tcp connection, short next to any timeout.
   constexpr int64_t kPeerReportMs = 250;
   const int peer = timeout.peer();
-  FailureReport r{peer, topology_.rank, true, timeout.what()};
-  if (failure_->report(r) && tcp_ && !destroyed_) tcp_->broadcastFailure(r);
+  reportTimeoutOn(peer, timeout.what());
   if (peer < 0 || peer == topology_.rank) return;
   failure_->awaitReportOf(peer, kPeerReportMs);
   auto resolved = failure_->current();

@@ -112,6 +112,23 @@ def test_a_failure_reaches_every_survivor(collective, transport, nranks, how):
     results = launch(
         _failing_rank, nranks, collective, victim, how, env=env, expect_errors=True, timeout=60
     )
+    _assert_every_survivor_names(results, victim)
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_a_rank_that_gives_up_first_does_not_blame_the_rank_it_waited_on(transport):
+    # Rank 1's shorter timeout ends its wait on rank 0 first, while rank 0 still waits on the
+    # stopped rank 2: the reports must still name rank 2, on rank 0 as on rank 1.
+    victim = 2
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    results = launch(
+        _failing_rank, 3, "all_reduce", victim, "sigstop", env=env, expect_errors=True,
+        timeout=60, rank_env=lambda r: {"RCCLX_TIMEOUT_MS": TIMEOUT_MS // 2} if r == 1 else {},
+    )  # fmt: skip
+    _assert_every_survivor_names(results, victim)
+
+
+def _assert_every_survivor_names(results, victim):
     assert results[victim].error_type == "Died", results[victim]
     survivors = [res for res in results if res.rank != victim]
     for res in survivors:

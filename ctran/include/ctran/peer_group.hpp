@@ -71,6 +71,8 @@ class PeerGroup {
 
  private:
   friend class Window;
+  /// Reports that this rank's wait on `peer` ended, or would never end, for `cause`.
+  void reportTimeoutOn(int peer, const std::string& cause);
   void checkUsable(const char* what) const;
 
   std::unique_ptr<Bootstrap> bootstrap_;
