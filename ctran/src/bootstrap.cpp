@@ -208,7 +208,9 @@ std::vector<Bytes> Bootstrap::allGather(const Bytes& mine) {
       throw TimeoutError(strCat("bootstrap allgather: rank ", r, " did not arrive: ", e.what()));
     }
   }
-  waitForReaders(strCat("ag/", seq));
+  std::vector<std::string> keys;
+  for (int r = 0; r < nranks_; ++r) keys.push_back(key(strCat("ag/", seq, "/", r)));
+  waitForReaders(strCat("ag/", seq), keys);
   return all;
 }
 
@@ -221,7 +223,8 @@ void Bootstrap::barrier() {
   } catch (const TimeoutError& e) {
     throw TimeoutError(strCat("bootstrap barrier: not every rank arrived: ", e.what()));
   }
-  waitForReaders(strCat("bar/", seq));
+  waitForReaders(strCat("bar/", seq),
+                 {key(strCat("bar/", seq)), key(strCat("bar/", seq, "/done"))});
 }
 
 // The process hosting the store server (the unique id's creator, or rank 0 bootstrapped from
@@ -231,22 +234,36 @@ void Bootstrap::barrier() {
 // failing to report (the host may have gone as soon as the last report landed, before it was
 // acknowledged) nor a rank that never reports (it died) is an error of this call: the first
 // only ends the report, the second delays the host until the deadline.
-void Bootstrap::waitForReaders(const std::string& op) {
-  if (nranks_ == 1) return;
+//
+// The last rank to report knows every rank has read the call's `keys`: it erases them and the
+// report counter, so a long-lived store does not grow with every call (communicators split and
+// destroyed for hours). The "all read" flag stays (a few bytes per call): several ranks of one
+// process may each be waiting for it, and none knows when the others have seen it.
+void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::string>& keys) {
+  const std::string counter = key(op + "/read"), allRead = key(op + "/allread");
+  if (nranks_ == 1) {
+    for (const auto& k : keys) store_->erase(k);
+    return;
+  }
+  auto lastReader = [&] {
+    for (const auto& k : keys) store_->erase(k);
+    store_->erase(counter);
+    store_->set(allRead, Bytes{1});
+  };
   if (!keepAlive_) {
     try {
-      if (store_->add(key(op + "/read"), 1) == nranks_) store_->set(key(op + "/allread"), Bytes{1});
+      if (store_->add(counter, 1) == nranks_) lastReader();
     } catch (const RemoteError& e) {
       CTRAN_INFO("bootstrap ", op, ": could not confirm reading the result: ", e.what());
     }
     return;
   }
-  if (store_->add(key(op + "/read"), 1) == nranks_) {
-    store_->set(key(op + "/allread"), Bytes{1});
+  if (store_->add(counter, 1) == nranks_) {
+    lastReader();
     return;
   }
   try {
-    store_->get(key(op + "/allread"), Deadline::after());
+    store_->get(allRead, Deadline::after());
   } catch (const TimeoutError& e) {
     CTRAN_WARN("bootstrap ", op, ": not every rank confirmed reading the result: ", e.what());
   }

@@ -76,8 +76,9 @@ class Bootstrap {
  private:
   std::string key(const std::string& k) const { return prefix_ + k; }
   void checkPeer(int peer, const char* what) const;
-  /// Called at the end of a collective call `op`; see bootstrap.cpp.
-  void waitForReaders(const std::string& op);
+  /// Called at the end of a collective call `op` whose store keys are `keys`; see
+  /// bootstrap.cpp.
+  void waitForReaders(const std::string& op, const std::vector<std::string>& keys);
 
   std::shared_ptr<Store> store_;
   std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this process hosts it
