@@ -6,8 +6,10 @@ survivors carry on in a new communicator. Over shm and over tcp, for every colle
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
-import rcclx_helpers as H
 
 from launcher import launch
 
@@ -52,9 +54,22 @@ def _failing_rank(ctx, collective, victim, how):
 
     import rcclx_core as rc
 
+    def held():  # what a leak would leave: open fds and threads
+        with open("/proc/self/status") as f:
+            threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+        return len(os.listdir("/proc/self/fd")), threads
+
     store = ctx.store()
     store.set(f"failure/pid{ctx.rank}", str(os.getpid()).encode())
-    comm = H.comm_of(ctx)
+    # One communicator made and destroyed first: what a process keeps after its first one is
+    # not a leak of the failure path.
+    warm = rc.Communicator.from_store(store, ctx.rank, ctx.nranks, prefix="failure/warm")
+    warm.destroy()
+    # The unique id too: its store (a thread and a socket on rank 0) serves for the process's
+    # life, whatever becomes of the communicators made from it.
+    uid = ctx.unique_id()
+    before = held()
+    comm = rc.Communicator.from_unique_id(uid, ctx.rank, ctx.nranks)
     call = _calls(comm, np, rc)[collective]
     call()  # every rank is in the loop before the victim goes
     if ctx.rank == victim:
@@ -89,6 +104,7 @@ def _failing_rank(ctx, collective, victim, how):
     sub.all_reduce(x)
     sub.destroy()
     return {
+        "held": (before, held()),
         "outcome": outcome,
         "raised_at": raised_at,
         "later": later,
@@ -109,10 +125,12 @@ CASES += [("all_reduce", "tcp", 3, "sigstop")]
 def test_a_failure_reaches_every_survivor(collective, transport, nranks, how):
     victim = nranks - 1  # rank 0 hosts the communicator's bootstrap store
     env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    segments = _rcclx_segments()
     results = launch(
         _failing_rank, nranks, collective, victim, how, env=env, expect_errors=True, timeout=60
     )
     _assert_every_survivor_names(results, victim)
+    _assert_no_segment_left(segments)
 
 
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
@@ -126,6 +144,20 @@ def test_a_rank_that_gives_up_first_does_not_blame_the_rank_it_waited_on(transpo
         timeout=60, rank_env=lambda r: {"RCCLX_TIMEOUT_MS": TIMEOUT_MS // 2} if r == 1 else {},
     )  # fmt: skip
     _assert_every_survivor_names(results, victim)
+
+
+def _rcclx_segments() -> set[str]:
+    return {n for n in os.listdir("/dev/shm") if n.startswith("rcclx-")}
+
+
+def _assert_no_segment_left(before: set[str]) -> None:
+    """Segments are unlinked once mapped, so a killed rank leaves none; one that appeared
+    meanwhile and is still there a moment later is left over."""
+    new = _rcclx_segments() - before
+    if new:
+        time.sleep(0.5)
+        new &= _rcclx_segments()
+    assert not new, f"left in /dev/shm: {sorted(new)}"
 
 
 def _assert_every_survivor_names(results, victim):
@@ -142,6 +174,11 @@ def _assert_every_survivor_names(results, victim):
         assert later_s < 0.1, f"rank {res.rank}: a call after the failure took {later_s:.3f} s"
         assert res.value["destroy_s"] < SPREAD_S, res.value
         assert res.value["again"] == [res.value["expect_again"]] * 4
+        # Nothing the failure path opened is left. (Rank 0's count before may include peers'
+        # connections to the unique id's store, which it hosts, still being served.)
+        before, after = res.value["held"]
+        grew = after[0] > before[0] or after[1] > before[1]
+        assert not grew, f"rank {res.rank}: (fds, threads) {before} before, {after} after"
     times = [res.value["raised_at"] for res in survivors]
     spread = max(times) - min(times)
     assert spread < SPREAD_S, f"survivors raised {spread:.2f} s apart: {survivors}"
