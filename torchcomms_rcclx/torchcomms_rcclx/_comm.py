@@ -564,6 +564,7 @@ class TorchCommRCCLX:
         row_elems=None,
         max_output_rows=None,
         output_split_sizes_known=False,
+        checked=False,
         async_op=False,
         timeout=None,
     ):
@@ -574,8 +575,10 @@ class TorchCommRCCLX:
         ``output_split_sizes`` (rows from each rank) and ``output_offsets`` (their exclusive
         prefix sum), the rows packed in rank order. The capacity is the output's rows (at most
         ``max_output_rows``): rows past it are dropped and the call fails (GPU: the next call)
-        naming sender, receiver and counts. ``output_split_sizes_known`` reads
-        ``output_split_sizes`` instead of exchanging counts."""
+        naming sender, receiver and counts. ``checked=True`` (GPU tensors, not in a graph
+        capture) raises that from ``work.wait()`` instead, which blocks the host until the
+        kernel finished (the synchronous call waits at once). ``output_split_sizes_known``
+        reads ``output_split_sizes`` instead of exchanging counts."""
         return _dynamic.alltoallv_dynamic(
             self,
             output,
@@ -587,6 +590,7 @@ class TorchCommRCCLX:
             row_elems=row_elems,
             max_output_rows=max_output_rows,
             output_split_sizes_known=output_split_sizes_known,
+            checked=checked,
             async_op=async_op,
             timeout=timeout,
         )
