@@ -31,6 +31,8 @@ def unavailable(cfg, world) -> str | None:
         )
     if world.gpus_shared:
         return "ranks share a GPU, and symmetric memory (over NCCL's group) needs one per rank"
+    if world.nranks < 2:
+        return "torch symmetric memory's rendezvous needs 2 or more ranks"
     try:
         import torch.distributed._symmetric_memory as symm_mem
     except ImportError as e:
