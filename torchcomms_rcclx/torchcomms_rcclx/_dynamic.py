@@ -9,7 +9,7 @@ import math
 import torch
 
 import rcclx_core
-from torchcomms_rcclx._work import CheckedWork
+from torchcomms_rcclx._work import CheckedWork, EventWork
 
 
 def _splits(comm, what: str, name: str, t, optional: bool = False):
@@ -85,8 +85,13 @@ def alltoallv_dynamic(
             "cannot do; capture with checked=False (errors then raise from the next call)"
         )
     ran = comm._run(what, call, async_op, timeout, arrays)
+    if not async_op:
+        # An event recorded behind the call on the current stream marks its end, whatever that
+        # stream is (the legacy default stream included).
+        event = torch.cuda.Event()
+        event.record()
+        ran = EventWork(event, arrays, comm._device)
     work = CheckedWork(ran, core.check_alltoallv_dynamic)
-    if async_op:
-        return work
-    work.wait()
+    if not async_op:
+        work.wait()
     return work
