@@ -118,6 +118,10 @@ class StreamWork(Work):
     def _torch_stream(self):
         import torch
 
+        if self._stream == 0:
+            # torch's ExternalStream over the null handle neither waits for nor queries the
+            # legacy default stream (measured: synchronize() returned with a kernel running).
+            return torch.cuda.default_stream(self._device)
         return torch.cuda.ExternalStream(self._stream, device=self._device)
 
     def is_completed(self) -> bool:

@@ -4,8 +4,8 @@
 // kLanes-th chunk); a receive block gathers every
 // sender's count, places its block by a prefix sum (clipped at the capacity), writes
 // output_split_sizes / output_offsets and copies the rows out of its staging. The rank's own
-// block is copied input to output by kSelfBlocks more blocks (a local copy at memory speed;
-// four lanes alone copied it at a twentieth of that). Counts, epochs and
+// block is copied input to output by kSelfBlocks more blocks (a local copy reaches memory
+// bandwidth only across many SMs; four lanes would bound it). Counts, epochs and
 // flags live in device memory, so a captured graph replays with new counts; an error the
 // kernel records (overflow, invalid counts) lands in mapped host memory and is raised by the
 // next call on the host. Memory per communicator: (1 + 2 x kLanes) x ranks + 1 64-bit control
@@ -57,7 +57,7 @@ class GpuAllToAllvDynamic {
   /// Blocks per peer and direction (fewer when 2 x ranks x kLanes would pass kMaxEpochSlots).
   static constexpr int kLanes = 4;
   /// Blocks copying the rank's own block (fewer where the grid would pass kMaxEpochSlots).
-  static constexpr int kSelfBlocks = 32;
+  static constexpr int kSelfBlocks = 128;
 
   /// Collective: the staging window (RCCLX_A2AV_DYNAMIC_SLOT_BYTES per slot) and the status
   /// records. Throws InvalidUsage while `stream` is being captured (a graph cannot allocate).
