@@ -437,12 +437,11 @@ ncclResult_t ncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRo
                                              size_t rowElems, ncclDataType_t datatype,
                                              ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRows,
-                                              const int64_t* sendSplits,
-                                              const int64_t* sendOffsets, void* recvbuff,
-                                              size_t recvRows, const int64_t* recvSplits,
-                                              int64_t* recvOffsets, size_t rowElems,
-                                              ncclDataType_t datatype, ncclComm_t comm,
-                                              cudaStream_t stream);
+                                              const int64_t* sendSplits, const int64_t* sendOffsets,
+                                              void* recvbuff, size_t recvRows,
+                                              const int64_t* recvSplits, int64_t* recvOffsets,
+                                              size_t rowElems, ncclDataType_t datatype,
+                                              ncclComm_t comm, cudaStream_t stream);
 #define RCCLX_ALLTOALLV_DYNAMIC 1
 
 #ifdef __cplusplus

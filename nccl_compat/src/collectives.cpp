@@ -230,10 +230,10 @@ namespace {
 // The two dynamic entries: recvSplits written (the counts exchanged by the call) or read (the
 // caller knows them; recvSplitsKnown).
 ncclResult_t allToAllvDynamic(const char* fn, const void* sendbuff, size_t sendRows,
-                              const int64_t* sendSplits, const int64_t* sendOffsets,
-                              void* recvbuff, size_t recvRows, const int64_t* recvSplits,
-                              int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
-                              bool recvSplitsKnown, ncclComm_t comm, cudaStream_t stream) {
+                              const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff,
+                              size_t recvRows, const int64_t* recvSplits, int64_t* recvOffsets,
+                              size_t rowElems, ncclDataType_t datatype, bool recvSplitsKnown,
+                              ncclComm_t comm, cudaStream_t stream) {
   return collective(fn, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const size_t n = static_cast<size_t>(h.nranks);
@@ -281,8 +281,8 @@ ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const i
 
 NCCL_API(ncclResult_t, ncclAllToAllvDynamicKnownCounts, const void* sendbuff, size_t sendRows,
          const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
-         const int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
-         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+         const int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRows,
                                              const int64_t* sendSplits, const int64_t* sendOffsets,
                                              void* recvbuff, size_t recvRows,

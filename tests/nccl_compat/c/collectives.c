@@ -250,9 +250,8 @@ static void test_all_to_all_v_dynamic(void) {
      * expects wrongly (here: every rank expects one row more from its right neighbour). */
     int right = (R + 1) % N;
     recvSplits[right] += 1;
-    EXPECT_ERROR(ncclAllToAllvDynamicKnownCounts(in, maxRows, sendSplits, sendOffsets, out,
-                                                 maxRows, recvSplits, NULL, rowElems, ncclInt32,
-                                                 comm, NULL),
+    EXPECT_ERROR(ncclAllToAllvDynamicKnownCounts(in, maxRows, sendSplits, sendOffsets, out, maxRows,
+                                                 recvSplits, NULL, rowElems, ncclInt32, comm, NULL),
                  ncclInvalidArgument, "receive counts known");
     recvSplits[right] -= 1;
   }
