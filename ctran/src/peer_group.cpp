@@ -11,6 +11,13 @@
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace ctran {
+namespace {
+
+// How long a rank waits for a peer's own report before blaming the peer: long enough for a
+// report to cross a tcp connection, short next to any timeout.
+constexpr int64_t kPeerReportMs = 250;
+
+}  // namespace
 
 const char* transportName(TransportKind kind) {
   switch (kind) {
@@ -105,6 +112,10 @@ void PeerGroup::checkPeer(int peer) {
   try {
     transport(kinds_[peer]).checkPeer(peer);
   } catch (const RemoteError& e) {
+    // A peer that raised leaves the group and closes its connections: its own report (which
+    // names the cause) may arrive just before the close or still be on its way.
+    failure_->awaitReportOf(peer, kPeerReportMs);
+    failure_->check();
     reportFailure(peer, e.what());
     throw;
   }
@@ -121,8 +132,6 @@ void PeerGroup::reportTimeoutOn(int peer, const std::string& cause) {
 }
 
 void PeerGroup::reportTimeout(const TimeoutError& timeout) {
-  // Long enough for a report to cross a tcp connection, short next to any timeout.
-  constexpr int64_t kPeerReportMs = 250;
   const int peer = timeout.peer();
   reportTimeoutOn(peer, timeout.what());
   if (peer < 0 || peer == topology_.rank) return;
