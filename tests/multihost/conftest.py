@@ -57,7 +57,8 @@ def _close(cluster: hosts.Cluster) -> list[str]:
 @pytest.fixture(scope="session")
 def _shared_cluster():
     _skip_unless_possible()
-    cluster = hosts.Cluster(3)
+    # The launch tests' ranks import torch: once per host, not once per rank.
+    cluster = hosts.Cluster(3, preload=("torch", "torchcomms_rcclx", "torchcomms_rcclx._create"))
     yield cluster
     left = _close(cluster)
     assert not left, f"left after the cluster closed: {left}"

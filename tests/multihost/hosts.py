@@ -295,6 +295,29 @@ class Host:
         """``ip link set eth0 up|down`` in this host: down, it reaches no other host."""
         self.net("ip", "link", "set", "eth0", "up" if up else "down")
 
+    def popen(self, argv: Sequence[str], env: dict[str, str], log: str) -> subprocess.Popen:
+        """Starts a program inside every namespace of this host (a launcher such as torchrun),
+        its output to the file `log`; it dies with the process that started it. Stop what it
+        left with kill_all()."""
+        with open(log, "wb") as out:
+            return subprocess.Popen(
+                self.enter() + list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=str(TESTS.parent),
+                preexec_fn=_die_with_parent,
+            )
+
+    def kill_all(self) -> list[str]:
+        """Kills this host's processes (not its rank server); returns their command lines."""
+        killed = []
+        for p in self.processes():
+            killed.append(_cmdline(p))
+            _kill(p)
+        return killed
+
     def limit_rate(self, rate: str, burst: str = "64kb", latency: str = "200ms") -> None:
         """Shapes what this host sends to `rate` (a tc rate, e.g. "200mbit") with tbf."""
         self.net(
@@ -375,7 +398,9 @@ def _quiet_ipv6(host: Host) -> None:
 class Cluster:
     """`nhosts` hosts on one bridge. Use as a context manager, or call close()."""
 
-    def __init__(self, nhosts: int):
+    def __init__(self, nhosts: int, preload: Sequence[str] = ()):
+        """`preload`: modules the hosts' rank servers import once for every rank (torch)."""
+        self.preload = tuple(preload)
         if not 1 <= nhosts <= 200:
             raise ValueError(f"nhosts {nhosts}: 1 to 200")
         remove_stale()
@@ -455,7 +480,7 @@ class Cluster:
     def server(self, host: int) -> RankServer:
         """Host `host`'s rank server, started on first use."""
         if host not in self.servers:
-            self.servers[host] = RankServer(self.hosts[host])
+            self.servers[host] = RankServer(self.hosts[host], self.preload)
         return self.servers[host]
 
     def processes(self) -> dict[str, list[str]]:
@@ -684,15 +709,17 @@ class RankServer:
     """A host's rank server (in_host.py serve): forks ranks with the modules they need
     already imported."""
 
-    def __init__(self, host: Host):
+    def __init__(self, host: Host, preload: Sequence[str] = ()):
         self.host = host
+        env = rank_base_env()
+        env["RCCLX_TEST_HOST_PRELOAD"] = ",".join(preload)
         self.proc = subprocess.Popen(
             host.enter() + [sys.executable, str(IN_HOST), "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,
             text=True,
-            env=rank_base_env(),
+            env=env,
             cwd=str(TESTS.parent),
             preexec_fn=_die_with_parent,
         )
@@ -723,13 +750,12 @@ class RankServer:
         return self.host.root_pid(inner)
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        """Kills the server (it holds nothing but imported modules) and its nsenter."""
+        if self.pid is not None:
+            _kill(self.pid)
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stdin.close()
         self.proc.stdout.close()
         self.host.services.discard(self.pid)
 

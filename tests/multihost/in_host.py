@@ -8,8 +8,9 @@ are reparented to it until it is killed (the namespace dies with it).
 
 ``python in_host.py serve`` is the host's rank server (entered into every namespace of the
 host by ``nsenter``), the multi-host counterpart of the launcher's fork server: it imports the
-modules ranks need once, then for each line ``JOBDIR RANK`` on its stdin forks a rank, answers
-``RANK PID`` (the PID as the host sees it), and when the rank exits writes its exit code to
+modules ranks need once (and those RCCLX_TEST_HOST_PRELOAD names, comma-separated), then for
+each line ``JOBDIR RANK`` on its stdin forks a rank, answers ``RANK PID`` (the PID as the host
+sees it), and when the rank exits writes its exit code to
 ``JOBDIR/exit-RANK``. A rank runs ``fn(ctx, *args)`` from ``JOBDIR/job.pkl`` with the context
 and environment of ``JOBDIR/ctx-RANK.pkl``, its output going to ``JOBDIR/rank-RANK.log``, and
 writes a launcher.RankResult to ``JOBDIR/result-RANK.pkl``. The server exits at the end of its
@@ -110,7 +111,8 @@ def serve() -> None:
     import time
 
     _die_with_parent()
-    for name in PRELOAD:
+    extra = [m for m in os.environ.get("RCCLX_TEST_HOST_PRELOAD", "").split(",") if m]
+    for name in PRELOAD + tuple(extra):
         importlib.import_module(name)
     running: dict[int, tuple[str, int]] = {}
     sel = selectors.DefaultSelector()
