@@ -254,17 +254,6 @@ def _leaving_creator_rank(ctx):
     comm.destroy()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LaunchError,
-    reason="a communicator joined through an id of ctran.create_unique_id does not know that "
-    "its process hosts the id's store: ctran's Python module and rcclx_core's each link their "
-    "own copy of ctran, so rcclx_core's Bootstrap::fromUniqueId does not find the server in "
-    "its copy of the registry of hosted stores (gServers) and does not wait for the others to "
-    "read the last bootstrap result; when that process leaves at once, the others fail to "
-    "create theirs ('store server ...: Connection reset by peer'). Ids of "
-    "rcclx_core.create_unique_id work",
-)
 def test_the_creator_of_a_ctran_unique_id_may_leave_at_once(cluster, transport):
     for _ in range(16):
         cluster.launch(_leaving_creator_rank, PLACEMENT, transport=transport)
