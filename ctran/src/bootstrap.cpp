@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
@@ -32,11 +33,7 @@ std::map<int, std::shared_ptr<TcpStoreServer>> gServers;
 std::string toString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 Bytes toBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
-int envInt(const char* name) {
-  const char* v = std::getenv(name);
-  CTRAN_CHECK(v && *v, InvalidArgument, "environment variable ", name,
-              " is not set (bootstrap from the environment needs MASTER_ADDR, MASTER_PORT, RANK,"
-              " WORLD_SIZE)");
+int parseEnvInt(const char* name, const char* v) {
   try {
     size_t used = 0;
     int x = std::stoi(v, &used);
@@ -44,6 +41,33 @@ int envInt(const char* name) {
   } catch (const std::exception&) {
   }
   throw InvalidArgument(strCat("environment variable ", name, "='", v, "' is not an integer"));
+}
+
+int envInt(const char* name) {
+  const char* v = std::getenv(name);
+  CTRAN_CHECK(v && *v, InvalidArgument, "environment variable ", name,
+              " is not set (bootstrap from the environment needs MASTER_ADDR, MASTER_PORT, RANK,"
+              " WORLD_SIZE)");
+  return parseEnvInt(name, v);
+}
+
+// Where a launcher puts the rank and the world size, first set first: torchrun's, Open MPI's,
+// MPICH's and Intel MPI's (PMI), Slurm's (srun).
+constexpr const char* kRankSizeVariables[][2] = {{"RANK", "WORLD_SIZE"},
+                                                 {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                 {"PMI_RANK", "PMI_SIZE"},
+                                                 {"SLURM_PROCID", "SLURM_NTASKS"}};
+
+std::pair<int, int> envRankAndSize() {
+  for (const auto& pair : kRankSizeVariables) {
+    const char* rank = std::getenv(pair[0]);
+    if (rank == nullptr || *rank == '\0') continue;
+    return {parseEnvInt(pair[0], rank), envInt(pair[1])};
+  }
+  throw InvalidArgument(
+      "bootstrap from the environment needs the rank and the world size: RANK and WORLD_SIZE "
+      "(torchrun), OMPI_COMM_WORLD_RANK / _SIZE (Open MPI), PMI_RANK / PMI_SIZE (MPICH, Intel "
+      "MPI) or SLURM_PROCID / SLURM_NTASKS (srun); none is set");
 }
 
 // The store key where a unique id's store names the process hosting it (its processToken()).
@@ -178,8 +202,7 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
               "environment variable MASTER_ADDR is not set (bootstrap from the environment needs"
               " MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
   int masterPort = envInt("MASTER_PORT");
-  int rank = envInt("RANK");
-  int nranks = envInt("WORLD_SIZE");
+  const auto [rank, nranks] = envRankAndSize();
   int port = static_cast<int>(knob::RCCLX_BOOTSTRAP_PORT());
   if (port == 0) port = masterPort + 1;
   CTRAN_CHECK(port > 0 && port < 65536, InvalidArgument, "bootstrap port ", port,

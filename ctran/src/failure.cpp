@@ -38,9 +38,17 @@ std::string slotName(const std::string& jobTag, int rank) {
 }  // namespace
 
 std::string FailureReport::message() const {
-  if (culprit < 0 || timedOut) return strCat("rank ", reporter, " reported: ", cause);
-  if (culprit == reporter) return strCat("rank ", culprit, " failed: ", cause);
-  return strCat("rank ", culprit, " failed: ", cause, " (detected by rank ", reporter, ")");
+  if (culprit < 0) return strCat("rank ", reporter, " reported: ", cause);
+  if (timedOut) {
+    if (culpritHost.empty()) return strCat("rank ", reporter, " reported: ", cause);
+    return strCat("rank ", reporter, " reported: ", cause, " (rank ", culprit, ": host ",
+                  culpritHost, ")");
+  }
+  const std::string who = culpritHost.empty()
+                              ? strCat("rank ", culprit)
+                              : strCat("rank ", culprit, " (host ", culpritHost, ")");
+  if (culprit == reporter) return strCat(who, " failed: ", cause);
+  return strCat(who, " failed: ", cause, " (detected by rank ", reporter, ")");
 }
 
 GroupFailure::GroupFailure(Bootstrap& bootstrap, const std::vector<int>& shmPeers,
@@ -69,10 +77,17 @@ GroupFailure::GroupFailure(Bootstrap& bootstrap, const std::vector<int>& shmPeer
 
 GroupFailure::~GroupFailure() = default;
 
+void GroupFailure::setHostNames(std::vector<std::string> hostOfRank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hostOfRank_ = std::move(hostOfRank);
+}
+
 void GroupFailure::recordLocked(const FailureReport& r) {
   if (r.reporter < 0 || r.reporter >= static_cast<int>(byReporter_.size())) return;
   if (byReporter_[r.reporter]) return;
   byReporter_[r.reporter] = r;
+  if (r.culprit >= 0 && r.culprit < static_cast<int>(hostOfRank_.size()))
+    byReporter_[r.reporter]->culpritHost = hostOfRank_[r.culprit];
   if (first_ < 0) first_ = r.reporter;
   any_.store(true, std::memory_order_release);
 }

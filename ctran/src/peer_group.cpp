@@ -53,6 +53,12 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
   jobTag_.assign(tags[0].begin(), tags[0].end());
   const bool anyShm = !shmPeers.empty();
   failure_ = std::make_shared<GroupFailure>(*bootstrap_, shmPeers, jobTag_);
+  if (topology_.nHosts > 1) {
+    std::vector<std::string> hostOfRank;
+    for (int r = 0; r < topology_.nranks; ++r)
+      hostOfRank.push_back(topology_.hostNames[topology_.hostOf[r]]);
+    failure_->setHostNames(std::move(hostOfRank));
+  }
   if (anyShm) shm_ = std::make_unique<ShmTransport>(topology_);
   if (!tcpPeers.empty()) {
     tcp_ = std::make_unique<TcpTransport>(*bootstrap_, tcpPeers, failure_.get());
@@ -138,6 +144,11 @@ void PeerGroup::reportTimeout(const TimeoutError& timeout) {
   failure_->awaitReportOf(peer, kPeerReportMs);
   auto resolved = failure_->current();
   if (resolved && resolved->reporter != topology_.rank) throw RemoteError(resolved->message());
+  if (topology_.nHosts > 1 && !topology_.sameHost(peer, topology_.rank)) {
+    throw TimeoutError(strCat(timeout.what(), " (rank ", peer, ": host ",
+                              topology_.hostNames[topology_.hostOf[peer]], ")"),
+                       peer);
+  }
 }
 
 void PeerGroup::checkFailed() { failure_->check(); }

@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -25,6 +27,7 @@ Socket& Socket::operator=(Socket&& o) noexcept {
   if (this != &o) {
     close();
     fd_ = o.fd_;
+    sendTimeoutMs_ = o.sendTimeoutMs_;
     o.fd_ = -1;
   }
   return *this;
@@ -77,14 +80,33 @@ Socket Socket::connect(const SocketAddress& addr, const Deadline& deadline) {
   }
 }
 
+void Socket::setSendTimeout(int64_t ms) {
+  sendTimeoutMs_ = std::max<int64_t>(0, ms);
+  // A blocked send() wakes every slice to compare the time since the last progress with the
+  // timeout (SO_SNDTIMEO alone restarts with every partial send).
+  constexpr int64_t kSliceMs = 200;
+  const int64_t slice = sendTimeoutMs_ == 0 ? 0 : std::min(sendTimeoutMs_, kSliceMs);
+  struct timeval tv = {static_cast<time_t>(slice / 1000),
+                       static_cast<suseconds_t>(slice % 1000 * 1000)};
+  CTRAN_SYSCHECK(setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), "SO_SNDTIMEO");
+}
+
 void Socket::sendAll(const void* data, size_t bytes) {
   const char* p = static_cast<const char*>(data);
+  auto progressed = std::chrono::steady_clock::now();
   while (bytes > 0) {
     ssize_t n = ::send(fd_, p, bytes, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        const auto stalled = std::chrono::steady_clock::now() - progressed;
+        if (stalled < std::chrono::milliseconds(sendTimeoutMs_)) continue;
+        throw RemoteError(strCat("socket send made no progress for ", sendTimeoutMs_,
+                                 " ms (the peer stopped reading, or its link is down)"));
+      }
       throw RemoteError(strCat("socket send failed: ", std::strerror(errno)));
     }
+    progressed = std::chrono::steady_clock::now();
     p += n;
     bytes -= static_cast<size_t>(n);
   }

@@ -21,7 +21,7 @@ class Socket {
  public:
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
-  Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Socket(Socket&& o) noexcept : fd_(o.fd_), sendTimeoutMs_(o.sendTimeoutMs_) { o.fd_ = -1; }
   Socket& operator=(Socket&& o) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
@@ -36,8 +36,11 @@ class Socket {
   /// Shuts both directions down (unblocks a thread reading it) without closing the fd.
   void shutdown();
 
-  /// Writes all bytes; throws RemoteError when the peer is gone.
+  /// Writes all bytes; throws RemoteError when the peer is gone, or when a send timeout is set
+  /// and no byte could be sent for that long.
   void sendAll(const void* data, size_t bytes);
+  /// Bounds how long sendAll may make no progress; 0: forever.
+  void setSendTimeout(int64_t ms);
   /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a
   /// partial message, an error, or when `deadline` (if given) passes.
   bool recvAll(void* data, size_t bytes, const Deadline* deadline = nullptr);
@@ -51,6 +54,7 @@ class Socket {
 
  private:
   int fd_ = -1;
+  int64_t sendTimeoutMs_ = 0;
 };
 
 /// A listening socket.

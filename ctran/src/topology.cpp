@@ -104,7 +104,10 @@ Topology discoverTopology(Bootstrap& bootstrap) {
     t.processTokens[r] = std::stoull(s.substr(sp + 1, nl - sp - 1));
     std::string id = s.substr(nl + 1);
     auto it = hostIndex.find(id);
-    if (it == hostIndex.end()) it = hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first;
+    if (it == hostIndex.end()) {
+      it = hostIndex.emplace(id, static_cast<int>(hostIndex.size())).first;
+      t.hostNames.push_back(id.substr(0, id.find('|')));
+    }
     t.hostOf[r] = it->second;
   }
   t.nHosts = static_cast<int>(hostIndex.size());

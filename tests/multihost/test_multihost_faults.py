@@ -5,9 +5,9 @@ launch kills what still runs at its timeout and says so), and nothing is left: n
 host, nothing in a host's /dev/shm, and after the cluster closes no namespace, veth or holder
 (the fixtures check both).
 
-Two tests marked xfail say what does not work yet: a link that goes down in the middle of a
-message (the receiver's destroy() and the sender's send() hang), and errors that name the
-unreachable host.
+A link that goes down in the middle of a message ends both ends' calls within the timeout
+(the sender's by its send timeout, the receiver's destroy() at once), and the errors name the
+unreachable rank's host.
 """
 
 from __future__ import annotations
@@ -110,12 +110,6 @@ def test_a_link_down_mid_loop_becomes_an_error_on_the_other_host(make_cluster, t
     print(f"link down -> error on host 0 after {[round(d, 2) for d in delays]} s: {messages}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the error names the unreachable rank but not its host: neither the timeout "
-    "('... from rank 3 ...') nor the report passed on ('rank 0 reported: ...') says which "
-    "host (name or address) rank 3 is on",
-)
 def test_the_error_names_the_unreachable_host(make_cluster, transport):
     cluster = make_cluster(2)
     results, down_at = _cut_mid_loop(cluster, 16 * KIB, transport)
@@ -155,17 +149,6 @@ def _receiving_rank(ctx, nbytes):
     return {"outcome": outcome, "destroy_s": destroy_s}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RankHung,
-    reason="a link that goes down in the middle of a message hangs both ends: the receiver's "
-    "destroy() (the tcp transport's progress thread blocks for good in recv() of the rest of "
-    "the put, TcpTransport::handleMessage reading the payload by Socket::recvAll without a "
-    "deadline, and ~TcpTransport joins that thread before it shuts the sockets down) and the "
-    "sender's send() (Socket::sendAll blocks in send() on a full socket buffer that never "
-    "drains, with no deadline, so the sender never raises); the receiver's error itself comes "
-    "in time",
-)
 def test_both_ends_return_after_a_link_went_down_in_the_middle_of_a_message(
     make_cluster, transport
 ):

@@ -2,11 +2,9 @@
 MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK) for rcclx_core.Communicator.from_env; Open MPI's and
 MPICH's (OMPI_COMM_WORLD_*, PMI_*) for torchcomms_rcclx.new_comm; torchrun itself
 (``--nnodes 2``, one agent per host) for a torch.distributed job on the "rcclx" backend; and
-Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, ...). Rank 0 is on host 0 and listens on
-host 0's address, as on a cluster.
-
-Marked xfail, what the environment bootstrap does not read yet: Slurm's variables (neither
-from_env nor new_comm), MPI's for from_env. And a race of the unique ids that ctran makes.
+Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, ...) and MPI's for both. Rank 0 is on host 0
+and listens on host 0's address, as on a cluster. And ids of ctran.create_unique_id and of
+rcclx_core.create_unique_id whose creator leaves at once.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ import time
 
 import pytest
 from hosts import HERE, rank_base_env
-
-from launcher import LaunchError
 
 pytestmark = pytest.mark.multihost
 
@@ -123,28 +119,17 @@ def test_torchrun_environment_across_hosts(cluster, transport):
     _check_from_env(results)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LaunchError,
-    reason="the environment bootstrap (ctran Bootstrap::fromEnv, behind "
-    "Communicator.from_env) reads RANK and WORLD_SIZE only: under srun without them "
-    "(SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID set) it fails with 'environment variable RANK "
-    "is not set'",
-)
 def test_slurm_environment_for_from_env(cluster, transport):
-    cluster.launch(_from_env_rank, PLACEMENT, rank_env=_slurm_env(29420), transport=transport)
+    results = cluster.launch(
+        _from_env_rank, PLACEMENT, rank_env=_slurm_env(29420), transport=transport
+    )
+    _check_from_env(results)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LaunchError,
-    reason="the environment bootstrap (ctran Bootstrap::fromEnv, behind "
-    "Communicator.from_env) reads RANK and WORLD_SIZE only, not Open MPI's "
-    "OMPI_COMM_WORLD_RANK/SIZE (torchcomms_rcclx.new_comm reads them)",
-)
 def test_mpi_environment_for_from_env(cluster, transport):
     env = _mpi_env(29430, "ompi")
-    cluster.launch(_from_env_rank, PLACEMENT, rank_env=env, transport=transport)
+    results = cluster.launch(_from_env_rank, PLACEMENT, rank_env=env, transport=transport)
+    _check_from_env(results)
 
 
 def _new_comm_rank(ctx):
@@ -176,14 +161,12 @@ def test_mpi_environment_for_new_comm(cluster, transport, flavour):
         assert res.value == {"rank": r, "size": 4, "all_reduce ok": True}, res.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LaunchError,
-    reason="torchcomms_rcclx.new_comm takes the rank and size from TORCHCOMM_*, OMPI_*, PMI_* "
-    "or RANK/WORLD_SIZE, not from Slurm's SLURM_PROCID/SLURM_NTASKS",
-)
 def test_slurm_environment_for_new_comm(cluster, transport):
-    cluster.launch(_new_comm_rank, PLACEMENT, rank_env=_slurm_env(29460), transport=transport)
+    results = cluster.launch(
+        _new_comm_rank, PLACEMENT, rank_env=_slurm_env(29460), transport=transport
+    )
+    for r, res in enumerate(results):
+        assert res.value == {"rank": r, "size": 4, "all_reduce ok": True}, res.value
 
 
 def test_torchrun_nnodes_2_runs_a_torch_distributed_job(cluster, transport, tmp_path):

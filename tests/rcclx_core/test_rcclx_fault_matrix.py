@@ -14,13 +14,26 @@ TIMEOUT_MS = 10_000  # far longer than any bound below: a timeout cannot pass fo
 COUNT = (1 << 20) // 4
 
 
-def _held():
-    """What a leak would leave: (open fds, threads) of this process."""
+def _now_held():
     import os
 
     with open("/proc/self/status") as f:
         threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
     return len(os.listdir("/proc/self/fd")), threads
+
+
+def _held(before=None):
+    """What a leak would leave: (open fds, threads) of this process. With `before`, waits up to
+    a second for the count to come back to it (a joined thread leaves /proc a moment later)."""
+    import time
+
+    held = _now_held()
+    for _ in range(50):
+        if before is None or (held[0] <= before[0] and held[1] <= before[1]):
+            break
+        time.sleep(0.02)
+        held = _now_held()
+    return held
 
 
 def _comm(ctx, prefix: str):
@@ -77,7 +90,7 @@ def _abort_mid_collective(ctx, aborter: int, staller: int):
         "start": start,
         "raised_at": raised_at,
         "aborted_at": aborted_at,
-        "held": (before, _held()),
+        "held": (before, _held(before)),
     }
 
 
@@ -126,7 +139,7 @@ def _destroy_with_pending_work(ctx, late: int):
         w.wait()
     n = ctx.nranks
     wrong = [k for k, b in enumerate(bufs) if not np.all(b == sum(r + k for r in range(n)))]
-    return {"destroy_s": destroy_s, "done": done, "wrong": wrong, "held": (before, _held())}
+    return {"destroy_s": destroy_s, "done": done, "wrong": wrong, "held": (before, _held(before))}
 
 
 def test_destroy_with_pending_work_finishes_it_first():
@@ -168,7 +181,7 @@ def _abort_with_pending_work(ctx, aborter: int, absent: int):
         time.sleep(1.0)
     if ctx.rank != aborter:
         comm.destroy()
-    return {"outcome": outcome, "waited_s": waited_s, "held": (before, _held())}
+    return {"outcome": outcome, "waited_s": waited_s, "held": (before, _held(before))}
 
 
 def test_abort_with_pending_work_fails_that_work_on_every_rank():

@@ -13,12 +13,14 @@ from typing import Any
 import rcclx_core
 
 # Where the rank and the size come from, first match first: torchcomms' own variables, then
-# Open MPI's and MPICH's (PMI), then torchrun's.
+# Open MPI's and MPICH's (PMI), then torchrun's, then Slurm's (after torchrun's: torchrun
+# inside an allocation sets RANK for each of its workers, SLURM_PROCID being the agent's).
 RANK_SIZE_VARIABLES = (
     ("TORCHCOMM_RANK", "TORCHCOMM_SIZE"),
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
     ("PMI_RANK", "PMI_SIZE"),
     ("RANK", "WORLD_SIZE"),
+    ("SLURM_PROCID", "SLURM_NTASKS"),
 )
 
 

@@ -24,11 +24,13 @@ class ShmSegment;
 
 /// What failed, as the rank that saw it reported it.
 struct FailureReport {
-  int culprit = -1;       ///< the rank that failed or was waited on; -1 when not one rank
-  int reporter = -1;      ///< the rank that detected it
-  bool timedOut = false;  ///< a wait on `culprit` ran into its deadline (it may be alive)
-  std::string cause;      ///< the detecting rank's error message
-  /// "rank 2 failed: <cause> (detected by rank 0)", or "rank 0 reported: <cause>".
+  int culprit = -1;         ///< the rank that failed or was waited on; -1 when not one rank
+  int reporter = -1;        ///< the rank that detected it
+  bool timedOut = false;    ///< a wait on `culprit` ran into its deadline (it may be alive)
+  std::string cause;        ///< the detecting rank's error message
+  std::string culpritHost;  ///< the culprit's host where the group spans hosts (filled locally)
+  /// "rank 2 failed: <cause> (detected by rank 0)", or "rank 0 reported: <cause>"; with the
+  /// culprit's host: "rank 2 (host h1) failed: ...", "rank 0 reported: ... (rank 2: host h1)".
   std::string message() const;
 };
 
@@ -42,6 +44,8 @@ class GroupFailure {
   GroupFailure(const GroupFailure&) = delete;
   GroupFailure& operator=(const GroupFailure&) = delete;
 
+  /// The host name of every rank, for the reports' messages (set once the group spans hosts).
+  void setHostNames(std::vector<std::string> hostOfRank);
   /// Records this rank's report (its reporter must be this rank) and publishes it in its slot;
   /// true the first time (the caller then tells the ranks no slot reaches: tcp peers).
   bool report(const FailureReport& report);
@@ -65,6 +69,7 @@ class GroupFailure {
   std::vector<std::optional<FailureReport>> byReporter_;
   int first_ = -1;                                  // the reporter this rank learnt of first
   std::unique_ptr<ShmSegment> mine_;                // this rank's slot (null: no shm peers)
+  std::vector<std::string> hostOfRank_;             // empty: one host
   std::vector<int> slotRanks_;                      // the shm peers, as slots_ is indexed
   std::vector<std::unique_ptr<ShmSegment>> slots_;  // their slots
 };

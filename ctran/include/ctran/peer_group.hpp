@@ -52,7 +52,8 @@ class PeerGroup {
   void reportFailure(int culprit, const std::string& cause);
   /// Reports `timeout` (a wait on timeout.peer() ran out) and waits briefly for that peer's
   /// own report: a peer that was itself waiting on another rank tells who. Throws the
-  /// resulting RemoteError when it names another cause; else returns (the caller rethrows).
+  /// resulting RemoteError when it names another cause, the timeout with the peer's host added
+  /// when the peer is on another host; else returns (the caller rethrows).
   void reportTimeout(const TimeoutError& timeout);
   /// Throws RemoteError naming the culprit and cause if any rank reported a failure.
   void checkFailed();

@@ -13,9 +13,10 @@ namespace ctran {
 struct Topology {
   int rank = 0;
   int nranks = 1;
-  std::string hostId;         ///< this process's host identity
-  std::vector<int> hostOf;    ///< host index of every rank (hosts numbered by lowest rank)
-  std::vector<int64_t> pids;  ///< process id of every rank (meaningful on its own host)
+  std::string hostId;                  ///< this process's host identity
+  std::vector<int> hostOf;             ///< host index of every rank (hosts numbered by lowest rank)
+  std::vector<std::string> hostNames;  ///< each host's name (its identity up to the first '|')
+  std::vector<int64_t> pids;           ///< process id of every rank (meaningful on its own host)
   std::vector<uint64_t> processTokens;  ///< processToken() of every rank's process
   std::vector<int> localRanks;          ///< global ranks on this host, ascending
   int localRank = 0;                    ///< index of `rank` in localRanks

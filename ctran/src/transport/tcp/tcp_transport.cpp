@@ -97,6 +97,11 @@ TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
     handshake::awaitVerdict(conns_[p]->socket, handshake::Channel::kTransport,
                             strCat(text, " (rank ", p, ")"), deadline);
   }
+  // A send to a peer that stops reading (its link went down) ends at the wait deadline, as
+  // every wait on a peer does, instead of blocking for good on a full socket buffer.
+  for (auto& c : conns_) {
+    if (c) c->socket.setSendTimeout(knob::RCCLX_TIMEOUT_MS());
+  }
   CTRAN_SYSCHECK(::pipe2(wakeFds_, O_CLOEXEC), "pipe2");
   progress_ = std::thread([this] { progressLoop(); });
   CTRAN_INFO("tcp transport: connected to ", peers.size(), " peers");
@@ -169,10 +174,12 @@ void TcpTransport::acceptLowerRanks(Listener& listener, std::vector<bool> expect
 TcpTransport::~TcpTransport() {
   char x = 1;
   if (::write(wakeFds_[1], &x, 1) < 0) CTRAN_WARN("tcp transport: wake-up write failed");
-  if (progress_.joinable()) progress_.join();
+  // Shut down before joining: the progress thread may be blocked reading the rest of a message
+  // that will never come (a link cut mid-message); the shutdown ends that read.
   for (auto& c : conns_) {
     if (c) c->socket.shutdown();
   }
+  if (progress_.joinable()) progress_.join();
   ::close(wakeFds_[0]);
   ::close(wakeFds_[1]);
 }
