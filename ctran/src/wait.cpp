@@ -107,8 +107,6 @@ void signalAdd(SignalCell* cell, uint64_t delta) {
   if (cell->waiters.load(std::memory_order_seq_cst) != 0) futexWakeAll(cell);
 }
 
-void signalWake(SignalCell* cell) { futexWakeAll(cell); }
-
 uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
                     const std::function<std::string()>& what, const std::function<void()>& check,
                     int peer) {

@@ -63,10 +63,6 @@ static_assert(sizeof(SignalCell) == 64, "SignalCell must be one cache line");
 /// Adds `delta` with release ordering and wakes sleepers. Safe across processes.
 void signalAdd(SignalCell* cell, uint64_t delta);
 
-/// Wakes the processes sleeping on `cell` after its value was changed by something other than
-/// signalAdd (a transport applying a peer's remote atomic).
-void signalWake(SignalCell* cell);
-
 /// Acquire-loads the counter.
 inline uint64_t signalRead(const SignalCell* cell) {
   return cell->value.load(std::memory_order_acquire);

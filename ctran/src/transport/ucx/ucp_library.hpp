@@ -42,7 +42,6 @@ namespace ctran::ucx {
   X(ucp_ep_rkey_unpack)             \
   X(ucp_rkey_destroy)               \
   X(ucp_put_nbx)                    \
-  X(ucp_atomic_op_nbx)              \
   X(ucp_worker_set_am_recv_handler) \
   X(ucp_am_send_nbx)                \
   X(ucp_request_check_status)       \

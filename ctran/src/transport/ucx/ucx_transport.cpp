@@ -86,12 +86,11 @@ class UcxTransport : public Transport {
 
   /// ucp_put_nbx of `bytes` to `remote` in `peer`'s memory, waited for until local completion.
   void putTo(int peer, uint64_t remote, ucp_rkey_h key, const void* src, size_t bytes);
-  /// Adds `delta` to `slot` of `peer`'s window `windowId` (its cell at `remote`, under `key`)
-  /// after every earlier put to `peer` has landed: a flush of the endpoint when puts were
-  /// issued since the last one (remote completion, whatever the network's ordering), then an
-  /// active message or a 64-bit atomic add (RCCLX_UCX_SIGNAL). Waits for local completion.
-  void signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta, uint64_t remote,
-                  ucp_rkey_h key);
+  /// Adds `delta` to `slot` of `peer`'s window `windowId` after every earlier put to `peer`
+  /// has landed: a flush of the endpoint when puts were issued since the last one (remote
+  /// completion, whatever the network's ordering), then an active message that the peer's
+  /// progress applies with signalAdd. Waits for local completion.
+  void signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta);
   UcxWorker& worker() { return *worker_; }
   /// Removes `w` from the windows whose keys teardown releases; false once teardown did.
   bool forget(UcxPeerWindow* w);
@@ -100,8 +99,6 @@ class UcxTransport : public Transport {
   struct Region {
     LocalWindow window;
     ucp_mem_h dataMem = nullptr;
-    ucp_mem_h signalMem = nullptr;
-    std::vector<uint64_t> woken;  // per cell: the value its sleepers were last woken for
   };
 
   ucp_mem_h mapMemory(void* address, size_t bytes);
@@ -110,6 +107,7 @@ class UcxTransport : public Transport {
   Peer& peerOf(int rank);
   [[noreturn]] void throwFailed(const Peer& p, const std::string& during);
   void connect(Bootstrap& bootstrap, const std::vector<int>& peers);
+  void completeWireup();
   void setAmHandler(unsigned id, ucp_am_recv_callback_t cb);
   /// Waits for `request` on `p`'s behalf; a failure marks `p` failed and throws RemoteError.
   void finish(Peer& p, ucs_status_ptr_t request, const Deadline& deadline, const char* during);
@@ -120,15 +118,12 @@ class UcxTransport : public Transport {
                                  size_t bytes, const ucp_am_recv_param_t* param);
   static ucs_status_t onFailureAm(void* arg, const void* header, size_t headerBytes, void* data,
                                   size_t bytes, const ucp_am_recv_param_t* param);
-  /// The progress thread's hook: wakes sleepers on cells peers' atomics changed.
-  void wakeSleepers();
   void closeEndpoints();
 
   const UcpLibrary& library_;
   const int rank_;
   GroupFailure* failure_;
   std::unique_ptr<UcxWorker> worker_;
-  const bool atomicSignals_;                  // RCCLX_UCX_SIGNAL=atomic
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for ranks not on ucx
   std::mutex regionsMu_;
   std::map<uint64_t, Region> regions_;
@@ -137,17 +132,11 @@ class UcxTransport : public Transport {
   bool closed_ = false;               // under windowsMu_
 };
 
-// A peer's window: its addresses and remote keys.
+// A peer's window: the address and remote key of its data (signals travel as messages).
 class UcxPeerWindow : public PeerWindow {
  public:
-  UcxPeerWindow(UcxTransport* t, int peer, uint64_t id, const WindowWire& wire, ucp_rkey_h dataKey,
-                ucp_rkey_h signalKey)
-      : transport_(t),
-        peer_(peer),
-        id_(id),
-        wire_(wire),
-        dataKey_(dataKey),
-        signalKey_(signalKey) {}
+  UcxPeerWindow(UcxTransport* t, int peer, uint64_t id, const WindowWire& wire, ucp_rkey_h dataKey)
+      : transport_(t), peer_(peer), id_(id), wire_(wire), dataKey_(dataKey) {}
   ~UcxPeerWindow() override {
     if (transport_->forget(this)) releaseKeys();
   }
@@ -159,15 +148,12 @@ class UcxPeerWindow : public PeerWindow {
   }
   void signal(int slot, uint64_t delta) override {
     CTRAN_ASSERT(slot >= 0 && static_cast<uint64_t>(slot) < wire_.numSignals);
-    transport_->signalPeer(peer_, id_, slot, delta, wire_.signalAddress + slot * sizeof(SignalCell),
-                           signalKey_);
+    transport_->signalPeer(peer_, id_, slot, delta);
   }
-  /// Destroys the remote keys (under the worker lock); called once, by whoever ends first.
+  /// Destroys the remote key (under the worker lock); called once, by whoever ends first.
   void releaseKeys() {
     auto l = transport_->worker().lock();
-    const UcpApi& api = transport_->worker().api();
-    api.ucp_rkey_destroy(dataKey_);
-    api.ucp_rkey_destroy(signalKey_);
+    transport_->worker().api().ucp_rkey_destroy(dataKey_);
   }
 
  private:
@@ -176,23 +162,18 @@ class UcxPeerWindow : public PeerWindow {
   uint64_t id_;
   WindowWire wire_;
   ucp_rkey_h dataKey_;
-  ucp_rkey_h signalKey_;
 };
 
 UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
                            GroupFailure* failure)
-    : library_(UcpLibrary::get()),
-      rank_(bootstrap.rank()),
-      failure_(failure),
-      atomicSignals_(knob::RCCLX_UCX_SIGNAL() == "atomic") {
+    : library_(UcpLibrary::get()), rank_(bootstrap.rank()), failure_(failure) {
   worker_ = std::make_unique<UcxWorker>(library_);
   setAmHandler(kSignalAm, &UcxTransport::onSignalAm);
   setAmHandler(kFailureAm, &UcxTransport::onFailureAm);
   peers_.resize(bootstrap.nranks());
   connect(bootstrap, peers);
-  worker_->startProgress([this] {
-    if (atomicSignals_) wakeSleepers();
-  });
+  worker_->startProgress();
+  completeWireup();
   CTRAN_INFO("ucx transport: connected to ", peers.size(), " peers with UCX ", library_.version(),
              " from ", library_.path());
 }
@@ -221,6 +202,23 @@ void UcxTransport::connect(Bootstrap& bootstrap, const std::vector<int>& peers) 
   }
 }
 
+// Flushes every endpoint, which returns once UCX has connected it (wire-up needs both sides'
+// progress: the peers' progress threads run by now), so that the first put or signal of a
+// collective does not pay for the connection, and a peer that cannot be reached fails here.
+void UcxTransport::completeWireup() {
+  const Deadline deadline = Deadline::after();
+  for (auto& p : peers_) {
+    if (!p) continue;
+    ucp_request_param_t param = {};
+    ucs_status_ptr_t request;
+    {
+      auto l = worker_->lock();
+      request = worker_->api().ucp_ep_flush_nbx(p->ep, &param);
+    }
+    finish(*p, request, deadline, " (connection)");
+  }
+}
+
 void UcxTransport::setAmHandler(unsigned id, ucp_am_recv_callback_t cb) {
   ucp_am_handler_param_t param = {};
   param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -246,7 +244,6 @@ UcxTransport::~UcxTransport() {
   auto l = worker_->lock();
   for (auto& [id, r] : regions_) {
     api.ucp_mem_unmap(worker_->context(), r.dataMem);
-    api.ucp_mem_unmap(worker_->context(), r.signalMem);
   }
   regions_.clear();
   l.unlock();
@@ -321,20 +318,8 @@ Bytes UcxTransport::exportWindow(const LocalWindow& window) {
   Region r;
   r.window = window;
   r.dataMem = mapMemory(window.data, window.bytes);
-  try {
-    r.signalMem = mapMemory(window.signals, window.numSignals * sizeof(SignalCell));
-  } catch (...) {
-    auto l = worker_->lock();
-    worker_->api().ucp_mem_unmap(worker_->context(), r.dataMem);
-    throw;
-  }
-  r.woken.assign(window.numSignals, 0);
-  WindowWire wire{reinterpret_cast<uint64_t>(window.data),
-                  window.bytes,
-                  reinterpret_cast<uint64_t>(window.signals),
-                  static_cast<uint64_t>(window.numSignals),
-                  packKey(r.dataMem),
-                  packKey(r.signalMem)};
+  WindowWire wire{reinterpret_cast<uint64_t>(window.data), window.bytes,
+                  static_cast<uint64_t>(window.numSignals), packKey(r.dataMem)};
   std::lock_guard<std::mutex> lock(regionsMu_);
   regions_[window.id] = std::move(r);
   return wire.encode();
@@ -349,15 +334,7 @@ std::unique_ptr<PeerWindow> UcxTransport::importWindow(int peer, const LocalWind
               wire.dataBytes, " bytes and ", wire.numSignals, " signals, this rank's ", mine.bytes,
               " and ", mine.numSignals);
   ucp_rkey_h dataKey = unpackKey(p, wire.dataKey);
-  ucp_rkey_h signalKey = nullptr;
-  try {
-    signalKey = unpackKey(p, wire.signalKey);
-  } catch (...) {
-    auto l = worker_->lock();
-    worker_->api().ucp_rkey_destroy(dataKey);
-    throw;
-  }
-  auto w = std::make_unique<UcxPeerWindow>(this, peer, mine.id, wire, dataKey, signalKey);
+  auto w = std::make_unique<UcxPeerWindow>(this, peer, mine.id, wire, dataKey);
   std::lock_guard<std::mutex> lock(windowsMu_);
   windows_.insert(w.get());
   return w;
@@ -379,7 +356,6 @@ void UcxTransport::releaseWindow(uint64_t windowId) {
   }
   auto l = worker_->lock();
   worker_->api().ucp_mem_unmap(worker_->context(), r.dataMem);
-  worker_->api().ucp_mem_unmap(worker_->context(), r.signalMem);
 }
 
 Peer& UcxTransport::peerOf(int rank) {
@@ -444,8 +420,7 @@ void UcxTransport::sendAm(Peer& p, unsigned id, const void* header, size_t heade
   finish(p, request, deadline, during);
 }
 
-void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta,
-                              uint64_t remote, ucp_rkey_h key) {
+void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta) {
   Peer& p = peerOf(peer);
   if (p.failed.load()) throwFailed(p, " (signal)");
   const Deadline deadline = Deadline::after();
@@ -462,21 +437,8 @@ void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t de
     }
     finish(p, request, deadline, " (flush before a signal)");
   }
-  if (!atomicSignals_) {
-    SignalAm am{windowId, delta, slot, 0};
-    sendAm(p, kSignalAm, &am, sizeof(am), nullptr, 0, deadline, " (signal)");
-    return;
-  }
-  uint64_t operand = delta;  // UCX reads it until the request completes: waited for below
-  ucp_request_param_t param = {};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-  param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
-  ucs_status_ptr_t request;
-  {
-    auto l = worker_->lock();
-    request = api.ucp_atomic_op_nbx(p.ep, UCP_ATOMIC_OP_ADD, &operand, 1, remote, key, &param);
-  }
-  finish(p, request, deadline, " (signal)");
+  SignalAm am{windowId, delta, slot, 0};
+  sendAm(p, kSignalAm, &am, sizeof(am), nullptr, 0, deadline, " (signal)");
 }
 
 ucs_status_t UcxTransport::onSignalAm(void* arg, const void* header, size_t headerBytes, void*,
@@ -532,20 +494,6 @@ ucs_status_t UcxTransport::onFailureAm(void* arg, const void* header, size_t hea
                            std::string(static_cast<const char*>(data), bytes)});
   }
   return UCS_OK;
-}
-
-void UcxTransport::wakeSleepers() {
-  std::lock_guard<std::mutex> lock(regionsMu_);
-  for (auto& [id, r] : regions_) {
-    for (int i = 0; i < r.window.numSignals; ++i) {
-      SignalCell* cell = r.window.signals + i;
-      if (cell->waiters.load(std::memory_order_seq_cst) == 0) continue;
-      uint64_t v = cell->value.load(std::memory_order_seq_cst);
-      if (v == r.woken[i]) continue;
-      r.woken[i] = v;
-      signalWake(cell);
-    }
-  }
 }
 
 }  // namespace ucx

@@ -70,10 +70,8 @@ Bytes WindowWire::encode() const {
   Writer w;
   w.u64(dataAddress);
   w.u64(dataBytes);
-  w.u64(signalAddress);
   w.u64(numSignals);
   w.bytes(dataKey);
-  w.bytes(signalKey);
   return w.take();
 }
 
@@ -82,10 +80,8 @@ WindowWire WindowWire::decode(const Bytes& blob, int rank) {
   WindowWire x;
   x.dataAddress = r.u64();
   x.dataBytes = r.u64();
-  x.signalAddress = r.u64();
   x.numSignals = r.u64();
   x.dataKey = r.bytes();
-  x.signalKey = r.bytes();
   r.end();
   return x;
 }

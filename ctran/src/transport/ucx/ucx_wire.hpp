@@ -1,5 +1,5 @@
 // What ucx transports tell each other about a window through the bootstrap when it is created:
-// its addresses and remote keys. Little-endian fields with lengths, checked on decode: a short
+// its data's address and remote key. Little-endian fields with lengths, checked on decode: a short
 // or inconsistent blob is a RemoteError naming the rank that sent it, never a read past its end.
 #pragma once
 
@@ -13,10 +13,8 @@ namespace ctran::ucx {
 struct WindowWire {
   uint64_t dataAddress = 0;
   uint64_t dataBytes = 0;
-  uint64_t signalAddress = 0;
   uint64_t numSignals = 0;
-  Bytes dataKey;    ///< packed remote key of the data
-  Bytes signalKey;  ///< packed remote key of the signal cells
+  Bytes dataKey;  ///< packed remote key of the data
   Bytes encode() const;
   /// Parses `rank`'s handle; throws RemoteError when it is malformed.
   static WindowWire decode(const Bytes& blob, int rank);

@@ -43,11 +43,11 @@ UcxWorker::UcxWorker(const UcpLibrary& library) : api_(library.api()) {
   applyKeepalive(api_, config);
   ucp_params_t params = {};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  // UCP_FEATURE_AM although no active message is sent: UCX emulates atomics on transports
-  // without them (tcp) over an active-message lane, which its newer protocols (v2, the default
-  // from 1.18) select only when this feature asks for one; without it every signal fails with
-  // "cannot find remote protocol ... amo_post".
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Active messages carry signals and failure reports. Not UCX's 64-bit atomics: on host
+  // memory over tcp UCX 1.22 finds no protocol for them ("cannot find remote protocol ...
+  // amo_post") and 1.13 fails them now and then on a fresh endpoint, each time failing the
+  // endpoint; an active message works on every UCX, and its handler wakes the waiters itself.
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   ucs_status_t s = api_.ucp_init_version(kUcpApiMajor, kUcpApiMinor, &params, config, &context_);
   api_.ucp_config_release(config);
   checkStatus(s, "ucp_init");
@@ -82,7 +82,7 @@ Bytes UcxWorker::address() {
   return out;
 }
 
-void UcxWorker::startProgress(std::function<void()> onActivity) {
+void UcxWorker::startProgress() {
   CTRAN_ASSERT(!progress_.joinable(), "progress thread started twice");
   int efd = -1;
   {
@@ -99,7 +99,6 @@ void UcxWorker::startProgress(std::function<void()> onActivity) {
     ev.data.fd = fd;
     CTRAN_SYSCHECK(::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev), "epoll_ctl");
   }
-  onActivity_ = std::move(onActivity);
   stop_.store(false);
   progress_ = std::thread([this] { progressLoop(); });
 }
@@ -143,7 +142,6 @@ void UcxWorker::progressLoop() {
     }
     if (moved) {
       lastActive = Clock::now();
-      onActivity_();
       continue;
     }
     if (!armed) {
@@ -161,7 +159,6 @@ void UcxWorker::progressLoop() {
       }
     }
     lastActive = Clock::now();
-    onActivity_();
   }
 }
 

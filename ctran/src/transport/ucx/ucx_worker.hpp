@@ -3,7 +3,7 @@
 // elsewhere or asleep.
 //
 // Why a progress thread: signals arrive as active messages, and on host memory reached over tcp
-// UCX emulates puts (and atomics) by active messages too, all of which the TARGET applies inside
+// UCX emulates puts by active messages too, all of which the TARGET applies inside
 // ucp_worker_progress. A rank blocked in a wait on its own signal cell never calls into UCX, so
 // without this thread peers' puts and signals would not land until it did.
 //
@@ -55,9 +55,8 @@ class UcxWorker {
   /// This worker's address, for peers' ucp_ep_create.
   Bytes address();
 
-  /// Starts the progress thread. `onActivity` runs on it, without the lock, after each round
-  /// that progressed something and after each sleep; it must not throw.
-  void startProgress(std::function<void()> onActivity);
+  /// Starts the progress thread.
+  void startProgress();
   /// Stops and joins the progress thread (idempotent).
   void stopProgress();
 
@@ -84,7 +83,6 @@ class UcxWorker {
   int epollFd_ = -1;
   int wakeFd_ = -1;  // eventfd: stopProgress() wakes the sleeping thread through it
   std::atomic<bool> stop_{false};
-  std::function<void()> onActivity_;
   std::thread progress_;
 };
 
