@@ -121,7 +121,6 @@ class UcxTransport : public Transport {
   void closeEndpoints();
 
   const UcpLibrary& library_;
-  const int rank_;
   GroupFailure* failure_;
   std::unique_ptr<UcxWorker> worker_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for ranks not on ucx
@@ -166,7 +165,7 @@ class UcxPeerWindow : public PeerWindow {
 
 UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
                            GroupFailure* failure)
-    : library_(UcpLibrary::get()), rank_(bootstrap.rank()), failure_(failure) {
+    : library_(UcpLibrary::get()), failure_(failure) {
   worker_ = std::make_unique<UcxWorker>(library_);
   setAmHandler(kSignalAm, &UcxTransport::onSignalAm);
   setAmHandler(kFailureAm, &UcxTransport::onFailureAm);
