@@ -1,6 +1,7 @@
 """Side-by-side figures of ctran's transports between ranks of this host, in one run.
 
 For each transport named (forced with RCCLX_TRANSPORT), two fresh processes measure:
+  - signal round trip: rank 0 signals rank 1, which signals back, median of `--iters` rounds;
   - put bandwidth: rank 0 streams `--put-bytes` blocks into rank 1's window (two buffers in
     flight, each acknowledged by a signal), GB/s over `--iters` blocks;
   - a float32 all_reduce of `--allreduce-bytes` through rcclx_core (when it is installed):
@@ -49,6 +50,24 @@ def _put_bandwidth(group, nbytes: int, iters: int) -> float:
     return nbytes * iters / seconds / 1e9
 
 
+def _round_trip_us(group, iters: int) -> float:
+    win = group.create_window(4096, num_signals=2)
+    group.bootstrap.barrier()
+    times = []
+    for k in range(iters):
+        t = time.perf_counter()
+        if group.rank == 0:
+            win.signal(1, 0)
+            win.wait_signal(1, k + 1, from_peer=1)
+        else:
+            win.wait_signal(0, k + 1, from_peer=0)
+            win.signal(0, 1)
+        times.append(time.perf_counter() - t)
+    group.bootstrap.barrier()
+    win.destroy()
+    return statistics.median(times) * 1e6
+
+
 def _all_reduce_us(uid: bytes, rank: int, nbytes: int, iters: int) -> float | None:
     try:
         import numpy as np
@@ -73,7 +92,8 @@ def _rank(uid, uid2, rank, transport, put_sizes, ar_bytes, iters, out):
     import ctran
 
     group = ctran.PeerGroup.from_unique_id(uid, rank, 2)
-    result = {"put": [(n, _put_bandwidth(group, n, iters)) for n in put_sizes]}
+    result = {"rtt_us": _round_trip_us(group, iters)}
+    result["put"] = [(n, _put_bandwidth(group, n, iters)) for n in put_sizes]
     group.destroy()
     if ar_bytes:
         result["all_reduce_us"] = _all_reduce_us(uid2, rank, ar_bytes, iters)
@@ -107,13 +127,14 @@ def main() -> None:
     args = parser.parse_args()
     put_sizes = [parse_size(s) for s in args.put_bytes.split(",")]
     ar_bytes = parse_size(args.allreduce_bytes) if args.allreduce_bytes else 0
-    print(f"{'transport':<10} {'put bytes':>10} {'put GB/s':>9}   all_reduce {ar_bytes} B")
+    print(f"all_reduce: float32 sum of {ar_bytes} bytes; put: GB/s by block size")
+    print(f"{'transport':<10} {'round trip':>11} {'all_reduce':>11}  put GB/s")
     for transport in args.transports.split(","):
         res = run(transport, put_sizes, ar_bytes, args.iters)
         ar = res.get("all_reduce_us")
-        for i, (n, gbs) in enumerate(res["put"]):
-            tail = f"   {ar:.0f} us" if i == 0 and ar is not None else ""
-            print(f"{transport:<10} {n:>10} {gbs:>9.3f}{tail}")
+        puts = "  ".join(f"{n >> 10} KiB {gbs:.3f}" for n, gbs in res["put"])
+        ar_text = f"{ar:.0f} us" if ar is not None else "-"
+        print(f"{transport:<10} {res['rtt_us']:>8.0f} us {ar_text:>11}  {puts}")
 
 
 if __name__ == "__main__":

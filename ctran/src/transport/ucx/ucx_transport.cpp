@@ -106,8 +106,7 @@ class UcxTransport : public Transport {
   ucp_rkey_h unpackKey(Peer& p, const Bytes& packed);
   Peer& peerOf(int rank);
   [[noreturn]] void throwFailed(const Peer& p, const std::string& during);
-  void connect(Bootstrap& bootstrap, const std::vector<int>& peers);
-  void completeWireup();
+  void connect(const std::vector<int>& ranks, const std::vector<Bytes>& addresses);
   void setAmHandler(unsigned id, ucp_am_recv_callback_t cb);
   /// Waits for `request` on `p`'s behalf; a failure marks `p` failed and throws RemoteError.
   void finish(Peer& p, ucs_status_ptr_t request, const Deadline& deadline, const char* during);
@@ -170,17 +169,29 @@ UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
   setAmHandler(kSignalAm, &UcxTransport::onSignalAm);
   setAmHandler(kFailureAm, &UcxTransport::onFailureAm);
   peers_.resize(bootstrap.nranks());
-  connect(bootstrap, peers);
-  worker_->startProgress();
-  completeWireup();
+  auto addresses = bootstrap.allGather(worker_->address());
+  worker_->startProgress();  // wire-up needs both sides' progress
+  // Lower ranks first: every pair connects from its higher rank only, then the lower rank's
+  // endpoint finds the connection made. Both ranks of a pair connecting at once over tcp made
+  // UCX reset one of the two connections now and then, failing the pair's endpoints.
+  const int me = bootstrap.rank();
+  std::vector<int> lower, higher;
+  for (int p : peers) (p < me ? lower : higher).push_back(p);
+  connect(lower, addresses);
+  bootstrap.barrier();
+  connect(higher, addresses);
+  // A rank whose peers are all lower is done first; its worker must live until they are too.
+  bootstrap.barrier();
   CTRAN_INFO("ucx transport: connected to ", peers.size(), " peers with UCX ", library_.version(),
              " from ", library_.path());
 }
 
-void UcxTransport::connect(Bootstrap& bootstrap, const std::vector<int>& peers) {
-  auto addresses = bootstrap.allGather(worker_->address());
+// Creates the endpoints to `ranks` from their worker addresses, then flushes them, which returns
+// once UCX has connected each (so the first put or signal of a collective does not pay for the
+// connection, and a peer that cannot be reached fails here).
+void UcxTransport::connect(const std::vector<int>& ranks, const std::vector<Bytes>& addresses) {
   const UcpApi& api = worker_->api();
-  for (int p : peers) {
+  for (int p : ranks) {
     CTRAN_CHECK(!addresses[p].empty(), RemoteError, "ucx transport: rank ", p,
                 " sent no worker address");
     auto peer = std::make_unique<Peer>();
@@ -199,22 +210,15 @@ void UcxTransport::connect(Bootstrap& bootstrap, const std::vector<int>& peers) 
     }
     peers_[p] = std::move(peer);
   }
-}
-
-// Flushes every endpoint, which returns once UCX has connected it (wire-up needs both sides'
-// progress: the peers' progress threads run by now), so that the first put or signal of a
-// collective does not pay for the connection, and a peer that cannot be reached fails here.
-void UcxTransport::completeWireup() {
   const Deadline deadline = Deadline::after();
-  for (auto& p : peers_) {
-    if (!p) continue;
+  for (int p : ranks) {
     ucp_request_param_t param = {};
     ucs_status_ptr_t request;
     {
       auto l = worker_->lock();
-      request = worker_->api().ucp_ep_flush_nbx(p->ep, &param);
+      request = api.ucp_ep_flush_nbx(peers_[p]->ep, &param);
     }
-    finish(*p, request, deadline, " (connection)");
+    finish(*peers_[p], request, deadline, " (connection)");
   }
 }
 
