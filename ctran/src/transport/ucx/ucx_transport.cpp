@@ -456,8 +456,10 @@ ucs_status_t UcxTransport::onSignalAm(void* arg, const void* header, size_t head
   std::lock_guard<std::mutex> lock(self->regionsMu_);
   auto it = self->regions_.find(am.windowId);
   if (it == self->regions_.end() || am.slot < 0 || am.slot >= it->second.window.numSignals) {
-    // A signal to a window released here (its owner destroyed it first), as tcp drops it.
-    CTRAN_WARN("ucx transport: dropping a signal to window ", am.windowId, " slot ", am.slot);
+    // A signal to a window released here: a peer's last signal that completed on its side
+    // (and let it leave through a bootstrap barrier) before this rank's progress applied it.
+    // No wait can need it any more (the window is gone), so it is dropped.
+    CTRAN_INFO("ucx transport: dropping a signal to window ", am.windowId, " slot ", am.slot);
     return UCS_OK;
   }
   signalAdd(it->second.window.signals + am.slot, am.delta);
