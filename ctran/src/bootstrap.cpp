@@ -10,6 +10,7 @@
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
 #include "ctran/logging.hpp"
+#include "ctran/topology.hpp"
 #include "socket.hpp"
 
 namespace ctran {
@@ -45,6 +46,18 @@ int envInt(const char* name) {
   throw InvalidArgument(strCat("environment variable ", name, "='", v, "' is not an integer"));
 }
 
+// The store key where a unique id's store names the process hosting it (its processToken()).
+// Every copy of this library linked into that process reads the same token, where the server
+// registry above is per copy (a Python process may load two extension modules, each with its
+// own copy).
+constexpr char kHostTokenKey[] = "rcclx/unique_id/host_token";
+
+Bytes tokenBytes(uint64_t token) {
+  Bytes b(sizeof(token));
+  std::memcpy(b.data(), &token, sizeof(token));
+  return b;
+}
+
 }  // namespace
 
 UniqueId createUniqueId() {
@@ -62,6 +75,8 @@ UniqueId createUniqueId() {
   std::memcpy(id.bytes.data() + 12, &nonce, 4);
   std::memcpy(id.bytes.data() + kIdHostOffset, host.data(), host.size());
   std::memcpy(id.bytes.data() + kIdSecretOffset, secret.bytes.data(), JobSecret::kBytes);
+  TcpStore(host, server->port(), Deadline::after(), secret)
+      .set(kHostTokenKey, tokenBytes(processToken()));
   std::lock_guard<std::mutex> lock(gServersMu);
   gServers[server->port()] = server;
   return id;
@@ -150,6 +165,9 @@ std::unique_ptr<Bootstrap> Bootstrap::fromUniqueId(const UniqueId& id, int rank,
   auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after(), secret);
   auto b = std::make_unique<Bootstrap>(store, rank, nranks, "", secret);
   b->keepAlive_ = hosted;
+  b->hostsStore_ = hosted != nullptr ||
+                   (store->check(kHostTokenKey) &&
+                    store->get(kHostTokenKey, Deadline::after()) == tokenBytes(processToken()));
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through unique id ", addr.str());
   return b;
 }
@@ -183,6 +201,7 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   auto b = std::make_unique<Bootstrap>(store, rank, nranks, "",
                                        secret.empty() ? std::nullopt : std::optional(secret));
   b->keepAlive_ = server;
+  b->hostsStore_ = server != nullptr;
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port);
   return b;
 }
@@ -250,7 +269,7 @@ void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::str
     store_->erase(counter);
     store_->set(allRead, Bytes{1});
   };
-  if (!keepAlive_) {
+  if (!hostsStore_) {
     try {
       if (store_->add(counter, 1) == nranks_) lastReader();
     } catch (const RemoteError& e) {
@@ -305,6 +324,7 @@ std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,
   auto b = std::make_unique<Bootstrap>(store_, newRank, static_cast<int>(ranks.size()),
                                        prefix_ + "sub/" + tag, secret_);
   b->keepAlive_ = keepAlive_;
+  b->hostsStore_ = hostsStore_;
   b->localHost_ = localHost_;
   log::setRank(rank_);  // logs keep the global rank
   return b;

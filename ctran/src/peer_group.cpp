@@ -15,6 +15,10 @@
 namespace ctran {
 namespace {
 
+// How long a rank waits for a peer's own report before blaming the peer: long enough for a
+// report to cross a tcp connection, short next to any timeout.
+constexpr int64_t kPeerReportMs = 250;
+
 // What a rank says of the ucx transport when its group chooses one: it needs none, it can load
 // it, or why it cannot.
 constexpr const char* kUcxNotNeeded = "-";
@@ -185,6 +189,10 @@ void PeerGroup::checkPeer(int peer) {
   try {
     transport(kinds_[peer]).checkPeer(peer);
   } catch (const RemoteError& e) {
+    // A peer that raised leaves the group and closes its connections: its own report (which
+    // names the cause) may arrive just before the close or still be on its way.
+    failure_->awaitReportOf(peer, kPeerReportMs);
+    failure_->check();
     reportFailure(peer, e.what());
     throw;
   }
@@ -206,8 +214,6 @@ void PeerGroup::publish(const FailureReport& r) {
 }
 
 void PeerGroup::reportTimeout(const TimeoutError& timeout) {
-  // Long enough for a report to cross a tcp connection, short next to any timeout.
-  constexpr int64_t kPeerReportMs = 250;
   const int peer = timeout.peer();
   reportTimeoutOn(peer, timeout.what());
   if (peer < 0 || peer == topology_.rank) return;

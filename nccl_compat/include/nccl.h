@@ -426,6 +426,22 @@ ncclResult_t pncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const 
                                    const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
                                    int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* The same, when the caller already knows what it receives: recvSplits[p] (read, not written)
+ * is the rows rank p sends to this rank, so the count exchange is skipped (on GPU buffers the
+ * counts must be exact: a mismatch ends in the wait timeout, RCCLX_TIMEOUT_MS; on host buffers
+ * the counts still travel and a mismatch fails naming both numbers). */
+ncclResult_t ncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRows,
+                                             const int64_t* sendSplits, const int64_t* sendOffsets,
+                                             void* recvbuff, size_t recvRows,
+                                             const int64_t* recvSplits, int64_t* recvOffsets,
+                                             size_t rowElems, ncclDataType_t datatype,
+                                             ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRows,
+                                              const int64_t* sendSplits, const int64_t* sendOffsets,
+                                              void* recvbuff, size_t recvRows,
+                                              const int64_t* recvSplits, int64_t* recvOffsets,
+                                              size_t rowElems, ncclDataType_t datatype,
+                                              ncclComm_t comm, cudaStream_t stream);
 #define RCCLX_ALLTOALLV_DYNAMIC 1
 
 #ifdef __cplusplus

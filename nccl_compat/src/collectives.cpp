@@ -225,15 +225,16 @@ ncclResult_t ncclAllToAllv(const void* sendbuff, const size_t sendcounts[], cons
   });
 }
 
-NCCL_API(ncclResult_t, ncclAllToAllvDynamic, const void* sendbuff, size_t sendRows,
-         const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
-         int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
-         ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const int64_t* sendSplits,
-                                  const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
-                                  int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
-                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclAllToAllvDynamic", comm, [&](Communicator& c, const ncclComm& h) {
+namespace {
+
+// The two dynamic entries: recvSplits written (the counts exchanged by the call) or read (the
+// caller knows them; recvSplitsKnown).
+ncclResult_t allToAllvDynamic(const char* fn, const void* sendbuff, size_t sendRows,
+                              const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff,
+                              size_t recvRows, const int64_t* recvSplits, int64_t* recvOffsets,
+                              size_t rowElems, ncclDataType_t datatype, bool recvSplitsKnown,
+                              ncclComm_t comm, cudaStream_t stream) {
+  return collective(fn, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const size_t n = static_cast<size_t>(h.nranks);
     CTRAN_CHECK(rowElems > 0, ctran::InvalidArgument, "rowElems is 0 (a row needs an element)");
@@ -257,9 +258,40 @@ ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const i
     sp.sendOffsets = splits(sendOffsets);
     sp.recvOffsets = splits(recvOffsets);
     sp.rowElems = rowElems;
+    sp.recvSplitsKnown = recvSplitsKnown;
     c.allToAllvDynamic(buffer(sendbuff, sendElems, type, "sendbuff"),
                        buffer(recvbuff, recvElems, type, "recvbuff"), sp, optionsFor(stream));
   });
+}
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclAllToAllvDynamic, const void* sendbuff, size_t sendRows,
+         const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+         int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllToAllvDynamic(const void* sendbuff, size_t sendRows, const int64_t* sendSplits,
+                                  const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+                                  int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems,
+                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return allToAllvDynamic("ncclAllToAllvDynamic", sendbuff, sendRows, sendSplits, sendOffsets,
+                          recvbuff, recvRows, recvSplits, recvOffsets, rowElems, datatype,
+                          /*recvSplitsKnown=*/false, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclAllToAllvDynamicKnownCounts, const void* sendbuff, size_t sendRows,
+         const int64_t* sendSplits, const int64_t* sendOffsets, void* recvbuff, size_t recvRows,
+         const int64_t* recvSplits, int64_t* recvOffsets, size_t rowElems, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRows,
+                                             const int64_t* sendSplits, const int64_t* sendOffsets,
+                                             void* recvbuff, size_t recvRows,
+                                             const int64_t* recvSplits, int64_t* recvOffsets,
+                                             size_t rowElems, ncclDataType_t datatype,
+                                             ncclComm_t comm, cudaStream_t stream) {
+  return allToAllvDynamic("ncclAllToAllvDynamicKnownCounts", sendbuff, sendRows, sendSplits,
+                          sendOffsets, recvbuff, recvRows, recvSplits, recvOffsets, rowElems,
+                          datatype, /*recvSplitsKnown=*/true, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,

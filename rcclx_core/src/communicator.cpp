@@ -261,6 +261,22 @@ std::pair<AllReduceAlgo, std::string> CommunicatorTesting::selectAllReduce(const
   return {s.algo, s.reason()};
 }
 
+std::pair<std::string, std::string> CommunicatorTesting::selectCollective(
+    const Communicator& comm, const std::string& collective, size_t bytes, int root) {
+  for (auto c : {CostCollective::kAllGather, CostCollective::kReduceScatter,
+                 CostCollective::kBroadcast, CostCollective::kReduce}) {
+    if (collective == costCollectiveName(c)) {
+      CTRAN_CHECK(root >= 0 && root < comm.size(), ctran::InvalidArgument, "selection: root ", root,
+                  " is out of range for ", comm.size(), " ranks");
+      const CollectiveSelection s = comm.impl_->host->selectCollective(c, bytes, root);
+      return {collectiveAlgoName(s.algo), s.reason()};
+    }
+  }
+  throw ctran::InvalidArgument(ctran::strCat("selection: unknown collective '", collective,
+                                             "' (all_gather, reduce_scatter, broadcast or "
+                                             "reduce)"));
+}
+
 uint64_t CommunicatorTesting::symmetricCalls(const Communicator& comm) {
   return comm.impl_->gpu ? comm.impl_->gpu->symmetricCalls() : 0;
 }

@@ -384,6 +384,13 @@ WorkPtr Communicator::allToAllvDynamic(const Buffer& send, const Buffer& recv,
   return c.host->allToAllvDynamic(call, opts.async);
 }
 
+void Communicator::checkAllToAllvDynamic() {
+  Impl& c = *impl_;
+  if (c.gpu == nullptr) return;
+  const std::string recorded = c.gpu->takeDynamicErrors();
+  if (!recorded.empty()) throw InvalidArgument(recorded);
+}
+
 WorkPtr Communicator::gather(const Buffer& send, const Buffer& recv, int root,
                              const CallOptions& opts) {
   Impl& c = *impl_;

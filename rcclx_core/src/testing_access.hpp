@@ -19,6 +19,11 @@ struct CommunicatorTesting {
                                                                size_t bytes, DataType type,
                                                                RedOp op, const std::string& algo,
                                                                bool gpu);
+  /// The host back-end's choice for `collective` ("all_gather", "reduce_scatter", "broadcast",
+  /// "reduce") of `bytes` (estimateCost()'s count) rooted at `root`, and why.
+  static std::pair<std::string, std::string> selectCollective(const Communicator& comm,
+                                                              const std::string& collective,
+                                                              size_t bytes, int root);
   /// GPU allreduce calls that stored their all-gather straight into the peers' outputs.
   static uint64_t symmetricCalls(const Communicator& comm);
   /// Outputs of captured GPU allreduces mapped for graphs still alive.

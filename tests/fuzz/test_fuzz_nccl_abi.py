@@ -111,6 +111,7 @@ SIGNATURES = {
     "ncclRecv": [P, SIZE, INT, INT, P, P],
     "ncclAllToAllv": [P, P, P, P, P, P, INT, P, P],
     "ncclAllToAllvDynamic": [P, SIZE, P, P, P, SIZE, P, P, SIZE, INT, P, P],
+    "ncclAllToAllvDynamicKnownCounts": [P, SIZE, P, P, P, SIZE, P, P, SIZE, INT, P, P],
     "ncclGroupStart": [],
     "ncclGroupEnd": [],
     "ncclGroupSimulateEnd": [P],
@@ -768,6 +769,14 @@ def alltoallv_dynamic(world: World):
                 bad.setdefault(alias, {INVALID_ARGUMENT})
         elif splits["sendSplits"] is not None and send_rows > rows["recv"]:
             bad.setdefault("output", {INVALID_ARGUMENT})  # the core's "output overflow"
+        # The known-counts form reads recvSplits: on one rank it must equal what the rank sends
+        # itself, else the error names output_split_sizes (the core's name) with both numbers.
+        entry = data.draw(
+            st.sampled_from(["ncclAllToAllvDynamic", "ncclAllToAllvDynamicKnownCounts"])
+        )
+        if entry.endswith("KnownCounts") and splits["recvSplits"] is not None:
+            if splits["recvSplits"][0] != send_rows or splits["recvSplits"][0] > rows["recv"]:
+                bad.setdefault("output_split_sizes", {INVALID_ARGUMENT})
         buffers = {}
         for side, buf, name in (("send", send, "sendbuff"), ("recv", recv, "recvbuff")):
             if data.draw(st.integers(0, 7)) == 0:
@@ -777,7 +786,7 @@ def alltoallv_dynamic(world: World):
             else:
                 buffers[side] = buf
         abi.call(
-            "ncclAllToAllvDynamic",
+            entry,
             buffers["send"],
             rows["send"],
             splits["sendSplits"],

@@ -16,8 +16,8 @@ import ctran
 import rcclx_nccl
 
 # Every function NCCL 2.28.9's libnccl.so.2 exports (the 41 of nccl.h and the device-API host
-# functions torch links), RCCL's ncclAllToAllv, RCCLX's ncclAllToAllvDynamic; each also as a
-# pnccl* alias, nothing else.
+# functions torch links), RCCL's ncclAllToAllv, RCCLX's ncclAllToAllvDynamic and its known-counts
+# form; each also as a pnccl* alias, nothing else.
 NCCL_H = (
     "ncclAllGather", "ncclAllReduce", "ncclAlltoAll", "ncclBcast", "ncclBroadcast",
     "ncclCommAbort", "ncclCommCount", "ncclCommCuDevice", "ncclCommDeregister",
@@ -30,7 +30,10 @@ NCCL_H = (
     "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
-EXTRA = ("ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic")
+EXTRA = (
+    "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
+    "ncclAllToAllvDynamicKnownCounts",
+)  # fmt: skip
 EXPORTED = NCCL_H + EXTRA
 IMPLEMENTED = EXPORTED
 LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}

@@ -135,7 +135,11 @@ def test_the_shipped_targets_parse_and_say_what_the_docs_claim():
         ("auto", "ours", 1.05),
         ("best", "nccl", 1.0),
         ("lp", "nccl", 0.5),
+        ("-", "nccl", 1.0),
+        ("-", "nccl_sync", 0.2),
+        ("-", "symm_a2av", 1.0),
     ]
+    assert {t.collective for t in gpu[-3:]} == {"alltoallv_dynamic"}
     (cpu,) = targets.parse(targets.resolve("cpu"))
     assert (cpu.peer, cpu.bound, cpu.minbytes, cpu.maxbytes) == ("gloo", 0.1, 64, 64 << 10)
 

@@ -1,7 +1,8 @@
 """Without direct access the collectives still work: ranks on pretend hosts (RCCLX_HOST_ID per
 rank: tcp or ucx between hosts, shared memory within), every rank over tcp or over ucx
-(RCCLX_TRANSPORT=tcp|ucx), and DDA disabled. The selector falls back to ring and refuses forced
-DDA with a clear error. The ucx setups skip, saying why, where libucp cannot be loaded."""
+(RCCLX_TRANSPORT=tcp|ucx), and DDA disabled. The selector falls back to ring (across hosts: the
+cost model's choice, flat for small messages) and refuses forced DDA with a clear error. The ucx
+setups skip, saying why, where libucp cannot be loaded."""
 
 import checks
 import numpy as np
@@ -116,14 +117,14 @@ def test_collectives_without_direct_access(setup):
         kind, msg = info["forced dda"]
         assert kind == "InvalidArgumentError" and "dda_flat" in msg, info
         algo, reason = info["selected"]
-        assert algo == "ring"
+        assert algo == ("flat" if setup.startswith("two_hosts") else "ring"), info["selected"]
         if setup.startswith("two_hosts"):
             assert (info["num_hosts"], info["local_size"], info["local_rank"]) == (
                 2,
                 2,
                 res.rank % 2,
             )
-            assert reason == "ranks span 2 hosts"
+            assert reason.startswith("cost model, 2 hosts x 2 ranks, 1024 bytes: flat "), reason
             assert "spans 2 host(s)" in msg
             assert info["sub"] == (1, True, 2)
         else:

@@ -1,7 +1,8 @@
 """alltoallv_dynamic and the MoE layer on GPU tensors, 2 and 3 ranks (sharing a GPU where the
 machine has one): exact results for random counts (zeros, a silent sender, one receiver,
 row sizes that are and are not multiples of 16 bytes, blocks larger than a staging slot); an
-overflow recorded by the kernel and raised by the next call; one call captured in a CUDA
+overflow recorded by the kernel and raised by the next call, or by work.wait() with
+checked=True (async and not; known receive counts); one call captured in a CUDA
 graph and replayed 12 times with counts and data changing between replays; the captured
 graph holds kernel / memcpy / memset nodes only (no host node); a MoE dispatch -> expert ->
 combine captured and replayed with new routings."""
@@ -104,6 +105,41 @@ def _overflow_case(comm, out):
         problem, None if counts.tolist() == [4] * n else "the raising call did not run"
     )
     out["overflow raised by the next call"] = ("", problem)
+
+
+def _checked_case(comm, out):
+    """checked=True: the overflow is raised by work.wait() (async) or the call (sync), once."""
+    import rcclx_core
+
+    n, me, dev = comm.get_size(), comm.get_rank(), comm.get_device()
+    want = f"output overflow on rank {me}: rank {n - 1} sent 4 rows starting at row {4 * n - 4}"
+    splits = torch.full((n,), 4, dtype=torch.int64, device=dev)
+    send = torch.ones(4 * n, 2, device=dev)
+    short = torch.zeros(4 * n - 1, 2, device=dev)
+    counts = torch.zeros(n, dtype=torch.int64, device=dev)
+    problem = None
+    for async_op in (True, False):
+        try:
+            work = comm.alltoallv_dynamic(
+                short, send, splits, counts, checked=True, async_op=async_op
+            )
+            work.wait()
+            problem = checks.join_problems(problem, f"async_op={async_op}: nothing raised")
+        except rcclx_core.InvalidArgumentError as e:
+            problem = checks.join_problems(problem, None if want in str(e) else str(e))
+    # Raised once: an exact-capacity call with known receive counts after it raises nothing.
+    exact = torch.zeros(4 * n, 2, device=dev)
+    known = torch.full((n,), 4, dtype=torch.int64, device=dev)
+    try:
+        comm.alltoallv_dynamic(
+            exact, send, splits, known, output_split_sizes_known=True, checked=True
+        ).wait()
+        torch.cuda.synchronize()
+        if not bool((exact == 1).all()):
+            problem = checks.join_problems(problem, "known counts: rows differ")
+    except rcclx_core.InvalidArgumentError as e:
+        problem = checks.join_problems(problem, f"raised again: {e}")
+    out["checked: overflow raised by work.wait()"] = ("", problem)
 
 
 def _cudart():
@@ -235,6 +271,7 @@ def _gpu_rank(ctx):
     out = {}
     _eager_cases(comm, out)
     _overflow_case(comm, out)
+    _checked_case(comm, out)
     _graph_case(comm, out)
     _moe_graph_case(comm, out)
     torch.cuda.synchronize()

@@ -134,7 +134,18 @@ def _overflow_case(comm) -> str | None:
         return "an overflowing dispatch did not raise"
     except Exception as e:  # noqa: BLE001 - the text is checked
         want = f"output overflow on rank {comm.get_rank()}: rank {world - 1} sent 4 rows"
-        return None if want in str(e) else f"overflowing dispatch: {e}"
+        if want not in str(e):
+            return f"overflowing dispatch: {e}"
+    # checked=True on host tensors: the same error, from work.wait() of an async call.
+    splits = torch.full((world,), 4, dtype=torch.int64)
+    counts = torch.zeros(world, dtype=torch.int64)
+    short = torch.zeros(4 * world - 1, 3)
+    work = comm.alltoallv_dynamic(short, x, splits, counts, checked=True, async_op=True)
+    try:
+        work.wait()
+        return "checked async alltoallv_dynamic: wait() did not raise the overflow"
+    except Exception as e:  # noqa: BLE001 - the text is checked
+        return None if want in str(e) else f"checked async alltoallv_dynamic: {e}"
 
 
 def _moe_rank(ctx):

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 import rcclx_core
-from torchcomms_rcclx import _dynamic, _setup
+from torchcomms_rcclx import _dynamic, _setup, _split
 from torchcomms_rcclx._batch import BatchSendRecv
 from torchcomms_rcclx._ops import ReduceOp, as_reduce_op
 from torchcomms_rcclx._packing import copy_out, numel_list, packed, packed_input
@@ -564,6 +564,7 @@ class TorchCommRCCLX:
         row_elems=None,
         max_output_rows=None,
         output_split_sizes_known=False,
+        checked=False,
         async_op=False,
         timeout=None,
     ):
@@ -574,8 +575,10 @@ class TorchCommRCCLX:
         ``output_split_sizes`` (rows from each rank) and ``output_offsets`` (their exclusive
         prefix sum), the rows packed in rank order. The capacity is the output's rows (at most
         ``max_output_rows``): rows past it are dropped and the call fails (GPU: the next call)
-        naming sender, receiver and counts. ``output_split_sizes_known`` reads
-        ``output_split_sizes`` instead of exchanging counts."""
+        naming sender, receiver and counts. ``checked=True`` (GPU tensors, not in a graph
+        capture) raises that from ``work.wait()`` instead, which blocks the host until the
+        kernel finished (the synchronous call waits at once). ``output_split_sizes_known``
+        reads ``output_split_sizes`` instead of exchanging counts."""
         return _dynamic.alltoallv_dynamic(
             self,
             output,
@@ -587,6 +590,7 @@ class TorchCommRCCLX:
             row_elems=row_elems,
             max_output_rows=max_output_rows,
             output_split_sizes_known=output_split_sizes_known,
+            checked=checked,
             async_op=async_op,
             timeout=timeout,
         )
@@ -757,44 +761,7 @@ class TorchCommRCCLX:
         """Collective over this communicator: every rank passes the ranks of its new group
         (the same list on every member, in the new ranks' order); ``[]`` gives None on that
         rank. A list leaving out the caller, or naming a rank twice, raises."""
-        what = "split"
-        core = self._usable(what)
-        if hints:
-            raise rcclx_core.InvalidArgumentError(
-                "split: hints= is not supported (the new communicator keeps this one's)"
-            )
-        ranks = list(ranks)
-        for i, r in enumerate(ranks):
-            self._check_peer(what, f"ranks[{i}]", r)
-        if len(set(ranks)) != len(ranks):
-            dup = sorted({r for r in ranks if ranks.count(r) > 1})
-            raise rcclx_core.InvalidArgumentError(f"split: ranks {ranks} name {dup} twice")
-        if ranks and self._rank not in ranks:
-            raise rcclx_core.InvalidArgumentError(
-                f"split: ranks {ranks} leave out this rank ({self._rank}); pass [] on ranks "
-                "that join no new communicator"
-            )
-        if not isinstance(name, str) or not name:
-            raise rcclx_core.InvalidArgumentError(
-                f"split: name must be a non-empty string, got {name!r}"
-            )
-        color, key = (min(ranks), ranks.index(self._rank)) if ranks else (-1, None)
-        child = core.split(color, key)
-        if child is None:
-            return None
-        if child.size != len(ranks) or child.rank != key:
-            child.abort()
-            raise rcclx_core.InvalidArgumentError(
-                f"split: rank {self._rank} passed ranks {ranks}, but {child.size} rank(s) "
-                "joined it (every member must pass the same list)"
-            )
-        options = _setup.CommOptions(
-            abort_process_on_timeout_or_error=self._options.abort_process_on_timeout_or_error,
-            timeout=self._options.timeout,
-            store=self._options.store,
-            hints=dict(self._options.hints),
-        )
-        return TorchCommRCCLX(child, self._device, name, options)
+        return _split.split(self, ranks, name, hints, timeout)
 
     def new_window(self):
         """Collective: an empty window of this communicator; ``tensor_register(t)`` (collective,

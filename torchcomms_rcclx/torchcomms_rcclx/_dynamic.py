@@ -9,6 +9,7 @@ import math
 import torch
 
 import rcclx_core
+from torchcomms_rcclx._work import CheckedWork, EventWork
 
 
 def _splits(comm, what: str, name: str, t, optional: bool = False):
@@ -53,6 +54,7 @@ def alltoallv_dynamic(
     row_elems=None,
     max_output_rows=None,
     output_split_sizes_known=False,
+    checked=False,
     async_op=False,
     timeout=None,
 ):
@@ -75,4 +77,21 @@ def alltoallv_dynamic(
             input, output, send, recv, send_at, recv_at, row, max_output_rows, known, a, None, s
         )
 
-    return comm._run(what, call, async_op, timeout, arrays)
+    if not (checked and comm._gpu):
+        return comm._run(what, call, async_op, timeout, arrays)
+    if torch.cuda.is_current_stream_capturing():
+        raise rcclx_core.InvalidUsageError(
+            f"{what}: checked=True waits on the host for the kernel, which a CUDA graph capture "
+            "cannot do; capture with checked=False (errors then raise from the next call)"
+        )
+    ran = comm._run(what, call, async_op, timeout, arrays)
+    if not async_op:
+        # An event recorded behind the call on the current stream marks its end, whatever that
+        # stream is (the legacy default stream included).
+        event = torch.cuda.Event()
+        event.record()
+        ran = EventWork(event, arrays, comm._device)
+    work = CheckedWork(ran, core.check_alltoallv_dynamic)
+    if not async_op:
+        work.wait()
+    return work

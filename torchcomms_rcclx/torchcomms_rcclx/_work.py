@@ -118,6 +118,10 @@ class StreamWork(Work):
     def _torch_stream(self):
         import torch
 
+        if self._stream == 0:
+            # torch's ExternalStream over the null handle neither waits for nor queries the
+            # legacy default stream (measured: synchronize() returned with a kernel running).
+            return torch.cuda.default_stream(self._device)
         return torch.cuda.ExternalStream(self._stream, device=self._device)
 
     def is_completed(self) -> bool:
@@ -151,3 +155,24 @@ class EventWork(Work):
 
     def is_completed(self) -> bool:
         return bool(self._event.query())
+
+
+class CheckedWork(Work):
+    """A GPU call in a checked mode (``alltoallv_dynamic(checked=True)``): ``wait()`` blocks
+    the host until the operation finished, then ``check()`` raises what its kernel recorded
+    (an overflow names sender, receiver and counts) instead of the next call raising it."""
+
+    __slots__ = ("_work", "_check")
+
+    def __init__(self, work: Work, check):
+        self._work, self._check = work, check
+
+    def wait(self, timeout: float | None = None) -> None:
+        self._work.wait_blocking()
+        self._check()
+
+    def wait_blocking(self) -> None:
+        self.wait()
+
+    def is_completed(self) -> bool:
+        return self._work.is_completed()

@@ -81,7 +81,8 @@ class Bootstrap {
   void waitForReaders(const std::string& op, const std::vector<std::string>& keys);
 
   std::shared_ptr<Store> store_;
-  std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this process hosts it
+  std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this copy of ctran made it
+  bool hostsStore_ = false;          // this process hosts the store (see waitForReaders)
   int rank_;
   int nranks_;
   std::string prefix_;

@@ -88,6 +88,11 @@ class Communicator {
   /// in a CUDA graph (replays read the counts anew).
   WorkPtr allToAllvDynamic(const Buffer& send, const Buffer& recv, const DynamicSplits& splits,
                            const CallOptions& opts = {});
+  /// Raises (InvalidArgument) what this rank's earlier allToAllvDynamic calls on GPU buffers
+  /// recorded, an overflow or invalid counts, and clears it, so the next call does not raise it
+  /// again. Call it once the kernels finished (after a stream or event synchronisation): the
+  /// checked mode of the torch layer's work.wait(). Host buffers raise from the call itself.
+  void checkAllToAllvDynamic();
   /// recv (root only) holds size() blocks of send.count elements.
   WorkPtr gather(const Buffer& send, const Buffer& recv, int root, const CallOptions& opts = {});
   /// send (root only) holds size() blocks of recv.count elements.

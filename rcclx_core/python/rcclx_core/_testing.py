@@ -2,12 +2,15 @@
 
 - ``select_all_reduce(nbytes, ...)``: the pure allreduce selector over given thresholds;
 - ``selection(comm, nbytes, ...)``: what a communicator's selector picks;
+- ``collective_selection(comm, collective, nbytes, root=0)``: the same for all_gather,
+  reduce_scatter, broadcast and reduce;
 - ``symmetric_calls(comm)``, ``graph_registrations(comm)``: zero-copy counters of GPU calls;
 - ``set_gpu_tuning(comm, spec)``: the GPU allreduce kernels' launch shapes;
 - ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy.
 """
 
 from rcclx_core._C._testing import (
+    collective_selection,
     graph_registrations,
     low_precision_decision,
     lp_dequantize,
@@ -21,6 +24,7 @@ from rcclx_core._C._testing import (
 )
 
 __all__ = [
+    "collective_selection",
     "graph_registrations",
     "low_precision_decision",
     "lp_dequantize",

@@ -211,6 +211,11 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
           "instead of exchanging counts.")
           .c_str());
   cls.def(
+      "check_alltoallv_dynamic", [](PC& c) { c.comm().checkAllToAllvDynamic(); },
+      "Raises InvalidArgumentError with what this rank's earlier alltoallv_dynamic calls on GPU "
+      "buffers recorded (an overflow, invalid counts) and clears it; call once their kernels "
+      "finished. Host buffers raise from the call itself.");
+  cls.def(
       "gather",
       [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
          Stream stream) {

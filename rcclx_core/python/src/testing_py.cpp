@@ -65,6 +65,16 @@ void registerCommunicatorHooks(py::module_& m) {
       py::arg("algo") = py::none(), py::arg("gpu") = false,
       "(algorithm, reason) the communicator's selector picks for an allreduce of nbytes.");
   m.def(
+      "collective_selection",
+      [](PC& c, const std::string& collective, size_t nbytes, int root) {
+        const auto [chosen, why] =
+            CommunicatorTesting::selectCollective(c.comm(), collective, nbytes, root);
+        return py::make_tuple(chosen, why);
+      },
+      py::arg("comm"), py::arg("collective"), py::arg("nbytes"), py::arg("root") = 0,
+      "(algorithm, reason) the host back-end picks for all_gather, reduce_scatter, broadcast or "
+      "reduce of nbytes (all_gather: the whole output; reduce_scatter: the whole input).");
+  m.def(
       "symmetric_calls", [](PC& c) { return CommunicatorTesting::symmetricCalls(c.comm()); },
       py::arg("comm"),
       "GPU all_reduce calls so far that stored their all-gather straight into the peers' "

@@ -152,6 +152,8 @@ class GpuBackend final : public DeviceBackend {
     dynamic_->run(call, stream);
   }
 
+  std::string takeDynamicErrors() override { return dynamic_ ? dynamic_->takeRecorded() : ""; }
+
   void exchange(const Exchange& x, const char* what, void* stream) override {
     order_.enter(stream);
     collectives_->run(x, what, stream);

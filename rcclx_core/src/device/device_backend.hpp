@@ -68,6 +68,8 @@ class DeviceBackend {
   /// allToAllvDynamic in device code only (counts never reach the host); an overflow it
   /// records is raised by the communicator's next host-side call of it.
   virtual void allToAllvDynamic(const DynamicCall& call, void* stream) = 0;
+  /// The first error finished allToAllvDynamic kernels recorded ("" if none), cleared.
+  virtual std::string takeDynamicErrors() = 0;
   /// broadcast, gather, scatter, barrier: one copy kernel over `exchange`;
   /// `what` names the call in errors.
   virtual void exchange(const Exchange& exchange, const char* what, void* stream) = 0;

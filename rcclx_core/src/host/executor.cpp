@@ -46,9 +46,19 @@ Executor::~Executor() {
   }
 }
 
-bool Executor::idle() {
+bool Executor::enterInline() {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.empty() && !running_ && !stopping_;
+  if (!queue_.empty() || running_ || inline_ || stopping_) return false;
+  inline_ = true;
+  return true;
+}
+
+void Executor::leaveInline() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inline_ = false;
+  }
+  changed_.notify_all();
 }
 
 WorkPtr Executor::enqueue(const char* what, uint64_t seq, std::function<void()> fn, bool async) {
@@ -96,17 +106,18 @@ void Executor::workerLoop() {
 
 void Executor::drain() {
   std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+  changed_.wait(lock, [&] { return queue_.empty() && !running_ && !inline_; });
 }
 
 void Executor::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && !worker_.joinable()) return;
+    std::unique_lock<std::mutex> lock(mu_);
     stopping_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return !inline_; });
+    if (!worker_.joinable()) return;
   }
-  changed_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  worker_.join();
 }
 
 }  // namespace rcclx

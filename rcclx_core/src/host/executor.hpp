@@ -21,7 +21,8 @@ class Executor {
   /// allocating. Asynchronous: returns at once; the Work completes later.
   template <typename Fn>
   WorkPtr submit(const char* what, uint64_t seq, Fn&& fn, bool async) {
-    if (!async && idle()) {
+    if (!async && enterInline()) {
+      InlineRun run(*this);
       fn();
       return nullptr;
     }
@@ -29,7 +30,9 @@ class Executor {
   }
   /// Waits until everything submitted so far has run.
   void drain();
-  /// Drains, then stops the worker thread.
+  /// Drains, waits for a synchronous call running on its caller's thread (another thread may
+  /// be aborting the communicator under it: its memory stays until the call left), then stops
+  /// the worker thread.
   void stop();
 
  private:
@@ -38,14 +41,22 @@ class Executor {
     std::function<void()> fn;
   };
   void workerLoop();
-  /// Nothing queued or running, and not stopping: a synchronous call may run inline.
-  bool idle();
+  /// Marks a synchronous call as running on its caller's thread when nothing is queued or
+  /// running and the executor is not stopping; false otherwise (the call is queued).
+  bool enterInline();
+  void leaveInline();
+  struct InlineRun {  // leaves on return and on a throw
+    explicit InlineRun(Executor& e) : executor(e) {}
+    ~InlineRun() { executor.leaveInline(); }
+    Executor& executor;
+  };
   WorkPtr enqueue(const char* what, uint64_t seq, std::function<void()> fn, bool async);
 
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<Task> queue_;
   bool running_ = false;  // the worker is executing a task
+  bool inline_ = false;   // a synchronous call runs on its caller's thread
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -50,7 +50,8 @@ HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
       settings_(settings),
       rank_(group.rank()),
       nranks_(group.nranks()),
-      nHosts_(group.topology().nHosts) {
+      nHosts_(group.topology().nHosts),
+      layout_(HostLayout::from(group.topology())) {
   channels_ = std::make_unique<Channels>(group, settings.p2pChunkBytes, settings.p2pSlots,
                                          settings.timeoutMs);
   lp_ = std::make_unique<lp::HostLowPrecision>(*channels_, settings.lp.anyEnabled());
@@ -105,7 +106,28 @@ Selection HostBackend::select(size_t bytes, DataType type, RedOp op,
   in.nHosts = nHosts_;
   in.directAccess = arena_ != nullptr;
   in.gpu = false;
+  in.hostSizes = &layout_.hostSizes;
   return selectAllReduce(in, cfg);
+}
+
+CollectiveSelection HostBackend::selectCollective(CostCollective c, size_t bytes, int root) const {
+  SelectorInput in;
+  in.bytes = bytes;
+  in.nranks = nranks_;
+  in.nHosts = nHosts_;
+  in.directAccess = arena_ != nullptr;
+  in.hostSizes = &layout_.hostSizes;
+  in.rootHostRanks = layout_.hostSizes[group_.topology().hostOf[root]];
+  return rcclx::selectCollective(c, in, settings_.selector);
+}
+
+CollectiveAlgo HostBackend::chooseCollective(CostCollective c, size_t bytes, int root,
+                                             uint64_t tag) const {
+  // On the caller's thread, like allreduce's: a forced algorithm that cannot run fails here.
+  const CollectiveSelection sel = selectCollective(c, bytes, root);
+  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes on ", nranks_, " ranks -> ",
+             collectiveAlgoName(sel.algo), " (", sel.reason(), ")");
+  return sel.algo;
 }
 
 void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
@@ -122,6 +144,12 @@ void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataT
       break;
     case AllReduceAlgo::kDdaTree:
       ddaTreeAllReduce(*arena_, send, recv, count, type, combine, tag);
+      break;
+    case AllReduceAlgo::kFlat:
+      flatAllReduce(*channels_, send, recv, count, type, combine, tag);
+      break;
+    case AllReduceAlgo::kHierarchical:
+      hierarchicalAllReduce(*channels_, layout_, send, recv, count, type, combine, tag);
       break;
     default: ringAllReduce(*channels_, send, recv, count, type, combine, tag); break;
   }
@@ -159,7 +187,10 @@ WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataT
 WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                             int root, const CallOptions& opts) {
   const uint64_t tag = nextTag(OpKind::kReduce);
+  const CollectiveAlgo algo =
+      chooseCollective(CostCollective::kReduce, count * dataTypeSize(type), root, tag);
   Channels* ch = channels_.get();
+  const HostLayout* lay = &layout_;
   const int n = nranks_;
   const bool isRoot = rank_ == root;
   const double scalar = opts.premulScalar;
@@ -172,7 +203,14 @@ WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType
           scaled = premulCopy(send, count, type, scalar);
           in = scaled->data();
         }
-        chainReduce(*ch, in, recv, count, type, combineOp(op), root, tag);
+        const RedOp c = combineOp(op);
+        switch (algo) {
+          case CollectiveAlgo::kFlat: flatReduce(*ch, in, recv, count, type, c, root, tag); break;
+          case CollectiveAlgo::kHierarchical:
+            hierarchicalReduce(*ch, *lay, in, recv, count, type, c, root, tag);
+            break;
+          default: chainReduce(*ch, in, recv, count, type, c, root, tag); break;
+        }
         if (op == RedOp::kAvg && isRoot) cpu::divide(recv, count, type, n);
       },
       opts.async);
@@ -180,9 +218,21 @@ WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType
 
 WorkPtr HostBackend::broadcast(const void* send, void* recv, size_t bytes, int root, bool async) {
   const uint64_t tag = nextTag(OpKind::kBroadcast);
+  const CollectiveAlgo algo = chooseCollective(CostCollective::kBroadcast, bytes, root, tag);
   Channels* ch = channels_.get();
+  const HostLayout* lay = &layout_;
   return submit(
-      OpKind::kBroadcast, tag, [=] { chainBroadcast(*ch, send, recv, bytes, root, tag); }, async);
+      OpKind::kBroadcast, tag,
+      [=] {
+        switch (algo) {
+          case CollectiveAlgo::kFlat: flatBroadcast(*ch, send, recv, bytes, root, tag); break;
+          case CollectiveAlgo::kHierarchical:
+            hierarchicalBroadcast(*ch, *lay, send, recv, bytes, root, tag);
+            break;
+          default: chainBroadcast(*ch, send, recv, bytes, root, tag); break;
+        }
+      },
+      async);
 }
 
 WorkPtr HostBackend::allGatherV(const void* send, void* recv, const std::vector<size_t>& counts,
@@ -202,10 +252,23 @@ WorkPtr HostBackend::allGatherV(const void* send, void* recv, const std::vector<
         OpKind::kAllGather, tag,
         [=] { lp->allGatherV(*plan, send, recv, counts, displs, type, tag); }, opts.async);
   }
-  Channels* ch = channels_.get();
   const size_t elem = dataTypeSize(type);
+  const CollectiveAlgo algo = chooseCollective(CostCollective::kAllGather, total * elem, 0, tag);
+  Channels* ch = channels_.get();
+  const HostLayout* lay = &layout_;
   return submit(
-      OpKind::kAllGather, tag, [=] { ringAllGatherV(*ch, send, recv, counts, displs, elem, tag); },
+      OpKind::kAllGather, tag,
+      [=] {
+        switch (algo) {
+          case CollectiveAlgo::kFlat:
+            flatAllGatherV(*ch, send, recv, counts, displs, elem, tag);
+            break;
+          case CollectiveAlgo::kHierarchical:
+            hierarchicalAllGatherV(*ch, *lay, send, recv, counts, displs, elem, tag);
+            break;
+          default: ringAllGatherV(*ch, send, recv, counts, displs, elem, tag); break;
+        }
+      },
       opts.async);
 }
 
@@ -226,7 +289,10 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
         OpKind::kReduceScatter, tag,
         [=] { lp->reduceScatterV(*plan, send, recv, counts, displs, type, op, tag); }, opts.async);
   }
+  const CollectiveAlgo algo =
+      chooseCollective(CostCollective::kReduceScatter, total * dataTypeSize(type), 0, tag);
   Channels* ch = channels_.get();
+  const HostLayout* lay = &layout_;
   const int n = nranks_;
   const size_t mine = counts[rank_];
   const double scalar = opts.premulScalar;
@@ -239,7 +305,16 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
           scaled = premulCopy(send, total, type, scalar);
           in = scaled->data();
         }
-        ringReduceScatterV(*ch, in, recv, counts, displs, type, combineOp(op), tag);
+        const RedOp c = combineOp(op);
+        switch (algo) {
+          case CollectiveAlgo::kFlat:
+            flatReduceScatterV(*ch, in, recv, counts, displs, type, c, tag);
+            break;
+          case CollectiveAlgo::kHierarchical:
+            hierarchicalReduceScatterV(*ch, *lay, in, recv, counts, displs, type, c, tag);
+            break;
+          default: ringReduceScatterV(*ch, in, recv, counts, displs, type, c, tag); break;
+        }
         if (op == RedOp::kAvg) cpu::divide(recv, mine, type, n);
       },
       opts.async);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/collectives/collectives.hpp"
+#include "host/p2p/host_layout.hpp"
 #include "rcclx/buffer.hpp"
 #include "rcclx/work.hpp"
 #include "selector.hpp"
@@ -40,6 +41,9 @@ class HostBackend {
   bool directAccess() const { return arena_ != nullptr; }
   /// The selector's choice for an allreduce of `bytes` on host buffers under `cfg`.
   Selection select(size_t bytes, DataType type, RedOp op, const SelectorConfig& cfg) const;
+  /// The choice for all_gather, reduce_scatter, broadcast or reduce (`c`) of `bytes` (as
+  /// estimateCost() counts them) under the communicator's settings; `root` for the rooted ones.
+  CollectiveSelection selectCollective(CostCollective c, size_t bytes, int root = 0) const;
 
   WorkPtr allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     const CallOptions& opts);
@@ -78,6 +82,8 @@ class HostBackend {
   /// `fn` reporting a failure it raises (a dead peer, a timeout) to every rank of the group.
   template <typename Fn>
   auto reportingFailures(Fn&& fn);
+  /// selectCollective(), logged at INFO.
+  CollectiveAlgo chooseCollective(CostCollective c, size_t bytes, int root, uint64_t tag) const;
   void runAllReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                     double scalar, AllReduceAlgo algo, uint64_t tag);
 
@@ -86,6 +92,7 @@ class HostBackend {
   int rank_;
   int nranks_;
   int nHosts_;
+  HostLayout layout_;  ///< ranks by host, for the hierarchical algorithms and the cost model
   std::unique_ptr<Channels> channels_;
   std::unique_ptr<DirectArena> arena_;
   std::unique_ptr<Executor> executor_;

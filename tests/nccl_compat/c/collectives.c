@@ -229,6 +229,33 @@ static void test_all_to_all_v_dynamic(void) {
   EXPECT_ERROR(ncclAllToAllvDynamic(in, maxRows, sendSplits, NULL, out, maxRows, recvSplits, NULL,
                                     0, ncclInt32, comm, NULL),
                ncclInvalidArgument, "rowElems");
+  /* Known counts: recvSplits is read, so the output (cleared) is rebuilt from it alone. */
+  for (size_t i = 0; i < maxRows * rowElems; ++i) out[i] = -1;
+  for (int p = 0; p < N; ++p) recvOffsets[p] = -1;
+  NCCLCHECK(ncclAllToAllvDynamicKnownCounts(in, maxRows, sendSplits, sendOffsets, out, maxRows,
+                                            recvSplits, recvOffsets, rowElems, ncclInt32, comm,
+                                            NULL));
+  test_sync();
+  at = 0;
+  for (int p = 0; p < N; ++p) {
+    EXPECT(recvOffsets[p] == at, "known counts: offset %lld from %d", (long long)recvOffsets[p], p);
+    for (int64_t k = 0; k < recvSplits[p] * (int64_t)rowElems; ++k)
+      EXPECT(out[at * (int64_t)rowElems + k] == p * 1000 + R * 100 + (int32_t)k,
+             "known counts: from %d [%lld]", p, (long long)k);
+    at += recvSplits[p];
+  }
+#ifndef NCCL_TEST_GPU
+  {
+    /* On host buffers a wrong expectation is an error naming both numbers, on every rank that
+     * expects wrongly (here: every rank expects one row more from its right neighbour). */
+    int right = (R + 1) % N;
+    recvSplits[right] += 1;
+    EXPECT_ERROR(ncclAllToAllvDynamicKnownCounts(in, maxRows, sendSplits, sendOffsets, out, maxRows,
+                                                 recvSplits, NULL, rowElems, ncclInt32, comm, NULL),
+                 ncclInvalidArgument, "receive counts known");
+    recvSplits[right] -= 1;
+  }
+#endif
   test_free(sendSplits);
   test_free(sendOffsets);
   test_free(recvSplits);

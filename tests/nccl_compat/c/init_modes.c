@@ -226,14 +226,18 @@ static void mode_abort(int rank, int nranks) {
   EXPECT_ERROR(ncclCommAbort(comm), ncclInvalidUsage, "aborted");
 }
 
-struct DeadPeerWatchdog {
+/* Polls ncclCommGetAsyncError until it reports an error, then keeps that error and its message
+ * and, if asked, aborts the communicator (a torch-style watchdog). */
+struct ErrorWatchdog {
   ncclComm_t comm;
+  int abortAfter;
   ncclResult_t seen;
   ncclResult_t abortResult;
+  char message[512];
 };
 
-static void* dead_peer_watchdog(void* arg) {
-  struct DeadPeerWatchdog* w = (struct DeadPeerWatchdog*)arg;
+static void* error_watchdog(void* arg) {
+  struct ErrorWatchdog* w = (struct ErrorWatchdog*)arg;
   ncclResult_t state = ncclSuccess;
   while (state == ncclSuccess) {
     NCCLCHECK(ncclCommGetAsyncError(w->comm, &state));
@@ -241,7 +245,8 @@ static void* dead_peer_watchdog(void* arg) {
     nanosleep(&pause, NULL);
   }
   w->seen = state;
-  w->abortResult = ncclCommAbort(w->comm);
+  snprintf(w->message, sizeof(w->message), "%s", ncclGetLastError(w->comm));
+  if (w->abortAfter) w->abortResult = ncclCommAbort(w->comm);
   return NULL;
 }
 
@@ -250,9 +255,9 @@ static void mode_dead_peer(int rank, int nranks, int grouped) {
   ncclUniqueId id = test_unique_id();
   NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
   if (rank != 0) return; /* exits without ever joining rank 0's allreduce */
-  struct DeadPeerWatchdog w = {comm, ncclSuccess, ncclInternalError};
+  struct ErrorWatchdog w = {comm, 1, ncclSuccess, ncclInternalError, ""};
   pthread_t t;
-  pthread_create(&t, NULL, dead_peer_watchdog, &w);
+  pthread_create(&t, NULL, error_watchdog, &w);
   float x[1024] = {0}, y[1024];
   ncclResult_t r;
   if (grouped) { /* recorded, then fails at the group's end */
@@ -267,25 +272,6 @@ static void mode_dead_peer(int rank, int nranks, int grouped) {
   pthread_join(t, NULL);
   EXPECT(w.seen == r, "the watchdog saw async error %d, the call returned %d", (int)w.seen, (int)r);
   EXPECT(w.abortResult == ncclSuccess, "abort returned %d", (int)w.abortResult);
-}
-
-struct LoopWatchdog {
-  ncclComm_t comm;
-  ncclResult_t seen;
-  char message[512];
-};
-
-static void* loop_watchdog(void* arg) {
-  struct LoopWatchdog* w = (struct LoopWatchdog*)arg;
-  ncclResult_t state = ncclSuccess;
-  while (state == ncclSuccess) {
-    NCCLCHECK(ncclCommGetAsyncError(w->comm, &state));
-    struct timespec pause = {0, 1000 * 1000};
-    nanosleep(&pause, NULL);
-  }
-  w->seen = state;
-  snprintf(w->message, sizeof(w->message), "%s", ncclGetLastError(w->comm));
-  return NULL;
 }
 
 static void mode_dead_peer_loop(int rank, int nranks) {
@@ -303,9 +289,9 @@ static void mode_dead_peer_loop(int rank, int nranks) {
     nanosleep(&pause, NULL);
     _Exit(0); /* mid-loop for the others, without destroying anything */
   }
-  struct LoopWatchdog w = {comm, ncclSuccess, ""};
+  struct ErrorWatchdog w = {comm, 0, ncclSuccess, ncclSuccess, ""};
   pthread_t t;
-  pthread_create(&t, NULL, loop_watchdog, &w);
+  pthread_create(&t, NULL, error_watchdog, &w);
   const double start = now_ms();
   ncclResult_t r = ncclSuccess;
   while (r == ncclSuccess && now_ms() - start < 60000) {

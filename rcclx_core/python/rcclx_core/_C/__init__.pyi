@@ -260,6 +260,7 @@ class Communicator:
         dtype: DataType | int | None = None,
         stream: int | None = None,
     ) -> Work | None: ...
+    def check_alltoallv_dynamic(self) -> None: ...
     def gather(
         self,
         sendbuf: ArrayLike,

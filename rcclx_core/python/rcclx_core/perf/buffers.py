@@ -125,7 +125,8 @@ class RankBuffers:
     Out of place: separate buffers. In place: one buffer with the collective's overlap
     (spec.SAME, SEND_IN_RECV, RECV_IN_SEND), as nccl-tests lays it out. ``alloc`` (elements ->
     buffer) provides the buffer the input is written to, for inputs that must live in special
-    memory (symmetric buffers); other buffers come from the placement.
+    memory (symmetric buffers), and ``recv_alloc`` the output of an out-of-place layout where it
+    must too; other buffers come from the placement.
     """
 
     def __init__(
@@ -138,13 +139,14 @@ class RankBuffers:
         inputs: np.ndarray,
         inplace: bool,
         alloc: Callable[[int], Any] | None = None,
+        recv_alloc: Callable[[int], Any] | None = None,
     ):
         coll = cfg.coll
         self.placement, self.inputs, self.inplace = placement, inputs, inplace
         n_send, n_recv = coll.send_elems(count, nranks), coll.recv_elems(count, nranks)
         alloc = alloc or placement.empty
         if not inplace:
-            self.send, self.recv = alloc(n_send), placement.empty(n_recv)
+            self.send, self.recv = alloc(n_send), (recv_alloc or placement.empty)(n_recv)
             self._output = self.recv
             return
         whole = alloc(max(n_send, n_recv))
@@ -177,9 +179,14 @@ class Workspace:
         self._made: dict[tuple, RankBuffers] = {}
 
     def get(
-        self, inplace: bool, alloc: Callable[[int], Any] | None = None, key: str = ""
+        self,
+        inplace: bool,
+        alloc: Callable[[int], Any] | None = None,
+        key: str = "",
+        recv_alloc: Callable[[int], Any] | None = None,
     ) -> RankBuffers:
-        """The buffers laid out in place or not; ``alloc`` and its ``key`` name special memory."""
+        """The buffers laid out in place or not; ``alloc`` (and ``recv_alloc``) and their
+        ``key`` name special memory."""
         k = (inplace, key)
         if k not in self._made:
             self._made[k] = RankBuffers(
@@ -191,5 +198,6 @@ class Workspace:
                 self.inputs,
                 inplace,
                 alloc,
+                recv_alloc,
             )
         return self._made[k]

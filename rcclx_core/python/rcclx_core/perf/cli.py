@@ -143,6 +143,14 @@ def _where_and_how(p: argparse.ArgumentParser) -> None:
         help="ranks (processes) on this host (cpu: 2, cuda: one per GPU)",
     )
     p.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        metavar="H",
+        help="spread the local ranks over H pretend hosts (RCCLX_HOST_ID per rank, in blocks of "
+        "ranks): tcp between them, shared memory within (1)",
+    )
+    p.add_argument(
         "--graph", type=int, default=None, metavar="N", help="time N ops per CUDA graph (GPUs)"
     )
     p.add_argument(
@@ -223,6 +231,8 @@ def _check_numbers(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--passes {a.passes} must be at least 1")
     if a.nranks is not None and a.nranks < 1:
         p.error(f"--nranks {a.nranks} must be at least 1")
+    if a.hosts < 1 or (a.nranks is not None and a.hosts > a.nranks):
+        p.error(f"--hosts {a.hosts} must be between 1 and the ranks ({a.nranks or 'default'})")
     if a.graph is not None and a.graph < 1:
         p.error(f"--graph {a.graph} must be at least 1")
 
@@ -303,6 +313,7 @@ def config_from_args(argv: list[str] | None = None) -> tuple[Config, int | None,
         strict_targets=a.strict_targets,
         json_path=a.json,
         plot_path=a.plot,
+        hosts=a.hosts,
     )
     return cfg, a.nranks, choice.ngpus, target_list
 
@@ -315,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"rcclx-perf: error: --nranks {nranks} differs from torchrun's WORLD_SIZE "
                 f"{world_size}",
+                file=sys.stderr,
+            )
+            return 2
+        if cfg.hosts != 1:
+            print(
+                "rcclx-perf: error: --hosts is for local ranks; torchrun places ranks on its "
+                "own hosts",
                 file=sys.stderr,
             )
             return 2

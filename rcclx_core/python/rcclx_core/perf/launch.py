@@ -3,9 +3,11 @@
 Local processes are forked from a multiprocessing fork server (a clean process with numpy,
 ctran, rcclx_core and, for GPU runs and ``--compare``, torch already imported, but CUDA never
 initialised: each rank initialises it for itself), so ranks start in milliseconds. The parent
-hosts a ctran TcpStoreServer; rank 0 creates the communicator's unique id and publishes it
-there, and every rank uses the same store for the run's statistics. On GPUs rank r uses GPU
-r % GPUs (under torchrun: LOCAL_RANK % GPUs); every rank turns NVLink multicast off first.
+hosts a ctran TcpStoreServer; with ``--hosts H`` rank r sets RCCLX_HOST_ID to pretend host
+r * H // N before it joins, so ranks on other pretend hosts talk over tcp. Rank 0 creates the
+communicator's unique id and publishes it there, and every rank uses the same store for the
+run's statistics. On GPUs rank r uses GPU r % GPUs (under torchrun: LOCAL_RANK % GPUs); every
+rank turns NVLink multicast off first.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def _local_rank(
 ) -> None:
     """The body of one local rank process; its exit code is the rank's result."""
     device.disable_multicast()
+    if cfg.hosts > 1:  # before the communicator reads the host identity
+        os.environ["RCCLX_HOST_ID"] = f"rcclx-perf-host-{rank * cfg.hosts // nranks}"
     try:
         gpu = _set_gpu(cfg, device.gpu_for_rank(rank, ngpus))
         store = ctran.TcpStore("127.0.0.1", port)
@@ -98,6 +102,8 @@ def _local_rank(
             uid = store.get("rcclx-perf/unique_id")
         gpus_shared = cfg.device == "cuda" and nranks > ngpus
         where = f" on {ngpus} GPUs, rank r on GPU r % {ngpus}" if cfg.device == "cuda" else ""
+        if cfg.hosts > 1:
+            where += f" on {cfg.hosts} pretend hosts (RCCLX_HOST_ID)"
         world = runner.World(
             rank,
             nranks,

@@ -10,7 +10,7 @@ import sys
 from typing import TextIO
 
 from rcclx_core.perf import check, targets
-from rcclx_core.perf.peers import COLUMNS, DESCRIPTIONS, LABELS
+from rcclx_core.perf.peers import DESCRIPTIONS, LABELS, columns_of
 from rcclx_core.perf.spec import Config, format_bytes
 from rcclx_core.perf.summary import row_label, size_summary
 
@@ -18,7 +18,7 @@ EXIT_TARGETS_NOT_MET = 4  # with --strict-targets (1: wrong values, 2: command l
 
 
 def peer_columns(cfg: Config) -> list[str]:
-    return [c for p in cfg.compare for c in COLUMNS[p]]
+    return [c for p in cfg.compare for c in columns_of(p, cfg.collective)]
 
 
 def _mode_lines(cfg: Config) -> list[str]:
@@ -75,7 +75,11 @@ class Report:
             *checked,
         ]
         for p in self.peers:
-            self.columns += [(f"{LABELS[p]}(us)", 10), (f"ours/{LABELS[p]}", 11)]
+            width = len(LABELS[p])
+            self.columns += [
+                (f"{LABELS[p]}(us)", max(10, width + 5)),
+                (f"ours/{LABELS[p]}", max(11, width + 6)),
+            ]
 
     def _print(self, line: str = "") -> None:
         print(line, file=self.out, flush=True)

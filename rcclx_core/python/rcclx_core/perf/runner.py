@@ -89,12 +89,14 @@ def _keep_best(prev: dict | None, new: dict, statistic: str) -> dict:
     return {**new, **{k: prev[k] for k in ("wrong", "max_error") if k in prev}}
 
 
-def _measure_size(cfg: Config, world: World, timer, ws, ours: list, peers: list, warm: bool):
+def _measure_size(
+    cfg: Config, world: World, timer, ws, ours: list, peers: list, warm: bool, eager=None
+):
     """This rank's results at one size: {"ours": [...], "peers": {name: ...}}.
 
     ``cfg.passes`` passes over every column (every second one in reverse order), each column
     keeping its best; ``warm`` adds a discarded pass first (a GPU's first timings run at
-    higher clocks than the rest).
+    higher clocks than the rest). ``eager`` times the ``eager_only`` columns of a graph run.
     """
     nbytes = cfg.bytes_for(ws.count, world.nranks)
     heads = [col.select(nbytes) for col in ours]
@@ -105,7 +107,8 @@ def _measure_size(cfg: Config, world: World, timer, ws, ours: list, peers: list,
     best: dict[Any, dict] = {}
     for p, order in schedule:
         for key, col, is_peer in order:
-            result = _measure(col, ws, timer, cfg, world, cfg.check and p == 0, is_peer)
+            t = eager if eager is not None and getattr(col, "eager_only", False) else timer
+            result = _measure(col, ws, t, cfg, world, cfg.check and p == 0, is_peer)
             if p is not None:
                 best[key] = _keep_best(best.get(key), result, cfg.statistic)
     return {
@@ -196,13 +199,17 @@ def run(cfg: Config, world: World, report=None) -> int:
     ours = [OursColumn(world.comm, cfg, placement, a, alloc) for a in cfg.algos]
     peers = open_peers(cfg, world, placement) if cfg.compare else None
     timer = make_timer(cfg, world.comm.barrier)
+    eager = timer  # for eager_only columns
+    if cfg.graph:
+        eager = make_timer(dataclasses.replace(cfg, graph=0), world.comm.barrier)
     bound = check.lp_bound(cfg, n) if cfg.low_precision else None
     failed = False
     for i, nbytes in enumerate(cfg.sizes()):
         count = cfg.count_for(nbytes, n)
         ws = Workspace(cfg, placement, n, world.rank, count)
         warm = i == 0 and cfg.device == "cuda"
-        mine = _measure_size(cfg, world, timer, ws, ours, peers.columns if peers else [], warm)
+        columns = peers.columns if peers else []
+        mine = _measure_size(cfg, world, timer, ws, ours, columns, warm, eager)
         del ws  # GPU memory back before the next size
         everyone = [json.loads(b) for b in world.control.all_gather(json.dumps(mine).encode())]
         merged_peers = {

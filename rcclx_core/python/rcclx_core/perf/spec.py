@@ -209,6 +209,7 @@ class Config:
     json_path: str | None = None
     plot_path: str | None = None
     seed: int = 1234
+    hosts: int = 1  # local ranks spread over this many pretend hosts (RCCLX_HOST_ID), in blocks
 
     @property
     def dtype(self) -> DTypeSpec:

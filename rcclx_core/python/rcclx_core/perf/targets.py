@@ -12,9 +12,9 @@ are ignored. Fields of a target:
     ``--low-precision`` row), ``"-"`` (a collective without algorithms), or ``"best"``: our
     fastest row at that size (auto only where it is the only row).
 ``peer`` (default ``"best"``)
-    What the row is measured against: a peer column (``"nccl"``, ``"symm_one_shot"``,
-    ``"symm_two_shot"``, ``"gloo"``), ``"best"``: the fastest peer at that size, or ``"ours"``:
-    our fastest other row (not auto).
+    What the row is measured against: a peer column (``"nccl"``, ``"nccl_sync"``,
+    ``"symm_one_shot"``, ``"symm_two_shot"``, ``"symm_a2av"``, ``"gloo"``), ``"best"``: the
+    fastest peer at that size, or ``"ours"``: our fastest other row (not auto).
 ``metric`` (default ``"time"``)
     ``"time"``: ratio = our time / the reference's; ``"busbw"``: ratio = our bus bandwidth / the
     reference's (the inverse).

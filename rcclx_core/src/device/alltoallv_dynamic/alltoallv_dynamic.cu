@@ -1,15 +1,17 @@
 // The alltoallv_dynamic kernel (gpu_alltoallv_dynamic.hpp): L = args.lanes blocks send to each
 // rank and L receive from each: block b < nL sends to rank b / L as lane b % L, block nL + b
 // receives from rank b / L as lane b % L. Lane l moves chunks l, l + L, l + 2L... of a block.
+// The last args.selfBlocks blocks copy this rank's own block from input to output (chunk k by
+// block k mod selfBlocks); this rank's receive lanes for itself only place it.
 // Signals of each rank's window, by index (all 64-bit, epoch in the high half so they only
 // grow):
 //   count(s)       [s]                  from rank s: epoch | rows (kInvalid: s's counts invalid)
 //   ready(s, l)    [n + sL + l]         from rank s: epoch | chunks of lane l stored here
 //   ack(p, l)      [n + nL + pL + l]    from receiver p: epoch | chunks of lane l it consumed;
 //                                       epoch | kDone once lane l read all of this call
-//   countsRead     [n + 2nL]            local: receive blocks that read every count (nL per
-//                                       call; no receive block sends kDone before all did,
-//                                       since each reads every sender's count)
+//   countsRead     [n + 2nL]            local: blocks that read every count (nL + selfBlocks
+//                                       per call; no receive block sends kDone before all
+//                                       did, since each reads every sender's count)
 // Lane l of source s owns two slots of slotBytes in every receiver's data area, at
 // (2(sL + l) + k) x slotBytes. A sender lane waits for its receiver lane's kDone of the
 // previous call before it writes this call's count (lane 0) or chunks, so no call overwrites
@@ -195,22 +197,13 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
   }
   char* dst = static_cast<char*>(c.recv) + static_cast<size_t>(at) * c.rowBytes;
   const size_t keptBytes = static_cast<size_t>(kept) * c.rowBytes;
-  if (peer == me) {  // a local copy, split among the lanes as chunks are
-    const char* src = static_cast<const char*>(c.send) +
-                      static_cast<size_t>(kept > 0 ? sendStart(c, me) : 0) * c.rowBytes;
-    const size_t mine = laneChunks(keptBytes, a.slotBytes, lane, lanes);
-    for (size_t j = 0; j < mine; ++j) {
-      const size_t off = (j * lanes + lane) * a.slotBytes;
-      const size_t len = keptBytes - off < a.slotBytes ? keptBytes - off : a.slotBytes;
-      blockCopy<false>(dst + off, src + off, len);
-    }
-    return;
-  }
+  if (peer == me) return;  // the self-copy blocks copy it
   if (t == 0) {
     // Every block of this kernel is resident (at most kMaxEpochSlots), so waiting for the
     // others here cannot deadlock.
-    signalWait(&h.signals[me][lay.countsRead()], static_cast<uint64_t>(epoch) * n * lanes, me, me,
-               a.bound, "this rank's receive blocks");
+    const uint64_t readers = static_cast<uint64_t>(n * lanes + a.selfBlocks);
+    signalWait(&h.signals[me][lay.countsRead()], epoch * readers, me, me, a.bound,
+               "this rank's receive blocks");
   }
   const size_t bytes = static_cast<size_t>(sent) * c.rowBytes;
   const size_t mine = laneChunks(bytes, a.slotBytes, lane, lanes);
@@ -231,14 +224,38 @@ __device__ void recvBlock(const DynamicKernelArgs& a, uint32_t epoch, int peer, 
   if (t == 0) signalRelease(ack, tagged(epoch, kDone));
 }
 
+/// Part `part` of `parts` of the copy of this rank's own block: its chunks part, part +
+/// parts, ... (chunks of a slot's size), input to output, clipped at the capacity as a receive
+/// block would.
+__device__ void selfCopyBlock(const DynamicKernelArgs& a, uint32_t epoch, int part, int parts) {
+  const auto& c = a.call;
+  const int n = a.window.nranks, me = a.window.rank;
+  __shared__ int64_t counts[ctran::kMaxDeviceRanks];
+  readCounts(a, epoch, counts);
+  const BlockPlace place = placeBlock(counts, n, me, static_cast<int64_t>(c.capacityRows));
+  const size_t keptBytes = static_cast<size_t>(place.kept) * c.rowBytes;
+  if (keptBytes == 0) return;
+  const size_t row = c.rowBytes;
+  char* dst = static_cast<char*>(c.recv) + static_cast<size_t>(place.at) * row;
+  const char* src = static_cast<const char*>(c.send) + static_cast<size_t>(sendStart(c, me)) * row;
+  const size_t mine = laneChunks(keptBytes, a.slotBytes, part, parts);
+  for (size_t j = 0; j < mine; ++j) {
+    const size_t off = (j * parts + part) * a.slotBytes;
+    const size_t len = keptBytes - off < a.slotBytes ? keptBytes - off : a.slotBytes;
+    blockCopy<false>(dst + off, src + off, len);
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernelArgs a) {
   const uint32_t epoch = ctran::device::epochLoad(a.window);
   const int half = a.window.nranks * a.lanes;
   const int b = static_cast<int>(blockIdx.x);
   if (b < half) {
     sendBlock(a, epoch, b / a.lanes, b % a.lanes);
-  } else {
+  } else if (b < 2 * half) {
     recvBlock(a, epoch, (b - half) / a.lanes, (b - half) % a.lanes);
+  } else {
+    selfCopyBlock(a, epoch, b - 2 * half, a.selfBlocks);
   }
   __syncthreads();
   ctran::device::epochAdvance(a.window, epoch);
@@ -247,7 +264,7 @@ __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernel
 }  // namespace
 
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
-  const int blocks = 2 * args.window.nranks * args.lanes;
+  const int blocks = 2 * args.window.nranks * args.lanes + args.selfBlocks;
   allToAllvDynamicKernel<<<blocks, kThreads, 0, static_cast<gpuStream_t>(stream)>>>(args);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
 }

@@ -23,6 +23,7 @@ GpuAllToAllvDynamic::GpuAllToAllvDynamic(DeviceResources& res, size_t slotBytes,
               ctran::InvalidArgument, "alltoallv_dynamic: ", nranks_,
               " ranks on GPU buffers; at most ", ctran::kMaxDeviceRanks, " are supported");
   lanes_ = std::min(kLanes, ctran::kMaxEpochSlots / (2 * nranks_));
+  selfBlocks_ = std::max(1, std::min(kSelfBlocks, ctran::kMaxEpochSlots - blocks()));
   slotBytes_ = std::max<size_t>(16, slotBytes / lanes_ / 16 * 16);
   window_ = &res.staging(Staging::kAllToAllvDynamic, 2 * nranks_ * lanes_ * slotBytes_,
                          nranks_ * (1 + 2 * lanes_) + 1, "alltoallv_dynamic");
@@ -90,6 +91,7 @@ void GpuAllToAllvDynamic::run(const DynamicCall& call, void* stream) {
   a.call = call;
   a.slotBytes = slotBytes_;
   a.lanes = lanes_;
+  a.selfBlocks = selfBlocks_;
   a.bound = res_.waitBound();
   a.status = deviceStatus_;
   launchAllToAllvDynamic(a, stream);

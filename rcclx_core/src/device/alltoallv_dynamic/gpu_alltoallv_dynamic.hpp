@@ -3,7 +3,9 @@
 // control word, then streams its rows through the receiver's staging slots (each lane every
 // kLanes-th chunk); a receive block gathers every
 // sender's count, places its block by a prefix sum (clipped at the capacity), writes
-// output_split_sizes / output_offsets and copies the rows out of its staging. Counts, epochs and
+// output_split_sizes / output_offsets and copies the rows out of its staging. The rank's own
+// block is copied input to output by kSelfBlocks more blocks (a local copy reaches memory
+// bandwidth only across many SMs; four lanes would bound it). Counts, epochs and
 // flags live in device memory, so a captured graph replays with new counts; an error the
 // kernel records (overflow, invalid counts) lands in mapped host memory and is raised by the
 // next call on the host. Memory per communicator: (1 + 2 x kLanes) x ranks + 1 64-bit control
@@ -42,17 +44,20 @@ struct DynamicKernelArgs {
   DynamicCall call;
   size_t slotBytes = 0;  ///< one lane's slot
   int lanes = 1;         ///< blocks per peer and direction
+  int selfBlocks = 1;    ///< blocks copying this rank's own block (after the 2 x n x lanes)
   ctran::WaitBound bound;
   DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };
 
-/// Enqueues the kernel (2 x nranks x lanes blocks) on `stream`.
+/// Enqueues the kernel (2 x nranks x lanes + selfBlocks blocks) on `stream`.
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream);
 
 class GpuAllToAllvDynamic {
  public:
   /// Blocks per peer and direction (fewer when 2 x ranks x kLanes would pass kMaxEpochSlots).
   static constexpr int kLanes = 4;
+  /// Blocks copying the rank's own block (fewer where the grid would pass kMaxEpochSlots).
+  static constexpr int kSelfBlocks = 128;
 
   /// Collective: the staging window (RCCLX_A2AV_DYNAMIC_SLOT_BYTES per slot) and the status
   /// records. Throws InvalidUsage while `stream` is being captured (a graph cannot allocate).
@@ -75,6 +80,7 @@ class GpuAllToAllvDynamic {
   size_t slotBytes_;  ///< one lane's slot
   int nranks_;
   int lanes_;
+  int selfBlocks_;
   DynamicStatus* hostStatus_ = nullptr;
   DynamicStatus* deviceStatus_ = nullptr;
 };

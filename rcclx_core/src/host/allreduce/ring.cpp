@@ -5,20 +5,26 @@
 #include "host/allreduce/allreduce.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 
 void ringAllReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type,
                    RedOp op, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+  ringAllReduce(ch, RankGroup::all(ch.rank(), ch.nranks()), send, recv, count, type, op, tag);
+}
+
+void ringAllReduce(Channels& ch, const RankGroup& g, const void* send, void* recv, size_t count,
+                   DataType type, RedOp op, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   const size_t elem = dataTypeSize(type);
   if (n == 1 || count == 0) {
     if (send != recv) std::memcpy(recv, send, count * elem);
     return;
   }
-  const int next = (r + 1) % n;
-  const int prev = (r + n - 1) % n;
+  const int next = g.after(1);
+  const int prev = g.after(-1);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   const size_t chunkElems = ch.slotBytes() / elem;

@@ -4,19 +4,25 @@
 
 #include "host/collectives/collectives.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 
 void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
                     uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+  chainBroadcast(ch, RankGroup::all(ch.rank(), ch.nranks()), send, recv, bytes, root, tag);
+}
+
+void chainBroadcast(Channels& ch, const RankGroup& g, const void* send, void* recv, size_t bytes,
+                    int root, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   char* out = static_cast<char*>(recv);
   if (r == root && send != recv && bytes) std::memcpy(recv, send, bytes);
   if (n == 1) return;
   const int pos = (r - root + n) % n;  // 0 at the root
-  const int next = (r + 1) % n;
-  const int prev = (r + n - 1) % n;
+  const int next = g.after(1);
+  const int prev = g.after(-1);
   const bool last = pos == n - 1;
   const char* src = static_cast<const char*>(r == root ? send : recv);
   size_t off = 0;

@@ -5,13 +5,19 @@
 #include "host/collectives/collectives.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 
 void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
                  int root, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+  chainReduce(ch, RankGroup::all(ch.rank(), ch.nranks()), send, recv, count, type, op, root, tag);
+}
+
+void chainReduce(Channels& ch, const RankGroup& g, const void* send, void* recv, size_t count,
+                 DataType type, RedOp op, int root, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   const size_t elem = dataTypeSize(type);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
@@ -20,8 +26,8 @@ void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataT
     return;
   }
   const int pos = (r - root - 1 + 2 * n) % n;  // 0 at root+1, n-1 at the root
-  const int next = (r + 1) % n;
-  const int prev = (r + n - 1) % n;
+  const int next = g.after(1);
+  const int prev = g.after(-1);
   const size_t chunkElems = ch.slotBytes() / elem;
   size_t done = 0;
   do {

@@ -14,6 +14,8 @@
 namespace rcclx {
 
 class Channels;
+class RankGroup;
+struct HostLayout;
 
 /// One message of a grouped exchange.
 struct P2POp {
@@ -39,21 +41,76 @@ void allToAllvDynamic(Channels& ch, int rank, int nranks, const DynamicCall& cal
 /// Pipelined chain from `root`: rank root+1 receives first, forwards, and so on.
 void chainBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
                     uint64_t tag);
+/// The chain among `group`, from its member `root`.
+void chainBroadcast(Channels& ch, const RankGroup& group, const void* send, void* recv,
+                    size_t bytes, int root, uint64_t tag);
 
 /// Pipelined chain toward `root`, starting at root+1; combined in chain order. recv is
 /// written on the root only.
 void chainReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
                  int root, uint64_t tag);
+/// The chain among `group`, toward its member `root`.
+void chainReduce(Channels& ch, const RankGroup& group, const void* send, void* recv, size_t count,
+                 DataType type, RedOp op, int root, uint64_t tag);
 
 /// Ring all-gather of blocks of `counts[b]` elements placed at `displs[b]` in recv; this
 /// rank's block comes from send (which may already sit at its place in recv).
 void ringAllGatherV(Channels& ch, const void* send, void* recv, const std::vector<size_t>& counts,
                     const std::vector<size_t>& displs, size_t elemBytes, uint64_t tag);
+/// The ring among `group`: counts and displs indexed by member.
+void ringAllGatherV(Channels& ch, const RankGroup& group, const void* send, void* recv,
+                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                    size_t elemBytes, uint64_t tag);
 
 /// Ring reduce-scatter: send holds block b (counts[b] elements) at displs[b]; this rank's
 /// reduced block goes to recv.
 void ringReduceScatterV(Channels& ch, const void* send, void* recv,
                         const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                         DataType type, RedOp op, uint64_t tag);
+/// The ring among `group`: counts and displs indexed by member.
+void ringReduceScatterV(Channels& ch, const RankGroup& group, const void* send, void* recv,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        DataType type, RedOp op, uint64_t tag);
+
+// --- Flat forms: one step, every rank straight to every rank that needs its data ---
+
+/// all_gather_v in one exchange: this rank's block to every peer.
+void flatAllGatherV(Channels& ch, const void* send, void* recv, const std::vector<size_t>& counts,
+                    const std::vector<size_t>& displs, size_t elemBytes, uint64_t tag);
+/// reduce_scatter_v: block p of each chunk to rank p, which reduces them in rank order.
+void flatReduceScatterV(Channels& ch, const void* send, void* recv,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        DataType type, RedOp op, uint64_t tag);
+/// broadcast: the root sends to every rank.
+void flatBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
+                   uint64_t tag);
+/// reduce: every rank sends each chunk to the root, which reduces them in rank order.
+void flatReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                int root, uint64_t tag);
+
+// --- Hierarchical forms, across hosts (host_layout.hpp) ---
+
+/// all_gather_v. Split rail (even hosts): each rail exchanges its blocks across hosts, then each
+/// host exchanges the blocks its ranks hold. Leader-based (uneven): gather to each host's
+/// leader, the leaders exchange their hosts' blocks, each leader sends every block on.
+void hierarchicalAllGatherV(Channels& ch, const HostLayout& layout, const void* send, void* recv,
+                            const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                            size_t elemBytes, uint64_t tag);
+/// reduce_scatter_v. Split rail: the input packed by rail, a ring reduce-scatter inside each
+/// host, then each rail's ring reduce-scatter across hosts. Leader-based: the input packed by
+/// host, a chain reduce to each leader, the leaders' ring reduce-scatter of their hosts'
+/// blocks, each leader sends its ranks their blocks.
+void hierarchicalReduceScatterV(Channels& ch, const HostLayout& layout, const void* send,
+                                void* recv, const std::vector<size_t>& counts,
+                                const std::vector<size_t>& displs, DataType type, RedOp op,
+                                uint64_t tag);
+/// broadcast: a chain across hosts among the representatives (the root, every other host's
+/// leader), then a chain inside each host from its representative.
+void hierarchicalBroadcast(Channels& ch, const HostLayout& layout, const void* send, void* recv,
+                           size_t bytes, int root, uint64_t tag);
+/// reduce: a chain reduce inside each host to its representative, then a chain across hosts
+/// among the representatives to the root.
+void hierarchicalReduce(Channels& ch, const HostLayout& layout, const void* send, void* recv,
+                        size_t count, DataType type, RedOp op, int root, uint64_t tag);
 
 }  // namespace rcclx

@@ -4,21 +4,28 @@
 
 #include "host/collectives/collectives.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 
 void ringAllGatherV(Channels& ch, const void* send, void* recv, const std::vector<size_t>& counts,
                     const std::vector<size_t>& displs, size_t elem, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+  ringAllGatherV(ch, RankGroup::all(ch.rank(), ch.nranks()), send, recv, counts, displs, elem, tag);
+}
+
+void ringAllGatherV(Channels& ch, const RankGroup& g, const void* send, void* recv,
+                    const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                    size_t elem, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   char* out = static_cast<char*>(recv);
   const char* mine = static_cast<const char*>(send);
   if (mine != out + displs[r] * elem && counts[r]) {
     std::memcpy(out + displs[r] * elem, mine, counts[r] * elem);
   }
   if (n == 1) return;
-  const int next = (r + 1) % n;
-  const int prev = (r + n - 1) % n;
+  const int next = g.after(1);
+  const int prev = g.after(-1);
   const size_t chunkElems = ch.slotBytes() / elem;
   const size_t maxCount = *std::max_element(counts.begin(), counts.end());
   auto part = [&](int b, size_t c) {

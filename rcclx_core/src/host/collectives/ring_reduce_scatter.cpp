@@ -6,14 +6,22 @@
 #include "host/collectives/collectives.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 
 void ringReduceScatterV(Channels& ch, const void* send, void* recv,
                         const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                         DataType type, RedOp op, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+  ringReduceScatterV(ch, RankGroup::all(ch.rank(), ch.nranks()), send, recv, counts, displs, type,
+                     op, tag);
+}
+
+void ringReduceScatterV(Channels& ch, const RankGroup& g, const void* send, void* recv,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        DataType type, RedOp op, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   const size_t elem = dataTypeSize(type);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
@@ -22,8 +30,8 @@ void ringReduceScatterV(Channels& ch, const void* send, void* recv,
       std::memmove(out, in + displs[0] * elem, counts[0] * elem);
     return;
   }
-  const int next = (r + 1) % n;
-  const int prev = (r + n - 1) % n;
+  const int next = g.after(1);
+  const int prev = g.after(-1);
   const size_t chunkElems = ch.slotBytes() / elem;
   const size_t maxCount = *std::max_element(counts.begin(), counts.end());
   auto part = [&](int b, size_t c) {

@@ -1,10 +1,13 @@
 """``--compare``: the peers timed next to our collectives, in the same processes, on the same
 inputs and with the same timer, each checked like ours.
 
-A peer is one or more columns (``symm_mem`` is two: one-shot and two-shot). A column has a
-``name`` (its key in the JSON), a short ``label`` (its table header) and ``prepare(workspace)``,
-which returns (call, buffers) or raises ``NotApplicable`` with the reason it cannot run this
-size, type, op or mode: the table then prints ``-`` and the reason is listed once at the end.
+A peer is one or more columns (``columns_of``: ``symm_mem`` is one-shot and two-shot for
+all_reduce, ``all_to_all_vdev`` for alltoallv_dynamic; ``nccl`` adds its split-sizes-on-the-GPU
+path for alltoallv_dynamic). A column has a ``name`` (its key in the JSON), a short ``label``
+(its table header) and ``prepare(workspace)``, which returns (call, buffers) or raises
+``NotApplicable`` with the reason it cannot run this size, type, op or mode: the table then
+prints ``-`` and the reason is listed once at the end. A column with ``eager_only`` is timed
+eagerly even in a ``--graph`` run (it cannot be captured; the table says so).
 Files: ``dist`` (the torch.distributed calls gloo and nccl share), ``gloo``, ``nccl``,
 ``symm_mem``.
 """
@@ -12,15 +15,35 @@ Files: ``dist`` (the torch.distributed calls gloo and nccl share), ``gloo``, ``n
 from __future__ import annotations
 
 PEERS = ("nccl", "symm_mem", "gloo")
-# The columns of each peer, and their table labels.
-COLUMNS = {"nccl": ("nccl",), "symm_mem": ("symm_one_shot", "symm_two_shot"), "gloo": ("gloo",)}
-LABELS = {"nccl": "nccl", "symm_one_shot": "symm1", "symm_two_shot": "symm2", "gloo": "gloo"}
+LABELS = {
+    "nccl": "nccl",
+    "nccl_sync": "nccl_sync",
+    "symm_one_shot": "symm1",
+    "symm_two_shot": "symm2",
+    "symm_a2av": "a2a_vdev",
+    "gloo": "gloo",
+}
 DESCRIPTIONS = {
     "nccl": "torch.distributed NCCL",
+    "nccl_sync": "torch.distributed NCCL with the split sizes on the GPU: the counts exchanged "
+    "by all_to_all_single, copied to the host (.tolist(), a sync), then the rows; eager even "
+    "with --graph, since a host copy cannot be captured",
     "symm_one_shot": "torch symmetric memory one_shot_all_reduce_out",
     "symm_two_shot": "torch symmetric memory two_shot_all_reduce_",
+    "symm_a2av": "torch symmetric memory all_to_all_vdev (NVSHMEM; splits on the GPU)",
     "gloo": "torch.distributed Gloo",
 }
+# The collective whose split sizes live with the data: its peers are other calls.
+_DYNAMIC = "alltoallv_dynamic"
+
+
+def columns_of(peer: str, collective: str) -> tuple[str, ...]:
+    """The columns ``peer`` brings to a run of ``collective``, in table order."""
+    if peer == "nccl":
+        return ("nccl", "nccl_sync") if collective == _DYNAMIC else ("nccl",)
+    if peer == "symm_mem":
+        return ("symm_a2av",) if collective == _DYNAMIC else ("symm_one_shot", "symm_two_shot")
+    return (peer,)
 
 
 class NotApplicable(Exception):
@@ -64,7 +87,8 @@ def open_peers(cfg, world, placement) -> PeerSet:
     columns: list = []
     for peer in cfg.compare:
         if reasons[peer] is not None:
-            columns += [Unavailable(c, reasons[peer]) for c in COLUMNS[peer]]
+            names = columns_of(peer, cfg.collective)
+            columns += [Unavailable(c, reasons[peer]) for c in names]
         else:
             columns += modules[peer].columns(cfg, world, placement)
     return PeerSet(columns, backend is not None)
