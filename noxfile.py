@@ -58,7 +58,12 @@ NVLINK_MULTICAST_OFF = {
 # Build backends, installed once per session so builds skip pip's isolated environments.
 BUILD_REQUIREMENTS = ("scikit-build-core>=0.10", "pybind11>=2.12", "hatchling>=1.18")
 EDITABLE_REQUIREMENTS = ("editables",)  # hatchling's editable wheels need it
-TEST_REQUIREMENTS = ("pytest>=7", "pytest-timeout>=2", "numpy", "torch", "hypothesis")
+# libucx-cu12: UCX's headers and libucp for ctran's ucx transport, installed before the native
+# build (which finds the headers in it) and loaded at run time. The cu12 build: its libucp loads
+# and runs on a machine without a GPU driver (its CUDA modules are skipped).
+TEST_REQUIREMENTS = (
+    "pytest>=7", "pytest-timeout>=2", "numpy", "torch", "hypothesis", "libucx-cu12",
+)  # fmt: skip
 DOCS_REQUIREMENTS = ("sphinx>=7",)
 LINT_REQUIREMENTS = ("ruff", "clang-format")
 

@@ -2,6 +2,7 @@
 #include "ctran/window.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
@@ -16,6 +17,34 @@ constexpr size_t kPage = 4096;
 size_t signalAreaBytes(int numSignals) {
   size_t b = static_cast<size_t>(numSignals) * sizeof(SignalCell);
   return (b + kPage - 1) / kPage * kPage;
+}
+
+// One rank's handles, shm's and ucx's, in one blob: each rank exchanges them in a single
+// allGather whatever transports it uses (an empty part for a transport it does not use).
+Bytes joinHandles(const Bytes& shm, const Bytes& ucx) {
+  uint64_t n = shm.size();
+  Bytes out(reinterpret_cast<const uint8_t*>(&n), reinterpret_cast<const uint8_t*>(&n) + sizeof(n));
+  out.insert(out.end(), shm.begin(), shm.end());
+  out.insert(out.end(), ucx.begin(), ucx.end());
+  return out;
+}
+
+std::pair<Bytes, Bytes> splitHandles(const Bytes& blob, int rank) {
+  uint64_t n = 0;
+  CTRAN_CHECK(blob.size() >= sizeof(n), RemoteError, "createWindow: rank ", rank,
+              " sent a malformed window handle");
+  std::memcpy(&n, blob.data(), sizeof(n));
+  CTRAN_CHECK(n <= blob.size() - sizeof(n), RemoteError, "createWindow: rank ", rank,
+              " sent a malformed window handle");
+  auto shmEnd = blob.begin() + static_cast<std::ptrdiff_t>(sizeof(n) + n);
+  return {Bytes(blob.begin() + sizeof(n), shmEnd), Bytes(shmEnd, blob.end())};
+}
+
+bool usesTransport(PeerGroup& group, TransportKind kind) {
+  for (int p = 0; p < group.nranks(); ++p) {
+    if (group.transportTo(p) == kind) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -50,27 +79,37 @@ Window::Window(PeerGroup& group, size_t bytes, int numSignals) : group_(&group) 
   }
   try {
     // Export through every transport this rank uses, then import every peer's handle.
-    Bytes shmHandle, tcpHandle;
-    bool anyTcp = false;
-    for (int p = 0; p < nranks; ++p) anyTcp |= group.transportTo(p) == TransportKind::kTcp;
-    bool anyShm = false;
-    for (int p = 0; p < nranks; ++p) anyShm |= group.transportTo(p) == TransportKind::kShm;
-    if (anyShm) shmHandle = group.transport(TransportKind::kShm).exportWindow(local_);
-    if (anyTcp) tcpHandle = group.transport(TransportKind::kTcp).exportWindow(local_);
-    auto shmHandles = boot.allGather(shmHandle);
+    Bytes shmHandle, tcpHandle, ucxHandle;
+    if (usesTransport(group, TransportKind::kShm)) {
+      shmHandle = group.transport(TransportKind::kShm).exportWindow(local_);
+    }
+    if (usesTransport(group, TransportKind::kTcp)) {
+      tcpHandle = group.transport(TransportKind::kTcp).exportWindow(local_);
+    }
+    if (usesTransport(group, TransportKind::kUcx)) {
+      ucxHandle = group.transport(TransportKind::kUcx).exportWindow(local_);
+    }
+    auto handles = boot.allGather(joinHandles(shmHandle, ucxHandle));
     peers_.resize(nranks);
     for (int p = 0; p < nranks; ++p) {
       TransportKind k = group.transportTo(p);
       if (k == TransportKind::kShm) {
-        peers_[p] = group.transport(k).importWindow(p, local_, shmHandles[p]);
+        peers_[p] = group.transport(k).importWindow(p, local_, splitHandles(handles[p], p).first);
       } else if (k == TransportKind::kTcp) {
         peers_[p] = group.transport(k).importWindow(p, local_, tcpHandle);
+      } else if (k == TransportKind::kUcx) {
+        peers_[p] = group.transport(k).importWindow(p, local_, splitHandles(handles[p], p).second);
       }
     }
     // Once every peer has mapped this segment its name is no longer needed: unlink it now, so
     // that a process dying later leaves nothing in /dev/shm.
     boot.barrier();
   } catch (...) {
+    // Registrations with the transports go with the memory (a ucx memory map must not outlive it).
+    peers_.clear();
+    for (TransportKind k : {TransportKind::kTcp, TransportKind::kUcx}) {
+      if (usesTransport(group, k)) group.transport(k).releaseWindow(local_.id);
+    }
     segment_->unlink();
     throw;
   }
@@ -175,16 +214,13 @@ uint64_t Window::readSignal(int slot) const {
 void Window::destroy() {
   CTRAN_CHECK(!destroyed_, InvalidUsage, "window ", local_.id, " destroy: already destroyed");
   destroyed_ = true;
+  // Peers' mappings and keys first, then this window's registrations.
+  peers_.clear();
   if (!group_->destroyed()) {
-    for (int p = 0; p < group_->nranks(); ++p) {
-      TransportKind k = group_->transportTo(p);
-      if (k == TransportKind::kTcp) {
-        group_->transport(k).releaseWindow(local_.id);
-        break;
-      }
+    for (TransportKind k : {TransportKind::kTcp, TransportKind::kUcx}) {
+      if (usesTransport(*group_, k)) group_->transport(k).releaseWindow(local_.id);
     }
   }
-  peers_.clear();
   segment_.reset();
 }
 

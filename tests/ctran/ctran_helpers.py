@@ -72,7 +72,7 @@ def exercise_window(group, rounds: int = 100, seq_signals: int = 300) -> list[st
     """Runs put / signal / wait and direct-access patterns over one window; returns problems.
 
     Works over any mix of transports: direct loads and stores are used only towards peers whose
-    window is mapped (shm), and the absence of a mapping is checked for tcp peers.
+    window is mapped (shm), and the absence of a mapping is checked for tcp and ucx peers.
     """
     rank, nranks = group.rank, group.nranks
     nxt, prv = (rank + 1) % nranks, (rank - 1) % nranks
@@ -128,9 +128,9 @@ def exercise_window(group, rounds: int = 100, seq_signals: int = 300) -> list[st
     for peer in range(nranks):
         kind = group.transport_to(peer)
         view = win.peer_buffer(peer)
-        if kind == "tcp":
+        if kind in ("tcp", "ucx"):
             if view is not None:
-                problems.append(f"peer_buffer({peer}) over tcp is not None")
+                problems.append(f"peer_buffer({peer}) over {kind} is not None")
             continue
         theirs = np.frombuffer(view, dtype=np.int64)
         for src in range(nranks):

@@ -54,7 +54,8 @@ def test_config_dump_lists_every_ctran_knob(monkeypatch):
         timeout["default"],
         False,
     )
-    assert _knob("RCCLX_TRANSPORT")["choices"] == "auto|shm|tcp"
+    assert _knob("RCCLX_TRANSPORT")["choices"] == "auto|shm|tcp|ucx"
+    assert _knob("RCCLX_NET_TRANSPORT")["choices"] == "auto|ucx|tcp"
 
 
 def test_config_dump_reflects_the_environment(monkeypatch):

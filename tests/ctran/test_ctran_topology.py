@@ -1,4 +1,7 @@
-"""Topology and transport choice: pretend hosts (RCCLX_HOST_ID) mix shm within and tcp across."""
+"""Topology and transport choice: pretend hosts (RCCLX_HOST_ID) mix shm within and tcp or ucx
+across."""
+
+import os
 
 import ctran_helpers
 import pytest
@@ -32,14 +35,28 @@ def _topology_rank(ctx):
     return out
 
 
+@pytest.mark.parametrize("net", ["tcp", "auto"])
 @pytest.mark.parametrize(
     "hosts",
     [("a", "b"), ("a", "a", "b"), ("a", "a", "b", "b"), ("y", "x", "y", "x")],
     ids=lambda hosts: "".join(hosts),
 )
-def test_pretend_hosts(hosts):
+def test_pretend_hosts(hosts, net):
+    import ctran
+
     nranks = len(hosts)
-    results = values(launch(_topology_rank, nranks, rank_env=lambda r: {"RCCLX_HOST_ID": hosts[r]}))
+    # auto: ucx between hosts where libucp loads and the host has an RDMA device (every rank of
+    # this machine sees the same).
+    rdma = os.path.isdir("/sys/class/infiniband") and bool(os.listdir("/sys/class/infiniband"))
+    across = "tcp" if net == "tcp" or not ctran.ucx_library()[0] or not rdma else "ucx"
+    results = values(
+        launch(
+            _topology_rank,
+            nranks,
+            env={"RCCLX_NET_TRANSPORT": net},
+            rank_env=lambda r: {"RCCLX_HOST_ID": hosts[r]},
+        )
+    )
     names = list(dict.fromkeys(hosts))  # hosts numbered in order of their lowest rank
     host_of = [names.index(h) for h in hosts]
     for rank, res in enumerate(results):
@@ -54,7 +71,7 @@ def test_pretend_hosts(hosts):
         assert res["local_size"] == len(local)
         assert res["my_pid_listed"]
         want = [
-            "self" if p == rank else "shm" if hosts[p] == hosts[rank] else "tcp"
+            "self" if p == rank else "shm" if hosts[p] == hosts[rank] else across
             for p in range(nranks)
         ]
         assert res["kinds"] == want

@@ -169,3 +169,36 @@ def test_low_precision_all_reduce_sends_fewer_bytes_between_hosts(
         ratios = {k: round(sent["LP"] / sent[k], 2) for k in ("full", "full ring")}
         print(f"all_reduce of {4 * COUNT * 4} bytes, host {host} eth0 tx: {sent}, LP / {ratios}")
         record_property(f"host {host} eth0 tx bytes", sent)
+
+
+def _ucx_loads() -> bool:
+    import ctran
+
+    return bool(ctran.ucx_library()[0])
+
+
+@pytest.mark.skipif(not _ucx_loads(), reason="libucp cannot be loaded here (no UCX)")
+def test_all_gather_over_ucx_crosses_the_veths(cluster):
+    # RCCLX_NET_TRANSPORT=ucx: the hosts have no RDMA device, so UCX runs over TCP on eth0; the
+    # ranks of one host stay on shared memory.
+    placement = [0, 0, 1, 1]
+    env = {"RCCLX_NET_TRANSPORT": "ucx", "RCCLX_DEBUG": "INFO"}
+    results = cluster.launch(_ucx_all_gather_rank, placement, COUNT, env=env)
+    for r in results:
+        kinds = r.value[2]
+        assert kinds == [
+            "self" if p == r.rank else "shm" if placement[p] == placement[r.rank] else "ucx"
+            for p in range(len(placement))
+        ], (r.rank, kinds)
+    assert all(r.value[0] is None for r in results), [r.value[0] for r in results]
+    assert_crossed(host_deltas(results, placement), placement, COUNT * 4)
+
+
+def _ucx_all_gather_rank(ctx, count):
+    """The transports a peer group of this job picks (ctran), then the all_gather."""
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    kinds = [group.transport_to(p) for p in range(ctx.nranks)]
+    group.destroy()
+    return (*_all_gather_rank(ctx, count), kinds)

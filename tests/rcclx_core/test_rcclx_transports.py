@@ -1,7 +1,8 @@
 """Without direct access the collectives still work: ranks on pretend hosts (RCCLX_HOST_ID per
-rank: tcp between hosts, shared memory within), every rank over tcp (RCCLX_TRANSPORT=tcp), and
-DDA disabled. The selector falls back to ring (across hosts: the cost model's choice, flat for
-small messages) and refuses forced DDA with a clear error."""
+rank: tcp or ucx between hosts, shared memory within), every rank over tcp or over ucx
+(RCCLX_TRANSPORT=tcp|ucx), and DDA disabled. The selector falls back to ring (across hosts: the
+cost model's choice, flat for small messages) and refuses forced DDA with a clear error. The ucx
+setups skip, saying why, where libucp cannot be loaded."""
 
 import checks
 import numpy as np
@@ -16,20 +17,44 @@ CASES = [c for c in H.reduction_cases() if c[1] in OPS and c[2] == "int"]
 SPECS = [H.SPEC[n] for n in ("uint8", "int64", "float16", "bfloat16", "float8_e5m2")]
 
 SETUPS = {
-    # 4 ranks, 2 per pretend host.
+    # 4 ranks, 2 per pretend host: tcp, then ucx between the hosts.
     "two_hosts": dict(
-        nranks=4, env={}, rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"}
+        nranks=4,
+        env={"RCCLX_NET_TRANSPORT": "tcp"},
+        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"},
+    ),
+    "two_hosts_ucx": dict(
+        nranks=4,
+        env={"RCCLX_NET_TRANSPORT": "ucx"},
+        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"},
     ),
     "tcp": dict(nranks=3, env={"RCCLX_TRANSPORT": "tcp"}, rank_env=None),
+    "ucx": dict(nranks=3, env={"RCCLX_TRANSPORT": "ucx"}, rank_env=None),
     "dda_disabled": dict(nranks=2, env={"RCCLX_DDA_ENABLE": "0"}, rank_env=None),
 }
 
 
+# The transports a rank's peers are reached by, in each setup (what the knobs select for every
+# group of the rank, its communicators' included).
+KINDS = {
+    "two_hosts": ["shm", "tcp"],
+    "two_hosts_ucx": ["shm", "ucx"],
+    "tcp": ["tcp"],
+    "ucx": ["ucx"],
+    "dda_disabled": ["shm"],
+}
+
+
 def _transport_rank(ctx, setup):
+    import ctran
     import rcclx_core as rc
 
+    group = ctran.PeerGroup.from_store(ctx.store(), ctx.rank, ctx.nranks, prefix="kinds/")
+    kinds = sorted({group.transport_to(p) for p in range(ctx.nranks) if p != ctx.rank})
+    group.destroy()
     comm = H.comm_of(ctx)
     info = {
+        "kinds": kinds,
         "num_hosts": comm.num_hosts,
         "local_size": comm.local_size,
         "local_rank": comm.local_rank,
@@ -49,7 +74,7 @@ def _transport_rank(ctx, setup):
     out.update(rcclx_cases.broadcast_gather_scatter(comm, specs=SPECS))
     out.update(rcclx_cases.all_gather(comm, specs=SPECS))
     out.update(rcclx_cases.all_to_all(comm, specs=SPECS))
-    if setup == "two_hosts":
+    if setup.startswith("two_hosts"):
         # Split by host: each half shares memory again, and DDA runs there.
         sub = comm.split(ctx.rank // 2)
         info["sub"] = (sub.num_hosts, sub.direct_access, sub.size)
@@ -69,6 +94,12 @@ def _transport_rank(ctx, setup):
 
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_collectives_without_direct_access(setup):
+    if "ucx" in setup:
+        import ctran
+
+        loaded, missing = ctran.ucx_library()
+        if not loaded:
+            pytest.skip(f"no usable UCX: {missing}")
     s = SETUPS[setup]
     n = s["nranks"]
     results = launch(
@@ -81,12 +112,13 @@ def test_collectives_without_direct_access(setup):
     )
     for res in results:
         info, _ = res.value
+        assert info["kinds"] == KINDS[setup], info["kinds"]
         assert info["direct_access"] is False
         kind, msg = info["forced dda"]
         assert kind == "InvalidArgumentError" and "dda_flat" in msg, info
         algo, reason = info["selected"]
-        assert algo == ("flat" if setup == "two_hosts" else "ring"), info["selected"]
-        if setup == "two_hosts":
+        assert algo == ("flat" if setup.startswith("two_hosts") else "ring"), info["selected"]
+        if setup.startswith("two_hosts"):
             assert (info["num_hosts"], info["local_size"], info["local_rank"]) == (
                 2,
                 2,

@@ -21,8 +21,10 @@ class Window;
 
 class PeerGroup {
  public:
-  /// Collective: discovers the topology and connects the transports (RCCLX_TRANSPORT picks
-  /// shm or tcp between ranks of one host; ranks on other hosts always use tcp).
+  /// Collective: discovers the topology and connects the transports. Ranks of one host share
+  /// memory (shm) unless RCCLX_TRANSPORT forces tcp or ucx for every pair; ranks on other hosts
+  /// use RCCLX_NET_TRANSPORT (auto: ucx where every rank loads libucp, else tcp). The choice is
+  /// logged at INFO; a required ucx that a rank cannot load throws InvalidUsage saying why.
   explicit PeerGroup(std::unique_ptr<Bootstrap> bootstrap);
   ~PeerGroup();
   PeerGroup(const PeerGroup&) = delete;
@@ -34,7 +36,7 @@ class PeerGroup {
   const Topology& topology() const { return topology_; }
   /// How this rank reaches `peer`.
   TransportKind transportTo(int peer) const;
-  /// The transport serving `kind` (kShm or kTcp); throws InvalidUsage if none is connected.
+  /// The transport serving `kind` (kShm, kTcp or kUcx); throws InvalidUsage if none is connected.
   Transport& transport(TransportKind kind);
   /// A random tag shared by every rank of this group (names its shared-memory segments).
   const std::string& jobTag() const { return jobTag_; }
@@ -74,6 +76,8 @@ class PeerGroup {
   friend class Window;
   /// Reports that this rank's wait on `peer` ended, or would never end, for `cause`.
   void reportTimeoutOn(int peer, const std::string& cause);
+  /// Records this rank's report `r` and, the first time, tells the peers no slot reaches.
+  void publish(const FailureReport& r);
   void checkUsable(const char* what) const;
 
   std::unique_ptr<Bootstrap> bootstrap_;
@@ -82,6 +86,7 @@ class PeerGroup {
   std::shared_ptr<GroupFailure> failure_;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<Transport> ucx_;
   std::string jobTag_;
   uint64_t nextWindowId_ = 0;
   bool destroyed_ = false;

@@ -2,15 +2,18 @@
 //
 // A window is memory every rank of a PeerGroup registers collectively (see window.hpp). Each
 // transport exports the local window in its own way (a shared-memory segment name, nothing at
-// all for tcp, a CUDA IPC handle for device memory) and imports peers' windows as PeerWindows:
-// directly loadable pointers where the memory can be mapped, put/signal messages where not.
+// all for tcp, a CUDA IPC handle for device memory, addresses and remote keys for ucx) and imports
+// peers' windows as PeerWindows: directly loadable pointers where the memory can be mapped,
+// put/signal messages where not.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "ctran/failure.hpp"
 #include "ctran/store.hpp"
 #include "ctran/wait.hpp"
 
@@ -22,10 +25,16 @@ enum class TransportKind {
   kShm,      ///< same host: POSIX shared memory, direct loads and stores
   kTcp,      ///< another host (or forced): sockets, put / signal messages
   kCudaIpc,  ///< same host, device memory: CUDA IPC mappings over NVLink / PCIe
+  kUcx,      ///< another host (or forced): UCX remote memory access, put / signal
 };
 
-/// "self", "shm", "tcp", "cuda_ipc".
+/// "self", "shm", "tcp", "cuda_ipc", "ucx".
 const char* transportName(TransportKind kind);
+
+/// Whether the ucx transport can be used in this process: {what it loaded ("UCX 1.22.0 from
+/// <path> (<where it was found>)"), ""} or {"", why not (what was looked for and where)}.
+/// Loads libucp.so.0 (without initialising UCX) the first time it is found.
+std::pair<std::string, std::string> ucxLibraryStatus();
 
 /// A local window as transports see it.
 struct LocalWindow {
@@ -66,6 +75,9 @@ class Transport {
   virtual void releaseWindow(uint64_t windowId) = 0;
   /// Throws RemoteError when `peer` is known to have died or disconnected.
   virtual void checkPeer(int peer) = 0;
+  /// Tells every peer this transport reaches about `report`, best effort (a dead peer is
+  /// skipped). Transports whose peers read the group's shared-memory slots need not.
+  virtual void broadcastFailure(const FailureReport& report) {}
 };
 
 }  // namespace ctran

@@ -5,7 +5,30 @@ every rank allocates collectively, which peers on the same host load and store d
 peers elsewhere reach by ``put`` / ``signal``.
 """
 
-from ctran._C import (
+import importlib.util as _importlib_util
+import os as _os
+
+
+def _libucx_lib_dir() -> str:
+    """The lib/ folder of the libucx package (PyPI libucx-cu12 / libucx-cu13), or "".
+
+    Found without importing the package, so UCX is loaded only by a group that uses it; the ucx
+    transport reads the folder from RCCLX_UCX_WHEEL_DIR (see ctran/src/transport/ucx).
+    """
+    try:
+        spec = _importlib_util.find_spec("libucx")
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.origin:
+        return ""
+    lib = _os.path.join(_os.path.dirname(spec.origin), "lib")
+    return lib if _os.path.isfile(_os.path.join(lib, "libucp.so.0")) else ""
+
+
+if not _os.environ.get("RCCLX_UCX_WHEEL_DIR") and _libucx_lib_dir():
+    _os.environ["RCCLX_UCX_WHEEL_DIR"] = _libucx_lib_dir()
+
+from ctran._C import (  # noqa: E402 (the environment above is set before the library loads)
     Bootstrap,
     CudaError,
     DeviceRma,
@@ -33,6 +56,7 @@ from ctran._C import (
     host_identity,
     process_token,
     refresh_logging,
+    ucx_library,
     unique_id_secret,
 )
 
@@ -64,6 +88,7 @@ __all__ = [
     "host_identity",
     "process_token",
     "refresh_logging",
+    "ucx_library",
     "unique_id_secret",
 ]
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@
 #include "ctran/config.hpp"
 #include "ctran/device.hpp"
 #include "ctran/logging.hpp"
+#include "ctran/transport.hpp"
 #include "errors_py.hpp"
 
 namespace py = pybind11;
@@ -70,6 +71,9 @@ void registerConfig(py::module_& m) {
       "Every declared knob with its effective value, in declaration order.");
   m.def("refresh_logging", &log::refresh, "Re-reads RCCLX_DEBUG.");
   m.def("built_with_cuda", &device::builtWithCuda, "True when the GPU code was compiled.");
+  m.def("ucx_library", &ucxLibraryStatus,
+        "(the UCX library the ucx transport uses, why it cannot be used): one of the two is "
+        "empty. Loads libucp.so.0 the first time it is found, without initialising UCX.");
   m.def(
       "cuda_device_count",
       [] {

@@ -37,7 +37,7 @@ class TcpTransport : public Transport {
   /// Sends one signal message to `peer`.
   void sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta);
   /// Tells every connected peer about `report` (best effort: a closed connection is skipped).
-  void broadcastFailure(const FailureReport& report);
+  void broadcastFailure(const FailureReport& report) override;
 
  private:
   struct Connection {
