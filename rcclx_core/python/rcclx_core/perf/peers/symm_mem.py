@@ -31,13 +31,13 @@ def unavailable(cfg, world) -> str | None:
         )
     if world.gpus_shared:
         return "ranks share a GPU, and symmetric memory (over NCCL's group) needs one per rank"
-    if world.nranks < 2:
-        return "torch symmetric memory's rendezvous needs 2 or more ranks"
     try:
         import torch.distributed._symmetric_memory as symm_mem
     except ImportError as e:
         return f"this torch has no symmetric memory ({e})"
     if cfg.collective == "alltoallv_dynamic":
+        if world.nranks < 2:
+            return "all_to_all_vdev's NVSHMEM rendezvous needs 2 or more ranks"
         available = getattr(symm_mem, "is_nvshmem_available", None)
         if available is None or not available():
             return "all_to_all_vdev needs NVSHMEM, which this torch cannot load"
