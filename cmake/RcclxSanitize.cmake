@@ -1,7 +1,8 @@
 # RCCLX_SANITIZE: the sanitizers every C/C++ target of the project is compiled and linked with,
 # as -fsanitize takes them ("address,undefined", "thread"); empty (the default) for none.
 # Undefined behaviour is fatal (-fno-sanitize-recover), so a test run fails on the first report.
-# GPU code (nvcc, hipcc) is left as it is. `nox -s sanitize` builds and tests with it.
+# GPU code (nvcc, hipcc) is left as it is. `nox -s sanitize` (ASan + UBSan) and `nox -s tsan`
+# build and test with it.
 set(RCCLX_SANITIZE "" CACHE STRING "Sanitizers for the C/C++ code: \"\", address,undefined or thread")
 if(RCCLX_SANITIZE)
   set(_rcclx_sanitize_flags "-fsanitize=${RCCLX_SANITIZE}" -fno-omit-frame-pointer)

@@ -40,9 +40,11 @@ struct Registry {
   }
 };
 
+// Never destroyed: threads of the library (a store server's clients, a transport's progress
+// thread) may still read knobs while the process runs its static destructors at exit.
 Registry& registry() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 
 std::string lower(std::string s) {

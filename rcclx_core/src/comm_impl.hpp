@@ -2,6 +2,7 @@
 // call and places it; the back-ends run it: host buffers on `host`, GPU buffers on `device`.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -25,7 +26,9 @@ struct Communicator::Impl {
   int groupDepth = 0;
   std::vector<DeviceTransfer> groupedDeviceP2P;  ///< device sends / receives of the open group
   void* groupedDeviceStream = nullptr;
-  bool destroyed = false;
+  /// Set by destroy() or abort(); atomic: abort() may run on another thread while a call on
+  /// this one checks it.
+  std::atomic<bool> destroyed{false};
 
   /// Releases every resource, waiting for peers (`collective`) or not (abort).
   void release(bool collective);
