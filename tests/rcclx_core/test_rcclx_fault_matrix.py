@@ -24,11 +24,11 @@ def _now_held():
 
 def _held(before=None):
     """What a leak would leave: (open fds, threads) of this process. With `before`, waits up to
-    a second for the count to come back to it (a joined thread leaves /proc a moment later)."""
+    two seconds for the count to come back to it (a joined thread leaves /proc a moment later)."""
     import time
 
     held = _now_held()
-    for _ in range(50):
+    for _ in range(100):
         if before is None or (held[0] <= before[0] and held[1] <= before[1]):
             break
         time.sleep(0.02)
