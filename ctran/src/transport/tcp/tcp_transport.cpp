@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "../../handshake.hpp"
@@ -103,7 +104,10 @@ TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
     if (c) c->socket.setSendTimeout(knob::RCCLX_TIMEOUT_MS());
   }
   CTRAN_SYSCHECK(::pipe2(wakeFds_, O_CLOEXEC), "pipe2");
-  progress_ = std::thread([this] { progressLoop(); });
+  progress_ = std::thread([this] {
+    progressLoop();
+    progressDone_.store(true);
+  });
   CTRAN_INFO("tcp transport: connected to ", peers.size(), " peers");
 }
 
@@ -174,8 +178,14 @@ void TcpTransport::acceptLowerRanks(Listener& listener, std::vector<bool> expect
 TcpTransport::~TcpTransport() {
   char x = 1;
   if (::write(wakeFds_[1], &x, 1) < 0) CTRAN_WARN("tcp transport: wake-up write failed");
-  // Shut down before joining: the progress thread may be blocked reading the rest of a message
-  // that will never come (a link cut mid-message); the shutdown ends that read.
+  // The progress thread sees the wake-up between messages. One blocked reading the rest of a
+  // message that will never come (a link cut mid-message) does not: the shutdown ends that
+  // read. Not sooner: a shut-down socket that receives resets its peer's connection, which can
+  // drop what the peer had not read yet of this rank's last messages.
+  constexpr auto kLeaveLoop = std::chrono::milliseconds(200);
+  const auto until = std::chrono::steady_clock::now() + kLeaveLoop;
+  while (progress_.joinable() && !progressDone_.load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (auto& c : conns_) {
     if (c) c->socket.shutdown();
   }

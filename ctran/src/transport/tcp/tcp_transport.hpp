@@ -60,6 +60,7 @@ class TcpTransport : public Transport {
   std::map<uint64_t, LocalWindow> regions_;
   int wakeFds_[2] = {-1, -1};
   std::thread progress_;
+  std::atomic<bool> progressDone_{false};  // the progress thread has left its loop
 };
 
 }  // namespace ctran
