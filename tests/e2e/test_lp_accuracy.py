@@ -30,7 +30,7 @@ if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed", allow_module_level=True)
 
 
-def _accuracy_rank(ctx, port):
+def _accuracy_rank(ctx, port, device="cpu"):
     import torch
     import torch.distributed as dist
 
@@ -42,15 +42,16 @@ def _accuracy_rank(ctx, port):
     dist.init_process_group(
         "rcclx", init_method=f"tcp://127.0.0.1:{port}", rank=ctx.rank, world_size=ctx.nranks
     )
-    cfg = AccuracyConfig(steps=150, eval_batch=64, model=LmConfig(d_model=32, seq_len=32))
+    if device == "cuda":
+        device = f"cuda:{ctx.device}"
+    model = LmConfig(d_model=32, seq_len=32)
+    cfg = AccuracyConfig(steps=150, eval_batch=64, model=model, device=device)
     result = measure(cfg)
     dist.destroy_process_group()
     return result
 
 
-@pytest.mark.slow
-def test_low_precision_accuracy_end_to_end():
-    results = [r.value for r in launch(_accuracy_rank, 2, checks.free_port(), timeout=240)]
+def _check(results):
     r = results[0]
     summary = {k: v for k, v in r.items() if not k.endswith("_curve")}
     for key in ("full_final_loss", "lp_final_loss", "top1_agreement"):
@@ -64,3 +65,19 @@ def test_low_precision_accuracy_end_to_end():
     assert r["lp_grad_max_abs_diff"] > 0, summary
     assert r["lp_probe_max_abs_diff"] > 0, summary
     assert r["lp_max_abs_diff"] > 0, summary
+    return r
+
+
+@pytest.mark.slow
+def test_low_precision_accuracy_end_to_end():
+    r = _check([r.value for r in launch(_accuracy_rank, 2, checks.free_port(), timeout=240)])
+    assert r["device"] == "cpu"
+
+
+@pytest.mark.gpu
+def test_low_precision_accuracy_end_to_end_on_gpu():
+    """The same study on GPU buffers (the GPU's LP kernels; ranks may share one GPU), with the
+    same bounds: GPU matmuls round differently, so the figures differ from the CPU run's."""
+    results = launch(_accuracy_rank, 2, checks.free_port(), "cuda", timeout=240)
+    r = _check([r.value for r in results])
+    assert r["device"].startswith("cuda"), r["device"]

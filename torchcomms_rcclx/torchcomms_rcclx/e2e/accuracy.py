@@ -47,13 +47,14 @@ class AccuracyConfig:
     corpus_bytes: int = 1 << 18
     eval_batch: int = 16
     model: LmConfig = dataclasses.field(default_factory=LmConfig)
+    device: str = "cpu"  # "cpu", "cuda:N", or "cuda": GPU LOCAL_RANK modulo the GPUs
 
 
-def _torchcomm(group):
+def _torchcomm(group, device: torch.device):
     """The group's TorchCommRCCLX (``group.comm``), which takes per-call hints."""
     comm = getattr(group, "comm", None)
     if comm is None:
-        comm = group._get_backend(torch.device("cpu")).comm
+        comm = group._get_backend(device).comm
     return comm
 
 
@@ -90,14 +91,14 @@ def _smoothed(curve: list[float], window: int) -> list[float]:
     return out
 
 
-def _train(cfg: AccuracyConfig, corpus, group, low_precision: bool):
+def _train(cfg: AccuracyConfig, corpus, group, low_precision: bool, device: torch.device):
     """One DDP run; (model, rank-mean loss curve, held-out loss, probe)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     world, rank = dist.get_world_size(group), dist.get_rank(group)
-    comm = _torchcomm(group)
+    comm = _torchcomm(group, device)
     torch.manual_seed(cfg.seed)
-    model = CharLM(cfg.model)
+    model = CharLM(cfg.model).to(device)
     ddp = DDP(model, process_group=group)
     probe: dict = {}
     ddp.register_comm_hook(None, _gradient_hook(comm, world, low_precision, probe))
@@ -105,6 +106,7 @@ def _train(cfg: AccuracyConfig, corpus, group, low_precision: bool):
     losses = []
     for step in range(cfg.steps):
         x, y = train_batch(corpus, cfg.batch, cfg.model.seq_len, cfg.seed, step, rank)
+        x, y = x.to(device), y.to(device)
         logits = ddp(x)
         loss = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
@@ -112,13 +114,14 @@ def _train(cfg: AccuracyConfig, corpus, group, low_precision: bool):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        losses.append(loss.item())
-    curve = torch.tensor(losses, dtype=torch.float32)
+        losses.append(loss.detach())
+    curve = torch.stack(losses).float()
     comm.all_reduce(curve, hints={"low_precision": "0"})
     curve /= world
     with torch.no_grad():
-        held_out = model.loss(*eval_batch(corpus, cfg.eval_batch, cfg.model.seq_len)).item()
-    return model, curve.tolist(), held_out, probe
+        x, y = eval_batch(corpus, cfg.eval_batch, cfg.model.seq_len)
+        held_out = model.loss(x.to(device), y.to(device)).item()
+    return model, curve.cpu().tolist(), held_out, probe
 
 
 def _lp_group(ranks):
@@ -138,18 +141,20 @@ def _lp_group(ranks):
     return group
 
 
-def _inference(cfg: AccuracyConfig, corpus, model: CharLM) -> dict:
+def _inference(cfg: AccuracyConfig, corpus, model: CharLM, device: torch.device) -> dict:
     ranks = list(range(dist.get_world_size()))
     full_group = dist.new_group(ranks, backend="rcclx")
     dist.barrier(group=full_group)  # its communicator exists before the LP knobs are set
     lp_group = _lp_group(ranks)
     x, y = eval_batch(corpus, cfg.eval_batch, cfg.model.seq_len)
+    x, y = x.to(device), y.to(device)
     with torch.no_grad():
         ref = model(x)
         tp_full = model.tensor_parallel(full_group)(x)
         tp_lp = model.tensor_parallel(lp_group)(x)
         # The same input through both groups: different sums mean the LP group quantised.
-        probe = torch.randn(1 << 12, generator=torch.Generator().manual_seed(dist.get_rank()))
+        g = torch.Generator().manual_seed(dist.get_rank())
+        probe = torch.randn(1 << 12, generator=g).to(device)
         a, b = probe.clone(), probe.clone()
         dist.all_reduce(a, group=full_group)
         dist.all_reduce(b, group=lp_group)
@@ -173,6 +178,22 @@ def _inference(cfg: AccuracyConfig, corpus, model: CharLM) -> dict:
     }
 
 
+def _device(name: str) -> torch.device:
+    """The device: cpu, cuda:N, or cuda (GPU LOCAL_RANK modulo the GPUs; ranks may share one)."""
+    device = torch.device(name)
+    if device.type == "cpu":
+        return device
+    if device.type != "cuda":
+        raise ValueError(f"accuracy: device must be 'cpu' or 'cuda[:N]', got {name!r}")
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"accuracy: device {name!r} asked for, but torch sees no GPU")
+    index = device.index
+    if index is None:
+        index = int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count()
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
 def measure(cfg: AccuracyConfig) -> dict:
     """Runs the study in this rank (the default group initialised with the "rcclx" backend, the
     same ``cfg`` on every rank); returns the figures (the same on every rank)."""
@@ -180,17 +201,19 @@ def measure(cfg: AccuracyConfig) -> dict:
 
     group = dist.group.WORLD
     world = dist.get_world_size()
+    device = _device(cfg.device)
     corpus = stdlib_corpus(cfg.corpus_bytes)
-    model, full_curve, full_loss, _ = _train(cfg, corpus, group, low_precision=False)
-    _, lp_curve, lp_loss, probe = _train(cfg, corpus, group, low_precision=True)
+    model, full_curve, full_loss, _ = _train(cfg, corpus, group, False, device)
+    _, lp_curve, lp_loss, probe = _train(cfg, corpus, group, True, device)
     window = max(1, cfg.steps // 10)
     full_s, lp_s = _smoothed(full_curve, window), _smoothed(lp_curve, window)
     reached = next((i + 1 for i, v in enumerate(lp_s) if v <= full_s[-1]), None)
     decision = _testing.low_precision_decision(
-        "all_reduce", probe["bucket_bytes"], nranks=world, hint=True
+        "all_reduce", probe["bucket_bytes"], nranks=world, hint=True, gpu=device.type == "cuda"
     )
     return {
         "ranks": world,
+        "device": str(device),
         "steps": cfg.steps,
         "params": sum(p.numel() for p in model.parameters()),
         "full_curve": full_curve,
@@ -203,7 +226,7 @@ def measure(cfg: AccuracyConfig) -> dict:
         "steps_to_loss_ratio": None if reached is None else reached / cfg.steps,
         "lp_grad_max_abs_diff": probe["max_abs_diff"],
         "lp_decision": list(decision),
-        **_inference(cfg, corpus, model),
+        **_inference(cfg, corpus, model, device),
     }
 
 
@@ -211,6 +234,7 @@ def _table(r: dict) -> str:
     ratio = r["steps_to_loss_ratio"]
     rows = [
         ("ranks / steps / parameters", f"{r['ranks']} / {r['steps']} / {r['params']}"),
+        ("device", r["device"]),
         ("held-out loss, full precision", f"{r['full_final_loss']:.4f}"),
         ("held-out loss, low precision", f"{r['lp_final_loss']:.4f}"),
         ("final loss delta (relative)", f"{r['final_loss_rel_delta']:+.3%}"),
@@ -264,6 +288,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, default=m.n_layers)
     p.add_argument("--seq-len", type=int, default=m.seq_len)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default=d.device,
+        help="cuda: each rank on GPU LOCAL_RANK modulo the GPUs (ranks may share one)",
+    )
     p.add_argument("--json", help="write the figures and curves here")
     p.add_argument("--plot", help="write the loss curves here (needs matplotlib)")
     return p
@@ -282,6 +312,7 @@ def _rank_main(args) -> None:
         corpus_bytes=args.corpus_bytes,
         eval_batch=args.eval_batch,
         model=LmConfig(args.d_model, args.heads, args.layers, args.seq_len),
+        device=args.device,
     )
     result = measure(cfg)
     if dist.get_rank() == 0:
