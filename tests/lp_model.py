@@ -145,14 +145,32 @@ def _sum_in_rank_order(parts: list[np.ndarray], average: bool) -> np.ndarray:
     return acc
 
 
+def _parts(codec: Codec, inputs, lo: int, hi: int, owner: int, bf16: bool) -> list[np.ndarray]:
+    """Every rank's contribution to elements [lo, hi) as the owner sums them: the peers' through
+    the codec, the owner's own exactly (it never crosses a link)."""
+    return [
+        to_f32(x[lo:hi], bf16) if p == owner else codec.roundtrip(x[lo:hi], bf16)
+        for p, x in enumerate(inputs)
+    ]
+
+
 def all_reduce(codec: Codec, inputs: list[np.ndarray], bf16: bool, average=False):
-    s = _sum_in_rank_order([codec.roundtrip(x, bf16) for x in inputs], average)
-    return from_f32(codec.roundtrip(s, False), bf16)
+    """Shard p (blocks [nb p / n, nb (p + 1) / n) of the buffer) is summed by rank p, requantized
+    and decoded by every rank."""
+    n, count = len(inputs), inputs[0].size
+    nb = -(-count // codec.block)
+    out = []
+    for p in range(n):
+        lo = min(nb * p // n * codec.block, count)
+        hi = min(nb * (p + 1) // n * codec.block, count)
+        s = _sum_in_rank_order(_parts(codec, inputs, lo, hi, p, bf16), average)
+        out.append(codec.roundtrip(s, False))
+    return from_f32(np.concatenate(out), bf16)
 
 
 def reduce_scatter(codec: Codec, inputs, counts, rank: int, bf16: bool, average=False):
     lo = sum(counts[:rank])
-    parts = [codec.roundtrip(x[lo : lo + counts[rank]], bf16) for x in inputs]
+    parts = _parts(codec, inputs, lo, lo + counts[rank], rank, bf16)
     return from_f32(_sum_in_rank_order(parts, average), bf16)
 
 

@@ -296,11 +296,16 @@ struct InputSource {
   }
 };
 
-/// ... or the float32 sum, in rank order 0..n-1, of block `index` of n staged chunks (divided by
-/// n for AVG). Past the block's length the staged codes are padding zeros.
+/// ... or the float32 sum, in rank order 0..n-1, of block `index` of the chunks staged by the
+/// peers and of this rank's own input block, read exactly (it never crosses a link), divided by
+/// n for AVG. Past the block's length the staged codes are padding zeros and the input reads 0.
+template <bool kBf16>
 struct StagedSumSource {
-  const ChunkRef* chunks;  ///< by source rank
+  const ChunkRef* chunks;  ///< by source rank (chunks[me] unused)
   int nranks;
+  int me;
+  const void* own;  ///< element 0 of this rank's input block
+  long long ownLen;
   size_t index;
   int blockElems;
   bool average;
@@ -310,14 +315,23 @@ struct StagedSumSource {
     for (int q = 0; q < nranks; q += 2) {
       uint4 codes[2];
       float scale[2];
-      loadStagedLane(chunks[q], index, blockElems, e, codes[0], scale[0]);
-      if (q + 1 < nranks) loadStagedLane(chunks[q + 1], index, blockElems, e, codes[1], scale[1]);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        if (q + k < nranks && q + k != me)
+          loadStagedLane(chunks[q + k], index, blockElems, e, codes[k], scale[k]);
+      }
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         if (q + k >= nranks) break;
-        special |= isSpecial(scale[k]);
         float d[kLaneElems];
-        decodeLane(codes[k], scale[k], d);
+        if (q + k == me) {
+          loadLane<kBf16>(own, static_cast<size_t>(e), ownLen - e, d);
+#pragma unroll
+          for (int i = 0; i < kLaneElems; ++i) special |= d[i] != d[i];
+        } else {
+          special |= isSpecial(scale[k]);
+          decodeLane(codes[k], scale[k], d);
+        }
 #pragma unroll
         for (int i = 0; i < kLaneElems; ++i) v[i] = q + k == 0 ? d[i] : v[i] + d[i];
       }

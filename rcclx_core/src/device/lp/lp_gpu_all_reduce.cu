@@ -4,11 +4,11 @@
 // The buffer's quantizer blocks are split into nranks shards (shard p: blocks
 // [nb * p / n, nb * (p + 1) / n), as on the CPU); shards are cut into chunks of chunkBlocks
 // blocks, and grid block b handles chunk j = k * G + b of every shard in round k:
-//   1. quantize chunk j of every shard p into rank p's reduce-scatter chunk [me] (its own
-//      staging for p == me), then exchange flags;
-//   2. sum chunk j of my shard over the n staged copies in rank order (float32; / n for AVG),
-//      requantize it into every peer's all-gather chunk [me] and decode those very codes into
-//      my output, exchange flags;
+//   1. quantize chunk j of every peer's shard p into rank p's reduce-scatter chunk [me], then
+//      exchange flags;
+//   2. sum chunk j of my shard over the n - 1 staged copies and my own input, read exactly, in
+//      rank order (float32; / n for AVG), requantize it into every peer's all-gather chunk
+//      [me] and decode those very codes into my output, exchange flags;
 //   3. decode chunk j of every peer's shard from my all-gather chunks into the output.
 // Each shard is summed by one rank and every rank decodes the same bytes, so all ranks end with
 // the same bits. One round slot suffices: a peer writes my reduce-scatter chunk of round k + 1
@@ -60,8 +60,9 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
     const int slot = static_cast<int>(k % static_cast<uint32_t>(st.slots));
     const uint64_t flag = device::roundFlag(epoch, k);
 
-    // 1. Quantize.
+    // 1. Quantize (the peers' shards: this rank sums its own from its input).
     for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
       const auto span = device::chunkSpan(shardLo(p + 1) - shardLo(p), j, C);
       const ChunkRef dst = device::stagedChunk(st, p, half, b, slot, kLpPhaseA, me);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
@@ -86,7 +87,9 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
       const auto span = device::chunkSpan(shardLo(me + 1) - shardLo(me), j, C);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
         const size_t g = shardLo(me) + span.lo + i;
-        const device::StagedSumSource src{srcs, n, i, a.blockElems, a.average};
+        const device::StagedSumSource<kBf16> src{
+            srcs,        n, me,           static_cast<const char*>(a.send) + g * B * elem,
+            blockLen(g), i, a.blockElems, a.average};
         const device::DecodeSink<kBf16> own{static_cast<char*>(a.recv) + g * B * elem, blockLen(g)};
         device::tileEncode(src, a.blockElems, dsts, ndst, i, own);
       }

@@ -1,7 +1,8 @@
 // Low-precision all_gather, reduce_scatter and all_to_all on GPU buffers: one quantization
 // each, one kernel. The same arithmetic as lp_all_gather.cpp, lp_reduce_scatter.cpp and
 // lp_all_to_all.cpp: every segment's blocks start at the segment's first element, this rank's
-// own segment passes through the quantizer too, reduce_scatter sums in rank order in float32.
+// own segment passes through the quantizer too, except in reduce_scatter, which sums the peers'
+// decoded segments and its own input exactly in rank order in float32.
 //
 // Each segment is cut into chunks of chunkBlocks quantizer blocks; grid block b handles chunk
 // j = k * G + b of every segment in round k:
@@ -65,9 +66,11 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
       ChunkRef dsts[kLpMaxRanks];
       int ndst = 0;
       for (int q = 0; q < n; ++q) {
-        if (a.sameSegment || q == p)
+        // A reduction sums this rank's own segment from its input.
+        if (a.sameSegment || (q == p && !(a.reduce && q == me)))
           dsts[ndst++] = device::stagedChunk(st, q, half, b, slot, kData, me);
       }
+      if (ndst == 0) continue;
       const auto span = device::chunkSpan(blocksOf(a.sendCount[p]), j, C);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
         const size_t g = span.lo + i;
@@ -87,7 +90,15 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
       const auto span = device::chunkSpan(blocksOf(count), j, C);
       for (size_t i = tile; span.lo + i < span.hi; i += tiles) {
         const size_t g = span.lo + i;
-        const device::StagedSumSource src{srcs, n, i, a.blockElems, a.average};
+        const device::StagedSumSource<kBf16> src{
+            srcs,
+            n,
+            me,
+            static_cast<const char*>(a.send) + (a.sendOffset[me] + g * B) * elem,
+            blockLen(count, g),
+            i,
+            a.blockElems,
+            a.average};
         device::tileStore<kBf16>(src, a.blockElems, static_cast<char*>(a.recv) + g * B * elem,
                                  blockLen(count, g));
       }

@@ -1,5 +1,6 @@
-// Low-precision allreduce: quantize -> reduce-scatter (dequantize every rank's copy of this
-// rank's shard, sum in float32 in rank order) -> requantize -> all-gather -> dequantize.
+// Low-precision allreduce: quantize -> reduce-scatter (dequantize the peers' copies of this
+// rank's shard, sum them and its own exact copy in float32 in rank order) -> requantize ->
+// all-gather -> dequantize.
 #include <algorithm>
 #include <cstring>
 
@@ -35,15 +36,20 @@ void lpAllReduce(Channels& ch, const Fp8BlockQuantizer& q, LpWorkspace& ws, cons
     const size_t mine = part(r).len;
 
     // Reduce-scatter: this rank's input of each peer's shard, to that peer; then every rank's
-    // copy of this rank's shard, summed in rank order.
+    // copy of this rank's shard, summed in rank order (this rank's own exactly).
     sendToPeers(ch, tag, [&](int p, void* dst) {
       q.encode(in + start(p) * elem, type, part(p).len, dst);
       return bytes(p);
     });
-    q.encode(in + start(r) * elem, type, mine, own);
     receiveInRankOrder(
-        ch, tag, own, [&](int) { return bytes(r); },
-        [&](int p, const void* seg) { q.decodeAdd(seg, mine, acc, p == 0); });
+        ch, tag, in + start(r) * elem, [&](int) { return bytes(r); },
+        [&](int p, const void* seg) {
+          if (p == r) {
+            addOwnExact(seg, type, mine, acc, p == 0);
+          } else {
+            q.decodeAdd(seg, mine, acc, p == 0);
+          }
+        });
     if (average) {
       const float div = static_cast<float>(n);
       for (size_t i = 0; i < mine; ++i) acc[i] /= div;

@@ -5,14 +5,17 @@
 // into the channel slot toward its destination (one wire segment, lp_wire_format.hpp, of at
 // most chunkElems() elements, a whole number of quantizer blocks), then receives one chunk from
 // every peer in rank order. Blocks are laid from the start of every per-rank segment, so the
-// bytes on the wire, and the results, do not depend on the chunking. Every element, this
-// rank's own included, passes through the quantizer, so:
-//   all_gather / all_to_all:  out = D(Q(x))                            (one quantization)
-//   reduce_scatter:           out = round(sum_r D(Q(x_r)) [/ n])       (one quantization)
-//   all_reduce:               out = D(Q(sum_r D(Q(x_r)) [/ n]))        (two quantizations)
+// bytes on the wire, and the results, do not depend on the chunking. Every element that crosses
+// a link passes through the quantizer (in all_gather and all_to_all this rank's own block too,
+// so that every rank holds the same values); a reduction adds the summing rank's own
+// contribution exactly, since quantizing it would cost error and save no bytes:
+//   all_gather / all_to_all:  out = D(Q(x))                                  (one quantization)
+//   reduce_scatter, rank s:   out = round(sum_r (r == s ? x_r : D(Q(x_r))) [/ n])       (one)
+//   all_reduce, shard of s:   out = D(Q(sum_r (r == s ? x_r : D(Q(x_r))) [/ n]))        (two)
 // with D(Q(.)) the quantizer's round trip, the sums in float32 in rank order 0..n-1 and AVG
-// dividing the float32 sum by n. all_reduce's shards are whole blocks of the whole buffer, so
-// its result is the same on every rank, for any number of ranks and any chunking. Inputs are
+// dividing the float32 sum by n. all_reduce's shard s is blocks [nb s / n, nb (s + 1) / n) of
+// the whole buffer, summed by rank s and decoded from the same bytes by every rank, so its
+// result is the same on every rank and for any chunking. Inputs are
 // float32 or bfloat16; every function handles count 0 and works in place (recv == send, or for
 // reduce_scatter / all_gather recv's own block == send), as the full-precision versions do.
 #pragma once

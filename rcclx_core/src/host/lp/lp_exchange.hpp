@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "host/cpu/numeric.hpp"
 #include "host/lp/lp_collectives.hpp"
 #include "host/p2p/channels.hpp"
 #include "lp/fp8_block_quantizer.hpp"
@@ -44,6 +45,22 @@ void receiveInRankOrder(Channels& ch, uint64_t tag, const void* own, Bytes&& byt
     }
     consume(p, ch.acquireRecv(p, bytes(p), tag));
     ch.releaseRecv(p);
+  }
+}
+
+/// Adds this rank's own contribution to the shard it sums, exactly (acc = x when `first`, else
+/// acc + x, in float32): it never crosses a link, so quantizing it would add error and no
+/// saving. The result stays a function of the inputs alone, the same bits on every rank.
+inline void addOwnExact(const void* src, DataType type, size_t count, float* acc, bool first) {
+  if (type == DataType::kFloat32) {
+    const auto* x = static_cast<const float*>(src);
+    for (size_t i = 0; i < count; ++i) acc[i] = first ? x[i] : acc[i] + x[i];
+  } else {
+    const auto* x = static_cast<const uint16_t*>(src);
+    for (size_t i = 0; i < count; ++i) {
+      const float v = cpu::bf16ToFloat(x[i]);
+      acc[i] = first ? v : acc[i] + v;
+    }
   }
 }
 

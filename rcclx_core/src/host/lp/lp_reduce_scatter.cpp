@@ -1,5 +1,5 @@
 // Low-precision reduce-scatter: quantize every block, send it to its owner, dequantize and sum
-// in float32 in rank order, round once to the element type.
+// in float32 in rank order (the owner's own block exactly), round once to the element type.
 #include <algorithm>
 #include <cstring>
 
@@ -20,7 +20,6 @@ void lpReduceScatterV(Channels& ch, const Fp8BlockQuantizer& q, LpWorkspace& ws,
   char* out = static_cast<char*>(recv);
   const size_t rounds = roundsFor(*std::max_element(counts.begin(), counts.end()), chunk);
   float* acc = ws.acc.data();
-  uint8_t* own = ws.wire.data();
   for (size_t c = 0; c < rounds; ++c) {
     auto part = [&](int p) { return chunkPart(counts[p], c, chunk); };
     const ChunkPart mine = part(r);
@@ -28,15 +27,20 @@ void lpReduceScatterV(Channels& ch, const Fp8BlockQuantizer& q, LpWorkspace& ws,
       q.encode(in + (displs[p] + part(p).at) * elem, type, part(p).len, dst);
       return q.wireBytes(part(p).len);
     });
-    q.encode(in + (displs[r] + mine.at) * elem, type, mine.len, own);
     receiveInRankOrder(
-        ch, tag, own, [&](int) { return q.wireBytes(mine.len); },
-        [&](int p, const void* seg) { q.decodeAdd(seg, mine.len, acc, p == 0); });
+        ch, tag, in + (displs[r] + mine.at) * elem, [&](int) { return q.wireBytes(mine.len); },
+        [&](int p, const void* seg) {
+          if (p == r) {
+            addOwnExact(seg, type, mine.len, acc, p == 0);
+          } else {
+            q.decodeAdd(seg, mine.len, acc, p == 0);
+          }
+        });
     if (average) {
       const float div = static_cast<float>(n);
       for (size_t i = 0; i < mine.len; ++i) acc[i] /= div;
     }
-    // In place, this overwrites the input block this rank has just encoded.
+    // In place, this overwrites the input block this rank has just summed.
     if (type == DataType::kFloat32) {
       std::memcpy(out + mine.at * elem, acc, mine.len * elem);
     } else {
