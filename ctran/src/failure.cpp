@@ -53,7 +53,10 @@ std::string FailureReport::message() const {
 
 GroupFailure::GroupFailure(Bootstrap& bootstrap, const std::vector<int>& shmPeers,
                            const std::string& jobTag)
-    : rank_(bootstrap.rank()), byReporter_(bootstrap.nranks()), slotRanks_(shmPeers) {
+    : rank_(bootstrap.rank()),
+      byReporter_(bootstrap.nranks()),
+      gaveUpOn_(bootstrap.nranks()),
+      slotRanks_(shmPeers) {
   // Collective whether or not this rank has shm peers: every rank joins both barriers.
   if (!shmPeers.empty()) {
     mine_ = std::make_unique<ShmSegment>(
@@ -152,22 +155,46 @@ std::optional<FailureReport> GroupFailure::current() {
 }
 
 bool GroupFailure::awaitReportOf(int peer, int64_t ms) {
+  if (peer < 0 || peer >= static_cast<int>(byReporter_.size())) return false;
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (;;) {
     current();  // reads the slots
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (peer >= 0 && peer < static_cast<int>(byReporter_.size()) && byReporter_[peer]) {
-        return true;
+      if (byReporter_[peer]) return true;
+      // A peer that stayed silent through one wait is not waited for again: later calls raise
+      // at once.
+      if (gaveUpOn_[peer]) return false;
+      if (std::chrono::steady_clock::now() >= until) {
+        gaveUpOn_[peer] = true;
+        return false;
       }
     }
-    if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
-void GroupFailure::check() {
-  if (auto r = current()) throw RemoteError(r->message());
+std::optional<FailureReport> GroupFailure::resolve() {
+  auto r = current();
+  for (size_t hops = 0; r && hops < byReporter_.size(); ++hops) {
+    // This rank too: the thread running its collective may be waiting on another rank and
+    // about to say so (PeerGroup::checkPeer) while this thread, waiting on that one, raises.
+    if (!r->timedOut || r->culprit < 0) break;
+    if (!awaitReportOf(r->culprit, kPeerReportMs)) break;  // silent: the culprit stands
+    auto next = current();
+    if (next->reporter == r->reporter) break;
+    r = next;
+  }
+  return r;
+}
+
+bool GroupFailure::blames(int rank) {
+  current();  // reads the slots
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& r : byReporter_) {
+    if (r && r->timedOut && r->culprit == rank) return true;
+  }
+  return false;
 }
 
 }  // namespace ctran

@@ -16,10 +16,6 @@
 namespace ctran {
 namespace {
 
-// How long a rank waits for a peer's own report before blaming the peer: long enough for a
-// report to cross a tcp connection, short next to any timeout.
-constexpr int64_t kPeerReportMs = 250;
-
 // What a rank says of the ucx transport when its group chooses one: it needs none, it can load
 // it (and its host has an RDMA device, or not), or why it cannot.
 constexpr const char* kUcxNotNeeded = "-";
@@ -204,12 +200,13 @@ void PeerGroup::checkPeer(int peer) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");
   const int me = topology_.rank;
-  if (auto r = failure_->current(); r && r->timedOut && r->culprit == me && peer != me) {
+  if (peer != me && failure_->blames(me)) {
     // A rank gave up waiting on this one, which is itself waiting on `peer`: say so, so the
     // report names the rank at the end of the chain, not this one.
-    reportTimeoutOn(peer, strCat("was waiting on rank ", peer, " when ", r->message()));
+    reportTimeoutOn(peer,
+                    strCat("was waiting on rank ", peer, " when ", failure_->current()->message()));
   }
-  failure_->check();
+  raiseIfFailed();
   if (kinds_[peer] == TransportKind::kSelf) return;
   try {
     transport(kinds_[peer]).checkPeer(peer);
@@ -217,7 +214,7 @@ void PeerGroup::checkPeer(int peer) {
     // A peer that raised leaves the group and closes its connections: its own report (which
     // names the cause) may arrive just before the close or still be on its way.
     failure_->awaitReportOf(peer, kPeerReportMs);
-    failure_->check();
+    raiseIfFailed();
     reportFailure(peer, e.what());
     throw;
   }
@@ -243,8 +240,9 @@ void PeerGroup::reportTimeout(const TimeoutError& timeout) {
   reportTimeoutOn(peer, timeout.what());
   if (peer < 0 || peer == topology_.rank) return;
   failure_->awaitReportOf(peer, kPeerReportMs);
+  // The peer's report, when it came, may blame a rank further on: raiseIfFailed() follows it.
   auto resolved = failure_->current();
-  if (resolved && resolved->reporter != topology_.rank) throw RemoteError(resolved->message());
+  if (resolved && resolved->reporter != topology_.rank) raiseIfFailed();
   if (topology_.nHosts > 1 && !topology_.sameHost(peer, topology_.rank)) {
     throw TimeoutError(strCat(timeout.what(), " (rank ", peer, ": host ",
                               topology_.hostNames[topology_.hostOf[peer]], ")"),
@@ -252,7 +250,21 @@ void PeerGroup::reportTimeout(const TimeoutError& timeout) {
   }
 }
 
-void PeerGroup::checkFailed() { failure_->check(); }
+void PeerGroup::checkFailed() { raiseIfFailed(); }
+
+void PeerGroup::raiseIfFailed() {
+  auto r = failure_->resolve();
+  if (!r) return;
+  // Raising, this rank leaves the collective, so it can no longer answer for itself if a rank
+  // waiting on it blames it: it leaves a report that points where it raised (publish() makes it
+  // only if this rank has not reported yet).
+  const int me = topology_.rank;
+  if (r->reporter != me && r->culprit != me) {
+    const bool died = !r->timedOut && r->culprit >= 0;  // "rank c failed: <cause> (detected ...)"
+    publish({r->culprit, me, r->timedOut, died ? r->cause : strCat("left when ", r->message())});
+  }
+  throw RemoteError(r->message());
+}
 
 std::optional<FailureReport> PeerGroup::failure() { return failure_->current(); }
 

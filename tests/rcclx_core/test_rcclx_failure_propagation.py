@@ -1,7 +1,11 @@
 """A rank that dies or stops in the middle of a collective: every survivor raises a RemoteError
 naming it within a second of the first rank that noticed (the failure is shared, not
 rediscovered by each rank on its own timeout), later calls fail at once the same way, and the
-survivors carry on in a new communicator. Over shm and over tcp, for every collective and p2p.
+survivors carry on in a new communicator. Over shm and over tcp, for every collective and p2p:
+a fixed matrix (the last rank, 0.2 s into the loop) and faults at random points (2 to 5 ranks,
+any victim, SIGKILL or SIGSTOP, 0 to 0.5 s into the loop; RCCLX_FAULT_SEED, RCCLX_FAULT_CASES).
+RCCLX_FAULT_REPORT=path appends each fault's figures (survivors' spread, time from the fault to
+the last survivor's error) as JSON lines.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def _calls(comm, np, rc):
     }
 
 
-def _failing_rank(ctx, collective, victim, how):
+def _failing_rank(ctx, collective, victim, how, delay_s=0.2):
     import os
     import signal
     import threading
@@ -84,7 +88,12 @@ def _failing_rank(ctx, collective, victim, how):
     call()  # every rank is in the loop before the victim goes
     if ctx.rank == victim:
         sig = {"sigkill": signal.SIGKILL, "sigstop": signal.SIGSTOP}[how]
-        threading.Timer(0.2, os.kill, (os.getpid(), sig)).start()
+
+        def fault():
+            store.set("failure/fault_at", repr(time.time()).encode())
+            os.kill(os.getpid(), sig)
+
+        threading.Timer(delay_s, fault).start()
     start = time.monotonic()
     outcome = None
     while time.monotonic() - start < 4 * TIMEOUT_MS / 1000:
@@ -94,7 +103,8 @@ def _failing_rank(ctx, collective, victim, how):
             outcome = (type(e).__name__, str(e), isinstance(e, rc.RemoteError))
             break
     raised_at = time.time()
-    if ctx.rank == 0 and how == "sigstop":  # the stopped rank is not needed any more
+    survivors = [r for r in range(ctx.nranks) if r != victim]
+    if ctx.rank == survivors[0] and how == "sigstop":  # the stopped rank is not needed any more
         os.kill(int(store.get(f"failure/pid{victim}")), signal.SIGKILL)
     t = time.monotonic()
     try:
@@ -106,7 +116,6 @@ def _failing_rank(ctx, collective, victim, how):
     comm.destroy()  # releases without waiting on the ranks that left
     destroy_s = time.monotonic() - t
     # The survivors go on together in a new communicator of the same processes.
-    survivors = [r for r in range(ctx.nranks) if r != victim]
     sub = rc.Communicator.from_store(
         store, survivors.index(ctx.rank), len(survivors), prefix="failure/again"
     )
@@ -114,6 +123,7 @@ def _failing_rank(ctx, collective, victim, how):
     sub.all_reduce(x)
     sub.destroy()
     return {
+        "fault_at": float(store.get("failure/fault_at")),
         "held": (before, held_once_settled(before)),
         "outcome": outcome,
         "raised_at": raised_at,
@@ -139,8 +149,57 @@ def test_a_failure_reaches_every_survivor(collective, transport, nranks, how):
     results = launch(
         _failing_rank, nranks, collective, victim, how, env=env, expect_errors=True, timeout=60
     )
-    _assert_every_survivor_names(results, victim)
+    figures = _assert_every_survivor_names(results, victim)
     _assert_no_segment_left(segments)
+    _report((collective, transport, nranks, victim, how, 0.2), figures)
+
+
+def _random_cases(seed: int, count: int) -> list[tuple]:
+    """Faults drawn at random: collective, transport, 2 to 5 ranks, any rank as the victim (rank
+    0 too, which hosts the unique id's store), SIGKILL or SIGSTOP, and when in the loop.
+
+    Not drawn: SIGSTOP of rank 0 over shm on 4 or more ranks. Under load about one such fault
+    in ten still ends with a survivor naming another survivor (the chain of timeouts through
+    the ring reaches a rank that is between two waits when it is blamed); docs/failures.rst
+    lists it as open. RCCLX_FAULT_ALL=1 draws those too."""
+    import random
+
+    rng = random.Random(seed)
+    everything = os.environ.get("RCCLX_FAULT_ALL") == "1"
+    cases = []
+    while len(cases) < count:
+        nranks = rng.randint(2, 5)
+        case = (
+            rng.choice(COLLECTIVES), rng.choice(("shm", "tcp")), nranks,
+            rng.randrange(nranks), rng.choice(("sigkill", "sigstop")),
+            round(rng.uniform(0.0, 0.5), 3),
+        )  # fmt: skip
+        open_gap = case[1] == "shm" and nranks >= 4 and case[3] == 0 and case[4] == "sigstop"
+        if everything or not open_gap:
+            cases.append(case)
+    return cases
+
+
+RANDOM_SEED = int(os.environ.get("RCCLX_FAULT_SEED", "20261201"))
+RANDOM_CASES = _random_cases(RANDOM_SEED, int(os.environ.get("RCCLX_FAULT_CASES", "10")))
+
+
+@pytest.mark.parametrize(("collective", "transport", "nranks", "victim", "how", "delay_s"),
+                         RANDOM_CASES)  # fmt: skip
+def test_a_fault_at_a_random_point_reaches_every_survivor(
+    collective, transport, nranks, victim, how, delay_s
+):
+    # The cases come from RCCLX_FAULT_SEED (RCCLX_FAULT_CASES of them): another seed explores
+    # other points; a failure's parameters are in its test id.
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    segments = _rcclx_segments()
+    results = launch(
+        _failing_rank, nranks, collective, victim, how, delay_s, env=env, expect_errors=True,
+        timeout=60,
+    )  # fmt: skip
+    figures = _assert_every_survivor_names(results, victim)
+    _assert_no_segment_left(segments)
+    _report((collective, transport, nranks, victim, how, delay_s), figures)
 
 
 @pytest.mark.parametrize("transport", ["shm", "tcp"])
@@ -192,3 +251,14 @@ def _assert_every_survivor_names(results, victim):
     times = [res.value["raised_at"] for res in survivors]
     spread = max(times) - min(times)
     assert spread < SPREAD_S, f"survivors raised {spread:.2f} s apart: {survivors}"
+    return {"spread_s": spread, "last_raise_s": max(times) - survivors[0].value["fault_at"]}
+
+
+def _report(case: tuple, figures: dict) -> None:
+    """With RCCLX_FAULT_REPORT=path, one JSON line per fault: its case and figures."""
+    path = os.environ.get("RCCLX_FAULT_REPORT")
+    if path:
+        import json
+
+        with open(path, "a") as f:
+            f.write(json.dumps({"case": list(case), **figures}) + "\n")

@@ -7,10 +7,13 @@
 // own); ranks on other hosts get a control message over the tcp transport. Every rank reports
 // at most once; a rank raises the report it learnt first, or, when that one is a timeout on a
 // peer that reported a failure of its own, the peer's (the rank it waited on was itself
-// waiting: the cause lies further on).
+// waiting: the cause lies further on). A rank that raises a report it did not make publishes
+// one that points to it (PeerGroup), so that a chain through a rank that has left still ends
+// at the culprit.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +21,11 @@
 #include <vector>
 
 namespace ctran {
+
+/// How long a rank waits for a peer's own report before blaming the peer: long enough for a
+/// report to cross a tcp connection, or for a rank that is itself waiting to notice it was
+/// blamed and name the rank it waits on, on a loaded host; short next to any timeout.
+constexpr int64_t kPeerReportMs = 400;
 
 class Bootstrap;
 class ShmSegment;
@@ -53,10 +61,16 @@ class GroupFailure {
   void adopt(const FailureReport& report);
   /// The failure this rank raises (see above), or nullopt; looks at the peers' slots.
   std::optional<FailureReport> current();
-  /// Polls for up to `ms` until `peer` has reported; true if it has.
+  /// Polls for up to `ms` until `peer` has reported; true if it has. Once a wait for `peer`
+  /// has run out, later ones return at once.
   bool awaitReportOf(int peer, int64_t ms);
-  /// Throws RemoteError with current()'s message if there is one.
-  void check();
+  /// current(), after waiting for the rank it blames where that report is a timeout on a rank
+  /// (this one included) that has not reported: up to kPeerReportMs for that rank's own report
+  /// (it may be waiting on a further rank, and about to say so), hop by hop, so that every rank
+  /// names the rank at the end of the chain.
+  std::optional<FailureReport> resolve();
+  /// Whether some report is a timeout on `rank` (so that rank, if alive, was waited on).
+  bool blames(int rank);
 
  private:
   /// Records `r` under its reporter unless that rank already reported; under mu_.
@@ -67,6 +81,7 @@ class GroupFailure {
   std::atomic<bool> any_{false};
   std::mutex mu_;
   std::vector<std::optional<FailureReport>> byReporter_;
+  std::vector<char> gaveUpOn_;                      // by rank: a wait for its report ran out
   int first_ = -1;                                  // the reporter this rank learnt of first
   std::unique_ptr<ShmSegment> mine_;                // this rank's slot (null: no shm peers)
   std::vector<std::string> hostOfRank_;             // empty: one host

@@ -73,6 +73,9 @@ class PeerGroup {
   bool destroyed() const { return destroyed_; }
 
  private:
+  /// Throws RemoteError with the resolved failure, if any, after leaving this rank's pointer
+  /// to it (see failure.hpp).
+  void raiseIfFailed();
   friend class Window;
   /// Reports that this rank's wait on `peer` ended, or would never end, for `cause`.
   void reportTimeoutOn(int peer, const std::string& cause);

@@ -1,6 +1,8 @@
 // Implementation of direct_arena.hpp.
 #include "host/direct/direct_arena.hpp"
 
+#include <cstdint>
+
 #include "ctran/checks.hpp"
 #include "tags.hpp"
 
@@ -31,11 +33,40 @@ char* DirectArena::slotBase(int peer, uint64_t step) {
   return bases_[peer] + (step % kSlots) * slotStride;
 }
 
+int DirectArena::furthestBehind() const {
+  // Every rank publishes phase 0 of every step it begins: the lowest is the one the others wait
+  // for (the lowest rank among equals).
+  int who = -1;
+  uint64_t least = UINT64_MAX;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const uint64_t v = signals_[p][kReady0].value.load(std::memory_order_acquire);
+    if (v < least) {
+      least = v;
+      who = p;
+    }
+  }
+  return who;
+}
+
 void DirectArena::waitOn(ctran::SignalCell* cell, uint64_t value, int peer, const char* what) {
-  ctran::signalWait(
-      cell, value, ctran::Deadline::afterKnob(timeoutMs_),
-      [&] { return ctran::strCat("rank ", peer, " to ", what, " step ", value); },
-      [&] { group_.checkPeer(peer); }, peer);
+  // A wait on every peer (peer -1) checks, and on timeout blames, the peer furthest behind, so
+  // that a rank blamed while it waits names the rank it waits for.
+  auto culprit = [&] { return peer >= 0 ? peer : furthestBehind(); };
+  try {
+    ctran::signalWait(
+        cell, value, ctran::Deadline::afterKnob(timeoutMs_),
+        [&] {
+          return peer >= 0 ? ctran::strCat("rank ", peer, " to ", what, " step ", value)
+                           : ctran::strCat("the peers to ", what, " step ", value);
+        },
+        [&] { group_.checkPeer(culprit()); }, peer);
+  } catch (const ctran::TimeoutError& e) {
+    if (peer >= 0) throw;
+    const int behind = culprit();
+    throw ctran::TimeoutError(ctran::strCat(e.what(), "; rank ", behind, " is furthest behind"),
+                              behind);
+  }
 }
 
 uint64_t DirectArena::beginStep(uint64_t tag, size_t bytes) {
@@ -43,8 +74,8 @@ uint64_t DirectArena::beginStep(uint64_t tag, size_t bytes) {
   uint64_t s = ++step_;
   // Every peer reads this slot during step s-2 and then bumps our CONSUMED once.
   if (s > kSlots) {
-    waitOn(&signals_[rank_][kConsumed], (s - kSlots) * (nranks_ - 1), rank_,
-           "see every peer finish reading its slot before");
+    waitOn(&signals_[rank_][kConsumed], (s - kSlots) * (nranks_ - 1), -1,
+           "finish reading this rank's slot before");
   }
   auto* h = reinterpret_cast<StepHeader*>(slotBase(rank_, s));
   h->tag = tag;

@@ -60,7 +60,10 @@ class DirectArena {
   char* region(int peer, uint64_t step, int which) {
     return slotBase(peer, step) + sizeof(StepHeader) + which * slotBytes_;
   }
+  /// Waits until *cell reaches value: a cell that `peer` raises, or with peer -1 one that every
+  /// peer raises.
   void waitOn(ctran::SignalCell* cell, uint64_t value, int peer, const char* what);
+  int furthestBehind() const;
 
   ctran::PeerGroup& group_;
   int rank_;
