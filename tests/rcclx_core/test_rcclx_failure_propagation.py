@@ -158,10 +158,10 @@ def _random_cases(seed: int, count: int) -> list[tuple]:
     """Faults drawn at random: collective, transport, 2 to 5 ranks, any rank as the victim (rank
     0 too, which hosts the unique id's store), SIGKILL or SIGSTOP, and when in the loop.
 
-    Not drawn: SIGSTOP of rank 0 over shm on 4 or more ranks. Under load about one such fault
-    in ten still ends with a survivor naming another survivor (the chain of timeouts through
-    the ring reaches a rank that is between two waits when it is blamed); docs/failures.rst
-    lists it as open. RCCLX_FAULT_ALL=1 draws those too."""
+    Not drawn: SIGSTOP of rank 0 over shm on 4 or more ranks. On a loaded machine one of 18
+    repetitions of such a fault still ended with a survivor naming another survivor (a rank
+    blamed at a moment it was not in a checked wait); docs/failures.rst lists it as open.
+    RCCLX_FAULT_ALL=1 draws those too."""
     import random
 
     rng = random.Random(seed)
