@@ -189,7 +189,8 @@ std::optional<FailureReport> GroupFailure::resolve() {
 }
 
 bool GroupFailure::blames(int rank) {
-  current();  // reads the slots
+  // Every wait's peer check asks: with nothing reported, current()'s lock-free path answers.
+  if (!current()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& r : byReporter_) {
     if (r && r->timedOut && r->culprit == rank) return true;
