@@ -55,7 +55,7 @@ GroupFailure::GroupFailure(Bootstrap& bootstrap, const std::vector<int>& shmPeer
                            const std::string& jobTag)
     : rank_(bootstrap.rank()),
       byReporter_(bootstrap.nranks()),
-      gaveUpOn_(bootstrap.nranks()),
+      silent_(bootstrap.nranks()),
       slotRanks_(shmPeers) {
   // Collective whether or not this rank has shm peers: every rank joins both barriers.
   if (!shmPeers.empty()) {
@@ -162,14 +162,8 @@ bool GroupFailure::awaitReportOf(int peer, int64_t ms) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (byReporter_[peer]) return true;
-      // A peer that stayed silent through one wait is not waited for again: later calls raise
-      // at once.
-      if (gaveUpOn_[peer]) return false;
-      if (std::chrono::steady_clock::now() >= until) {
-        gaveUpOn_[peer] = true;
-        return false;
-      }
     }
+    if (std::chrono::steady_clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -180,7 +174,18 @@ std::optional<FailureReport> GroupFailure::resolve() {
     // This rank too: the thread running its collective may be waiting on another rank and
     // about to say so (PeerGroup::checkPeer) while this thread, waiting on that one, raises.
     if (!r->timedOut || r->culprit < 0) break;
-    if (!awaitReportOf(r->culprit, kPeerReportMs)) break;  // silent: the culprit stands
+    // A rank that stayed silent through one such wait is not waited for again: later calls
+    // raise at once. (Other waits for a report, as for a peer whose connection closed, still
+    // wait: that peer's report may be on its way.)
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (silent_[r->culprit]) break;
+    }
+    if (!awaitReportOf(r->culprit, kPeerReportMs)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      silent_[r->culprit] = true;
+      break;  // the culprit stands
+    }
     auto next = current();
     if (next->reporter == r->reporter) break;
     r = next;

@@ -239,9 +239,8 @@ void PeerGroup::reportTimeout(const TimeoutError& timeout) {
   const int peer = timeout.peer();
   reportTimeoutOn(peer, timeout.what());
   if (peer < 0 || peer == topology_.rank) return;
-  failure_->awaitReportOf(peer, kPeerReportMs);
-  // The peer's report, when it came, may blame a rank further on: raiseIfFailed() follows it.
-  auto resolved = failure_->current();
+  // Waits for the peer's own report (it may be waiting on a further rank), hop by hop.
+  auto resolved = failure_->resolve();
   if (resolved && resolved->reporter != topology_.rank) raiseIfFailed();
   if (topology_.nHosts > 1 && !topology_.sameHost(peer, topology_.rank)) {
     throw TimeoutError(strCat(timeout.what(), " (rank ", peer, ": host ",

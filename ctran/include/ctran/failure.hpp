@@ -61,13 +61,13 @@ class GroupFailure {
   void adopt(const FailureReport& report);
   /// The failure this rank raises (see above), or nullopt; looks at the peers' slots.
   std::optional<FailureReport> current();
-  /// Polls for up to `ms` until `peer` has reported; true if it has. Once a wait for `peer`
-  /// has run out, later ones return at once.
+  /// Polls for up to `ms` until `peer` has reported; true if it has.
   bool awaitReportOf(int peer, int64_t ms);
   /// current(), after waiting for the rank it blames where that report is a timeout on a rank
   /// (this one included) that has not reported: up to kPeerReportMs for that rank's own report
   /// (it may be waiting on a further rank, and about to say so), hop by hop, so that every rank
-  /// names the rank at the end of the chain.
+  /// names the rank at the end of the chain. A rank waited for in vain once is not waited for
+  /// again.
   std::optional<FailureReport> resolve();
   /// Whether some report is a timeout on `rank` (so that rank, if alive, was waited on).
   bool blames(int rank);
@@ -81,11 +81,11 @@ class GroupFailure {
   std::atomic<bool> any_{false};
   std::mutex mu_;
   std::vector<std::optional<FailureReport>> byReporter_;
-  std::vector<char> gaveUpOn_;                      // by rank: a wait for its report ran out
-  int first_ = -1;                                  // the reporter this rank learnt of first
-  std::unique_ptr<ShmSegment> mine_;                // this rank's slot (null: no shm peers)
-  std::vector<std::string> hostOfRank_;             // empty: one host
-  std::vector<int> slotRanks_;                      // the shm peers, as slots_ is indexed
+  std::vector<char> silent_;             // by rank: resolve() waited for its report in vain
+  int first_ = -1;                       // the reporter this rank learnt of first
+  std::unique_ptr<ShmSegment> mine_;     // this rank's slot (null: no shm peers)
+  std::vector<std::string> hostOfRank_;  // empty: one host
+  std::vector<int> slotRanks_;           // the shm peers, as slots_ is indexed
   std::vector<std::unique_ptr<ShmSegment>> slots_;  // their slots
 };
 
