@@ -81,6 +81,11 @@ const ctran::Topology& Communicator::topology() const { return impl_->group->top
 bool Communicator::directAccess() const { return impl_->host && impl_->host->directAccess(); }
 int Communicator::device() const { return impl_->device; }
 bool Communicator::destroyed() const { return impl_->destroyed; }
+void Communicator::checkFailed() {
+  if (impl_->destroyed) return;
+  if (impl_->gpu) impl_->gpu->reportKernelTimeout();
+  impl_->group->checkFailed();
+}
 std::shared_ptr<ctran::GroupFailure> Communicator::failureRecord() const {
   return impl_->group->failureRecord();
 }

@@ -39,7 +39,9 @@ std::string where(const Located& l) {
 void checkUsable(const Communicator::Impl& c, const char* op) {
   CTRAN_CHECK(!c.destroyed, ctran::InvalidUsage, op,
               ": the communicator was already destroyed or aborted");
-  // A communicator that failed on any rank fails every later call at once, the same way.
+  // A communicator that failed on any rank fails every later call at once, the same way; a
+  // timeout its kernels recorded counts as soon as the stream drained, not a poll period later.
+  if (c.gpu) c.gpu->reportKernelTimeout();
   c.group->checkFailed();
 }
 

@@ -174,9 +174,11 @@ STALL_TIMEOUT_MS = 2000  # RCCLX_TIMEOUT_MS of the stalled-peer launches
 STALL_LIMIT_S = 15.0  # the error must come well within this
 
 
-def stalled_call(ctx, call) -> dict | None:
-    """Rank 0 runs call() (then synchronizes), which needs a peer that never takes part: the
-    other ranks wait (communicator alive, not calling) until rank 0 is done. Rank 0 returns
+def stalled_call(ctx, comm, call) -> dict | None:
+    """Rank 0 runs call() (then synchronizes, then asks comm.check_failed()), which needs a peer
+    that never takes part: the other ranks wait (communicator alive, not calling) until rank 0
+    is done. The kernel's wait ends at the timeout, the kernel returns and the stream drains;
+    the failure raises from check_failed() (or any later call). Rank 0 returns
     {"error": what was raised or None, "seconds": how long it took}."""
     store = ctx.store()
     if ctx.rank != 0:
@@ -186,6 +188,7 @@ def stalled_call(ctx, call) -> dict | None:
     try:
         call()
         torch.cuda.synchronize()
+        comm.check_failed()
         error = None
     except Exception as e:  # noqa: BLE001 - the expected outcome
         error = f"{type(e).__name__}: {e}"[:300]

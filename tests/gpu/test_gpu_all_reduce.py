@@ -336,7 +336,7 @@ def _stalled_peer_rank(ctx, algo, tuning, symmetric, capture):
         else:
             comm.all_reduce(x, algo=algo, stream=current_stream())
 
-    return stalled_call(ctx, call)
+    return stalled_call(ctx, comm, call)
 
 
 @pytest.mark.parametrize(

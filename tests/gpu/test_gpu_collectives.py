@@ -545,7 +545,7 @@ def _stalled_receiver_rank(ctx):
     ctx.barrier("contexts")
     comm = ctx.communicator()
     x = torch.ones(16 << 20, device=dev)
-    return stalled_call(ctx, lambda: comm.send(x, 1, stream=current_stream()))
+    return stalled_call(ctx, comm, lambda: comm.send(x, 1, stream=current_stream()))
 
 
 def test_send_without_receiver_is_an_error_not_a_hang():

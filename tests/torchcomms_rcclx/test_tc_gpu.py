@@ -148,3 +148,56 @@ def test_calls_on_alternating_streams():
     """all_reduce calls of one communicator issued on two streams with nothing ordering them
     run in issue order (each result exact)."""
     checks.assert_cases(launch(_two_streams_rank, 2, timeout=180))
+
+
+def _work_of_a_dead_peer_rank(ctx):
+    import os
+    import signal
+    import time
+
+    import rcclx_core
+
+    torch.cuda.set_device(ctx.device)
+    store = ctx.store()
+    comm = H.comm_of(ctx, "dead_peer", device=torch.device("cuda"))
+    dev = comm.get_device()
+    x = torch.ones(1 << 16, device=dev)
+    comm.all_reduce(x, H.op_of("SUM"), False)
+    torch.cuda.synchronize()
+    if ctx.rank == 1:
+        store.get("dead_peer/issued")
+        os.kill(os.getpid(), signal.SIGKILL)
+    # Both calls' kernels wait for rank 1, which never joins them: they end when the
+    # communicator's watch sees it die, and their streams complete with undefined outputs.
+    in_flight = comm.all_reduce(x.clone(), H.op_of("SUM"), True)  # internal stream: an event
+    on_stream = comm.all_reduce(x.clone(), H.op_of("SUM"), False)  # the current stream
+    store.set("dead_peer/issued", b"1")
+    raised = {}
+    start = time.monotonic()
+    for name, work in (("async", in_flight), ("sync", on_stream)):
+        try:
+            work.wait_blocking()
+            raised[name] = None
+        except rcclx_core.RemoteError as e:
+            raised[name] = str(e)
+    try:
+        on_stream.wait()
+        raised["wait"] = None
+    except rcclx_core.RemoteError as e:
+        raised["wait"] = str(e)
+    raised["after_s"] = time.monotonic() - start
+    raised["usable"] = float(torch.ones(10, device=dev).sum().item())
+    return raised
+
+
+def test_gpu_work_raises_the_failure_that_ended_its_kernels():
+    """A peer killed while this rank's GPU calls wait on it: their kernels end early and their
+    streams complete, but the Works' wait_blocking() and wait() raise a RemoteError naming the
+    dead rank instead of returning undefined outputs as results; the GPU stays usable."""
+    results = launch(_work_of_a_dead_peer_rank, 2, expect_errors=True, timeout=120)
+    assert results[1].error_type == "Died", results[1]
+    assert results[0].ok, f"{results[0].error_type}: {results[0].error}\n{results[0].traceback}"
+    v = results[0].value
+    for name in ("async", "sync", "wait"):
+        assert v[name] is not None and "rank 1" in v[name], v
+    assert v["after_s"] < 5.0 and v["usable"] == 10.0, v

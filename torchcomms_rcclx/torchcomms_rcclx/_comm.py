@@ -298,7 +298,7 @@ class TorchCommRCCLX:
             call(False, stream)
             if finish is not None:
                 finish()
-            return StreamWork(stream, self._device)
+            return StreamWork(stream, self._device, self, what)
         if self._internal is None:
             self._internal = torch.cuda.Stream(device=self._device)
         internal = self._internal
@@ -311,7 +311,7 @@ class TorchCommRCCLX:
             t.record_stream(internal)
         event = torch.cuda.Event()
         event.record(internal)
-        return EventWork(event, keep, self._device)
+        return EventWork(event, keep, self._device, self, what)
 
     # --- collectives ----------------------------------------------------------------------
 
@@ -335,7 +335,7 @@ class TorchCommRCCLX:
             except rcclx_core.RemoteError as e:
                 self._on_remote_error("all_reduce", e)
                 raise
-            return StreamWork(stream, self._device) if self._gpu else DONE
+            return StreamWork(stream, self._device, self, "all_reduce") if self._gpu else DONE
 
         def call(a, s):
             return core.all_reduce(tensor, None, code, algo, scalar, a, None, s, lp)

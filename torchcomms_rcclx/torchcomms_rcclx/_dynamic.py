@@ -90,7 +90,7 @@ def alltoallv_dynamic(
         # stream is (the legacy default stream included).
         event = torch.cuda.Event()
         event.record()
-        ran = EventWork(event, arrays, comm._device)
+        ran = EventWork(event, arrays, comm._device, comm, what)
     work = CheckedWork(ran, core.check_alltoallv_dynamic)
     if not async_op:
         work.wait()

@@ -191,7 +191,7 @@ class TorchCommWindowRCCLX:
             memory.put(tensor, dst_rank, offset)
             return DONE
         return self._on_stream(
-            async_op, lambda s: memory.put(tensor, dst_rank, offset, s), keep=(tensor,)
+            what, async_op, lambda s: memory.put(tensor, dst_rank, offset, s), keep=(tensor,)
         )
 
     def _byte_offset(self, tensor, target_offset_nelems) -> int:
@@ -229,7 +229,7 @@ class TorchCommWindowRCCLX:
         if not comm._gpu:
             memory.signal(peer_rank, comm._rank)
             return DONE
-        return self._on_stream(async_op, lambda s: memory.signal(peer_rank, s))
+        return self._on_stream(what, async_op, lambda s: memory.signal(peer_rank, s))
 
     def wait_signal(self, peer_rank, async_op=False, hints=None, timeout=None):
         """Waits for `peer_rank`'s next signal (acquire; the n-th wait returns after its n-th
@@ -244,7 +244,7 @@ class TorchCommWindowRCCLX:
         comm._check_peer(what, "peer_rank", peer_rank)
         if comm._gpu:
             ms = self._timeout_ms(timeout)
-            return self._on_stream(async_op, lambda s: memory.wait(peer_rank, s, ms))
+            return self._on_stream(what, async_op, lambda s: memory.wait(peer_rank, s, ms))
         self._waits[peer_rank] += 1
         count = self._waits[peer_rank]
         if async_op:
@@ -279,7 +279,7 @@ class TorchCommWindowRCCLX:
                 )
         return max(1, round(seconds * 1000))
 
-    def _on_stream(self, async_op: bool, enqueue, keep=()):
+    def _on_stream(self, what: str, async_op: bool, enqueue, keep=()):
         """GPU: enqueues on the current stream (after this window's async calls), or with
         `async_op` on the window's internal stream after the current one."""
         index = self._comm._index
@@ -289,7 +289,7 @@ class TorchCommWindowRCCLX:
             if internal is not None:
                 current.wait_stream(internal)  # signals follow async puts
             enqueue(current.cuda_stream)
-            return StreamWork(current.cuda_stream, self._comm._device)
+            return StreamWork(current.cuda_stream, self._comm._device, self._comm, what)
         if internal is None:
             internal = self._internal = torch.cuda.Stream(device=self._comm._device)
         internal.wait_stream(current)
@@ -298,7 +298,7 @@ class TorchCommWindowRCCLX:
             t.record_stream(internal)
         event = torch.cuda.Event()
         event.record(internal)
-        return EventWork(event, keep, self._comm._device)
+        return EventWork(event, keep, self._comm._device, self._comm, what)
 
     # --- direct access --------------------------------------------------------------------
 

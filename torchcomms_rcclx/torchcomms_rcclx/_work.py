@@ -2,9 +2,11 @@
 
 Host buffers: a synchronous call returns a Work already complete; ``async_op=True`` wraps
 rcclx_core's Work (the operation runs on the communicator's worker; ``wait()`` blocks). GPU
-buffers: a synchronous call ran on the current stream, so ``wait()`` has nothing to do; an
-``async_op=True`` call ran on the communicator's internal stream and ``wait()`` makes the
-current stream wait for it (the host does not block).
+buffers: a synchronous call ran on the current stream, so ``wait()`` has nothing to wait for;
+an ``async_op=True`` call ran on the communicator's internal stream and ``wait()`` makes the
+current stream wait for it (the host does not block). A GPU call's stream or event completes
+also when its kernels ended early because a rank failed (their outputs are then undefined), so
+both ``wait()`` and ``wait_blocking()`` of a GPU Work raise the failure any rank reported.
 """
 
 from __future__ import annotations
@@ -104,16 +106,35 @@ class HostWork(Work):
         return f"Work({self._what}, {state})"
 
 
+def raise_failure(comm, what: str) -> None:
+    """Raises the RemoteError of a failure any rank of `comm` (a TorchCommRCCLX) reported, as
+    the call `what` would have; nothing when there is none or the communicator is gone."""
+    core = comm._core
+    if core is None:
+        return
+    try:
+        core.check_failed()
+    except BaseException as e:
+        comm._on_remote_error(what, e)
+        raise
+
+
 class StreamWork(Work):
     """A synchronous call on GPU buffers: it ran on the current stream, in order with what
     the caller enqueues next; ``is_completed()`` asks that stream (True once everything on it
     so far finished, this call included)."""
 
-    __slots__ = ("_stream", "_device")
+    __slots__ = ("_stream", "_device", "_comm", "_what")
 
-    def __init__(self, stream: int, device):
+    def __init__(self, stream: int, device, comm, what: str):
         self._stream = stream  # the cudaStream_t, as an int (a torch stream is made on demand)
         self._device = device
+        self._comm = comm
+        self._what = what
+
+    def wait(self, timeout: float | None = None) -> None:
+        """In stream order the result may be used; raises a failure already reported."""
+        raise_failure(self._comm, self._what)
 
     def _torch_stream(self):
         import torch
@@ -128,30 +149,38 @@ class StreamWork(Work):
         return bool(self._torch_stream().query())
 
     def wait_blocking(self) -> None:
+        """Blocks until the stream drained; raises a failure that ended its kernels early."""
         self._torch_stream().synchronize()
+        raise_failure(self._comm, self._what)
 
 
 class EventWork(Work):
     """An ``async_op=True`` call on GPU buffers: it ran on the communicator's internal stream
     (which first waited for the current stream); the event marks its end."""
 
-    __slots__ = ("_event", "_keep", "_device")
+    __slots__ = ("_event", "_keep", "_device", "_comm", "_what")
 
-    def __init__(self, event, keep, device):
+    def __init__(self, event, keep, device, comm, what: str):
         self._event = event
         self._keep = keep
         self._device = device
+        self._comm = comm
+        self._what = what
 
     def wait(self, timeout: float | None = None) -> None:
-        """The current stream waits for the operation (the host does not block)."""
+        """The current stream waits for the operation (the host does not block); raises a
+        failure already reported."""
         import torch
 
         torch.cuda.current_stream(self._device).wait_event(self._event)
         self._keep = None
+        raise_failure(self._comm, self._what)
 
     def wait_blocking(self) -> None:
+        """Blocks until the operation finished; raises a failure that ended it early."""
         self._event.synchronize()
         self._keep = None
+        raise_failure(self._comm, self._what)
 
     def is_completed(self) -> bool:
         return bool(self._event.query())

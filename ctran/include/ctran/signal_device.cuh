@@ -17,9 +17,11 @@
 //    another block of the same kernel writes (the stores are spread over the block's threads).
 //    Kernels using one window must run in order.
 //  * Waits are bounded (WaitBound): past `timeoutNs` (from the first unsuccessful poll) the
-//    kernel prints what it waited for and traps, so a stuck peer becomes a launch error, not a
-//    hung GPU; and when the host sets the abort word (its group failed: a peer died, a rank
-//    aborted) every wait ends at once, so the kernels exit and the GPU stays usable.
+//    kernel prints what it waited for and, where the host watches (WaitBound::report), records
+//    it and sets the abort word; else it traps, so a stuck peer becomes a launch error, not a
+//    hung GPU. Once the abort word is set (by the host, when its group failed: a peer died, a
+//    rank aborted; or by such a timed-out wait) every wait ends at once, so the kernels exit and
+//    the GPU stays usable.
 #pragma once
 
 #include <cstdint>
@@ -77,16 +79,32 @@ __device__ __forceinline__ T loadPeerStored(const T* p) {
 /// Set by the first timed-out wait of this module, so one line is printed, not one per thread.
 static __device__ unsigned int gTimeoutReported = 0;
 
-/// Reports a timed-out wait (once) and stops the kernel (the launch fails with an error).
-__device__ __noinline__ inline void waitTimedOut(const char* what, int rank, int peer,
-                                                 uint64_t expected, uint64_t seen,
-                                                 uint64_t timeoutNs) {
+/// Ends a wait that ran out of time: prints it (once per module); then, where the host watches
+/// (bound.report), the first such wait of the communicator records it there and sets the abort
+/// word, and the caller returns as on an abort; where nobody watches, the kernel traps.
+__device__ __noinline__ inline void waitTimedOut(WaitSubject subject, const char* what, int rank,
+                                                 int peer, uint64_t expected, uint64_t seen,
+                                                 const WaitBound& bound) {
   if (atomicExch(&gTimeoutReported, 1u) == 0u)
     printf(
         "rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
         "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
-        rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(timeoutNs / 1000000), what,
-        peer, (unsigned long long)expected, (unsigned long long)seen);
+        rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(bound.timeoutNs / 1000000),
+        what, peer, (unsigned long long)expected, (unsigned long long)seen);
+  WaitReport* r = bound.report;
+  if (r != nullptr) {
+    if (atomicCAS_system(&r->claimed, 0u, 1u) == 0u) {
+      r->rank = rank;
+      r->peer = peer;
+      r->what = static_cast<uint32_t>(subject);
+      r->expected = expected;
+      r->seen = seen;
+      __threadfence_system();  // the fields before the flag that says they are complete
+      atomicExch_system(&r->timedOut, 1u);
+    }
+    atomicExch_system(&r->abort, 1u);
+    return;
+  }
 #if RCCLX_GPU_HIP
   __builtin_trap();  // s_trap: the queue reports an error, as __trap() does on CUDA
 #else
@@ -126,8 +144,8 @@ __device__ __forceinline__ void signalWait(const uint64_t* flag, uint64_t expect
   WaitClock clock(bound);
   while ((v = signalAcquire(flag)) < expected) {
     if (!clock.expired()) continue;
-    if (clock.aborted) return;
-    waitTimedOut(what, rank, peer, expected, v, bound.timeoutNs);
+    if (!clock.aborted) waitTimedOut(WaitSubject::kSignal, what, rank, peer, expected, v, bound);
+    return;
   }
 }
 

@@ -146,6 +146,11 @@ class Communicator {
   /// (they raise a RemoteError naming this rank); later calls throw InvalidUsage.
   void abort();
   bool destroyed() const;
+  /// Throws the RemoteError of a failure any rank reported (a dead peer, a timeout, including a
+  /// GPU kernel's: what every later call raises); returns when there is none, at once. A GPU
+  /// call's completion (a stream or event) does not say whether its kernels ended early on a
+  /// failure: this does. Returns on a destroyed or aborted communicator.
+  void checkFailed();
   /// The record of a failure of this communicator on any rank (a dead peer, a timeout, an
   /// abort), which every later call raises; it outlives the communicator, so another thread
   /// may poll it (`current()`) at any time, without blocking on the communicator.

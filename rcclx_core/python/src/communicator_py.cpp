@@ -196,6 +196,15 @@ void registerCommunicator(py::module_& m) {
           },
           "Releases every resource without waiting for peers; later calls raise "
           "InvalidUsageError.")
+      .def(
+          "check_failed",
+          [](PC& c) {
+            py::gil_scoped_release nogil;
+            c.comm().checkFailed();
+          },
+          "Raises the RemoteError of a failure any rank reported (what every later call "
+          "raises; on GPUs, the kernels of calls in flight then ended early, their outputs "
+          "undefined); returns at once when there is none.")
       .def_property_readonly(
           "destroyed", [](PC& c) { return c.comm().destroyed(); },
           "True once destroy() or abort() was called.");

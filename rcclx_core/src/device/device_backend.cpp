@@ -176,6 +176,8 @@ class GpuBackend final : public DeviceBackend {
   }
   void setTuning(const std::string& spec) override { resources_->setTuning(spec); }
 
+  void reportKernelTimeout() override { resources_->reportKernelTimeout(); }
+
   void destroy(bool collective) override {
     resources_->destroy(collective);
     dynamic_.reset();  // its status memory, once the windows' destroy waited for this GPU

@@ -87,6 +87,12 @@ class DeviceBackend {
   /// Replaces the allreduce kernels' launch shapes (RCCLX_GPU_TUNING syntax).
   virtual void setTuning(const std::string& spec) = 0;
 
+  /// Reports to the group, once, a wait of this communicator's kernels that ran out of time
+  /// (recorded in device-visible memory; the watch thread reports it too, within a poll
+  /// period): called before the group's failure is checked, so a call or a check right after
+  /// the stream drained raises it.
+  virtual void reportKernelTimeout() = 0;
+
   /// Releases every device resource (collective unless `collective` is false, as for abort).
   virtual void destroy(bool collective) = 0;
 };

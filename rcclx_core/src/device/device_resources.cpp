@@ -11,9 +11,9 @@ namespace rcclx::gpu {
 DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings)
     : group_(&group), device_(device), rank_(group.rank()), nranks_(group.nranks()) {
   const int64_t timeoutMs = settings.timeoutMs;
-  watch_ = std::make_unique<FailureWatch>(group, device);
-  bound_.timeoutNs = static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull;
-  bound_.abort = watch_->deviceWord();
+  watch_ = std::make_unique<FailureWatch>(
+      group, device, static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull);
+  bound_ = watch_->waitBound();
   tuning_.apply(settings.gpuTuning);
 #if !RCCLX_GPU_HIP
   int major = 0;

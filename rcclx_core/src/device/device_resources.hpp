@@ -72,6 +72,9 @@ class DeviceResources {
   /// Replaces the launch shapes (applied to the defaults); for tuning tools.
   void setTuning(const std::string& spec);
 
+  /// See DeviceBackend::reportKernelTimeout.
+  void reportKernelTimeout() { watch_->reportKernelTimeout(); }
+
   bool released() const { return released_; }
   /// Releases the symmetric buffers, then the windows, then (after the windows' destroy waited
   /// for this GPU) the graph registrations; collective unless `collective` is false (abort,

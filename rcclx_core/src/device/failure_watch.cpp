@@ -2,6 +2,7 @@
 #include "device/failure_watch.hpp"
 
 #include <chrono>
+#include <new>
 
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
@@ -14,34 +15,51 @@ namespace {
 // How often the thread looks: detection adds at most this to a failure's reach.
 constexpr auto kPollPeriod = std::chrono::milliseconds(10);
 
+const char* subjectName(uint32_t what) {
+  switch (static_cast<ctran::WaitSubject>(what)) {
+    case ctran::WaitSubject::kSignal: return "a signal";
+    case ctran::WaitSubject::kLine: return "a line";
+    case ctran::WaitSubject::kLlLine: return "an LL line";
+  }
+  return "data";
+}
+
 }  // namespace
 
-FailureWatch::FailureWatch(ctran::PeerGroup& group, int device) : group_(group) {
-  ctran::GpuDeviceGuard guard(device, "the abort word of a communicator");
+FailureWatch::FailureWatch(ctran::PeerGroup& group, int device, uint64_t timeoutNs)
+    : group_(group), timeoutNs_(timeoutNs) {
+  ctran::GpuDeviceGuard guard(device, "the wait report of a communicator");
   void* host = nullptr;
-  CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&host, sizeof(uint32_t)),
-                  "the abort word of a communicator (mapped host memory)");
-  hostWord_ = static_cast<uint32_t*>(host);
-  *hostWord_ = 0;
+  CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&host, sizeof(ctran::WaitReport)),
+                  "the wait report of a communicator (mapped host memory)");
+  hostReport_ = new (host) ctran::WaitReport();
   void* dev = nullptr;
   const gpuError_t e = ctran::gpuHostDevicePointer(&dev, host);
   if (e != gpuSuccess) {
     ctran::gpuHostFreeMapped(host);
-    ctran::throwGpuError(e, "gpuHostDevicePointer", "the abort word of a communicator");
+    ctran::throwGpuError(e, "gpuHostDevicePointer", "the wait report of a communicator");
   }
-  deviceWord_ = static_cast<const uint32_t*>(dev);
+  deviceReport_ = static_cast<ctran::WaitReport*>(dev);
   thread_ = std::thread([this] { watchLoop(); });
 }
 
 FailureWatch::~FailureWatch() {
   stop();
-  // Kernels may still read the word until they end: it is freed only with the communicator,
+  // Kernels may still read the report until they end: it is freed only with the communicator,
   // after its GPU state (whose destroy waits for the device when collective).
-  const gpuError_t e = ctran::gpuHostFreeMapped(hostWord_);
-  if (e != gpuSuccess) CTRAN_WARN("freeing the abort word: ", gpuGetErrorString(e));
+  const gpuError_t e = ctran::gpuHostFreeMapped(hostReport_);
+  if (e != gpuSuccess) CTRAN_WARN("freeing the wait report: ", gpuGetErrorString(e));
 }
 
-void FailureWatch::abortKernels() { __atomic_store_n(hostWord_, 1u, __ATOMIC_RELEASE); }
+ctran::WaitBound FailureWatch::waitBound() const {
+  ctran::WaitBound bound;
+  bound.timeoutNs = timeoutNs_;
+  bound.abort = &deviceReport_->abort;
+  bound.report = deviceReport_;
+  return bound;
+}
+
+void FailureWatch::abortKernels() { __atomic_store_n(&hostReport_->abort, 1u, __ATOMIC_RELEASE); }
 
 void FailureWatch::stop() {
   {
@@ -52,10 +70,34 @@ void FailureWatch::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool FailureWatch::reportKernelTimeout() {
+  if (__atomic_load_n(&hostReport_->timedOut, __ATOMIC_ACQUIRE) == 0) return false;
+  std::lock_guard<std::mutex> lock(reportMu_);
+  if (timeoutReported_) return true;
+  timeoutReported_ = true;
+  const ctran::WaitReport& r = *hostReport_;
+  ctran::TimeoutError timeout(
+      ctran::strCat("a GPU kernel timed out after ", timeoutNs_ / 1000000, " ms waiting for ",
+                    subjectName(r.what), " from rank ", r.peer, " (expected ", r.expected, ", saw ",
+                    r.seen, "; RCCLX_TIMEOUT_MS)"),
+      r.peer);
+  try {
+    // As a host wait's timeout: every rank learns it, and the blamed rank may answer for itself.
+    group_.reportTimeout(timeout);
+  } catch (const ctran::Error&) {
+    // The group knows it now (or knew another failure first); the next call raises that.
+  }
+  return true;
+}
+
 void FailureWatch::watchLoop() {
   const int me = group_.rank();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopRequested_.wait_for(lock, kPollPeriod, [this] { return stopping_; })) {
+    if (reportKernelTimeout()) {
+      CTRAN_WARN("a kernel's wait of this communicator timed out; its kernels were stopped");
+      return;
+    }
     // checkPeer reports a dead peer to every rank; any rank's report shows in failure().
     for (int p = 0; p < group_.nranks() && !group_.failure(); ++p) {
       if (p == me) continue;

@@ -329,16 +329,20 @@ __device__ __forceinline__ uint4 llLoadUnit(const char* src, uint32_t flag, int 
     ctran::device::WaitClock clock(bound);
     while (!llTryLine(src, flag, v.x, v.y)) {
       if (!clock.expired()) continue;
-      if (clock.aborted) return v;
-      ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, bound.timeoutNs);
+      if (!clock.aborted)
+        ctran::device::waitTimedOut(ctran::WaitSubject::kLlLine, "an LL line", rank, peer, flag, 0,
+                                    bound);
+      return v;
     }
   }
   if (!llTryLine(src + 16, flag, v.z, v.w)) {
     ctran::device::WaitClock clock(bound);
     while (!llTryLine(src + 16, flag, v.z, v.w)) {
       if (!clock.expired()) continue;
-      if (clock.aborted) return v;
-      ctran::device::waitTimedOut("an LL line", rank, peer, flag, 0, bound.timeoutNs);
+      if (!clock.aborted)
+        ctran::device::waitTimedOut(ctran::WaitSubject::kLlLine, "an LL line", rank, peer, flag, 0,
+                                    bound);
+      return v;
     }
   }
   return v;

@@ -141,10 +141,10 @@ __device__ __forceinline__ void waitLines(const char* slot, const size_t (&line)
     if (poll()) return;
     // The warp polls together (poll() votes), so it stops together: on any lane's abort.
     const bool expired = clock.expired();
-    if (warpAny(expired && clock.aborted)) return;
-    if (expired)
-      ctran::device::waitTimedOut("a line", rank, peer, flag, flagLane ? hi[0] : 0,
-                                  bound.timeoutNs);
+    if (expired && !clock.aborted)
+      ctran::device::waitTimedOut(ctran::WaitSubject::kLine, "a line", rank, peer, flag,
+                                  flagLane ? hi[0] : 0, bound);
+    if (warpAny(expired)) return;
   }
 }
 
