@@ -12,6 +12,7 @@
 #include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/topology.hpp"
+#include "ctran/wait.hpp"
 #include "socket.hpp"
 
 namespace ctran {
@@ -279,17 +280,21 @@ void Bootstrap::barrier() {
 //
 // The last rank to report knows every rank has read the call's `keys`: it erases them and the
 // report counter, so a long-lived store does not grow with every call (communicators split and
-// destroyed for hours). The "all read" flag stays (a few bytes per call): several ranks of one
-// process may each be waiting for it, and none knows when the others have seen it.
+// destroyed for hours). The call's "all read" flag must outlive the call (several ranks of one
+// process may each be waiting for it, and none knows when the others have seen it), but not
+// the next one: every rank that reports on the next call has left this one, so that call's last
+// reader erases it. One flag per bootstrap stays, the last call's.
 void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::string>& keys) {
   const std::string counter = key(op + "/read"), allRead = key(op + "/allread");
   if (nranks_ == 1) {
     for (const auto& k : keys) store_->erase(k);
     return;
   }
+  const std::string previousAllRead = std::exchange(lastAllRead_, allRead);
   auto lastReader = [&] {
     for (const auto& k : keys) store_->erase(k);
     store_->erase(counter);
+    if (!previousAllRead.empty()) store_->erase(previousAllRead);
     store_->set(allRead, Bytes{1});
   };
   if (!hostsStore_) {
@@ -308,6 +313,33 @@ void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::str
     store_->get(allRead, Deadline::after());
   } catch (const TimeoutError& e) {
     CTRAN_WARN("bootstrap ", op, ": not every rank confirmed reading the result: ", e.what());
+  }
+}
+
+void Bootstrap::close() {
+  const std::string counter = key("close/read");
+  auto eraseAll = [&] {
+    for (int r = 0; r < nranks_; ++r) {
+      store_->erase(key(strCat("join/", r)));
+      store_->erase(key(strCat("nranks/", r)));
+    }
+    store_->erase(key("job_secret"));
+    if (!lastAllRead_.empty()) store_->erase(lastAllRead_);
+    store_->erase(counter);
+  };
+  // Housekeeping only: a store already gone (its host, say torch's rank 0, left first) or a rank
+  // that never comes is no error of the group's end.
+  try {
+    if (store_->add(counter, 1) == nranks_) {
+      eraseAll();
+      return;
+    }
+    if (!hostsStore_) return;
+    // No flag that would outlive the call: the last rank's erasing the counter says all came.
+    waitUntil([&] { return !store_->check(counter); }, Deadline::after(),
+              [] { return std::string("every rank closing the bootstrap"); });
+  } catch (const Error& e) {
+    CTRAN_INFO("bootstrap close: the store keeps this group's records: ", e.what());
   }
 }
 

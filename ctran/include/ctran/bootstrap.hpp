@@ -69,6 +69,14 @@ class Bootstrap {
   /// Receives the next control message from `peer`.
   Bytes recv(int peer);
 
+  /// Collective, at the group's orderly end (no bootstrap call after it): erases what this
+  /// bootstrap left in the store (each rank's join and size records, the secret rank 0 shared,
+  /// the last call's flag), so a long-lived store does not grow with every communicator
+  /// created and destroyed. Ranks of the process hosting the store wait until every rank was
+  /// here (up to the timeout), the others return at once. Never throws: a store already gone
+  /// keeps the records (logged at INFO).
+  void close();
+
   /// A bootstrap for the sub-group `ranks` (global ranks, in their new order) that this rank
   /// belongs to; `tag` must be the same on all members and unique among the group's splits.
   std::unique_ptr<Bootstrap> subgroup(const std::vector<int>& ranks, const std::string& tag);
@@ -88,6 +96,7 @@ class Bootstrap {
   std::string prefix_;
   std::string localHost_;
   JobSecret secret_;
+  std::string lastAllRead_;  // the "all read" flag of the last allGather / barrier
   uint64_t allGatherSeq_ = 0;
   uint64_t barrierSeq_ = 0;
   std::vector<uint64_t> sendSeq_;
