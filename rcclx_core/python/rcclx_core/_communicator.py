@@ -237,8 +237,8 @@ class Communicator(_C.Communicator):
 
     def alltoallv_dynamic(
         self,
-        sendbuf: ArrayLike,
-        recvbuf: ArrayLike,
+        input: ArrayLike,
+        output: ArrayLike,
         input_split_sizes: ArrayLike,
         output_split_sizes: ArrayLike,
         input_offsets: ArrayLike | None = None,
@@ -259,8 +259,8 @@ class Communicator(_C.Communicator):
         instead of exchanging counts."""
         return _Native.alltoallv_dynamic(
             self,
-            sendbuf,
-            recvbuf,
+            input,
+            output,
             input_split_sizes,
             output_split_sizes,
             input_offsets,

@@ -198,7 +198,7 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
         return c.run({send, recv, sendSplits, recvSplits, sendOffsets, recvOffsets},
                      [&] { return c.comm().allToAllvDynamic(s, r, sp, opts); });
       },
-      py::arg("sendbuf"), py::arg("recvbuf"), py::arg("input_split_sizes"),
+      py::arg("input"), py::arg("output"), py::arg("input_split_sizes"),
       py::arg("output_split_sizes"), py::arg("input_offsets") = py::none(),
       py::arg("output_offsets") = py::none(), py::arg("row_elems") = 1,
       py::arg("max_output_rows") = py::none(), py::arg("output_split_sizes_known") = false,
