@@ -8,13 +8,13 @@ import atexit
 import functools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from checks import free_port
 
 import rcclx_nccl
 
@@ -62,12 +62,6 @@ def build(
                 f"building {src.name} failed ({' '.join(command)}):\n{done.stderr[-4000:]}"
             )
     return exe
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
