@@ -6,12 +6,16 @@ same batches, once with the gradient all_reduce in full precision and once in lo
 DDP comm hook that all_reduces each bucket through the group's torchcomms communicator with the
 ``low_precision`` hint "0" or "1"). Reported: both loss curves, the held-out loss of each and
 their relative delta, and the steps-to-loss ratio (the steps the low-precision run needs to reach
-the full-precision run's final smoothed training loss, over the steps run).
+the full-precision run's final smoothed training loss, over the steps run). With ``control``, a
+third run in full precision from the next seed (other initial weights, other batches) gives the
+spread of any two runs: the held-out and smoothed training losses of two full-precision runs, to
+read the low-precision deltas against.
 
 Inference: the full-precision-trained model sharded tensor-parallel over the ranks, its
 row-parallel all_reduces in full precision (one group) and in low precision (a second group
 created with RCCL_LOW_PRECISION_ENABLE=1, RCCLX_LP_MIN_BYTES=0), over a fixed held-out text:
-max and mean absolute logits difference and top-1 agreement; and the sharded full-precision
+max and mean absolute logits difference, top-1 agreement, and each one's top-1 accuracy on the
+held-out text's next characters (what a flipped prediction costs); and the sharded full-precision
 logits against the unsharded model's, which checks the tensor-parallel code itself.
 
 ``python -m torchcomms_rcclx.e2e.accuracy --ranks 2 --steps 200`` starts its own ranks and
@@ -48,6 +52,7 @@ class AccuracyConfig:
     eval_batch: int = 16
     model: LmConfig = dataclasses.field(default_factory=LmConfig)
     device: str = "cpu"  # "cpu", "cuda:N", or "cuda": GPU LOCAL_RANK modulo the GPUs
+    control: bool = False  # also a full-precision run from seed + 1: the run-to-run spread
 
 
 def _torchcomm(group, device: torch.device):
@@ -171,6 +176,8 @@ def _inference(cfg: AccuracyConfig, corpus, model: CharLM, device: torch.device)
         "lp_max_abs_diff": diff.max().item(),
         "lp_mean_abs_diff": diff.mean().item(),
         "top1_agreement": (tp_lp.argmax(-1) == tp_full.argmax(-1)).float().mean().item(),
+        "top1_accuracy_full": (tp_full.argmax(-1) == y).float().mean().item(),
+        "top1_accuracy_lp": (tp_lp.argmax(-1) == y).float().mean().item(),
         "tokens": int(y.numel()),
         "eval_loss_full": ce(tp_full),
         "eval_loss_lp": ce(tp_lp),
@@ -207,6 +214,17 @@ def measure(cfg: AccuracyConfig) -> dict:
     _, lp_curve, lp_loss, probe = _train(cfg, corpus, group, True, device)
     window = max(1, cfg.steps // 10)
     full_s, lp_s = _smoothed(full_curve, window), _smoothed(lp_curve, window)
+    control = {}
+    if cfg.control:
+        other = dataclasses.replace(cfg, seed=cfg.seed + 1)
+        _, control_curve, control_loss, _ = _train(other, corpus, group, False, device)
+        control_s = _smoothed(control_curve, window)[-1]
+        control = {
+            "control_curve": control_curve,
+            "control_final_loss": control_loss,
+            "control_final_loss_rel_delta": (control_loss - full_loss) / full_loss,
+            "control_smoothed_rel_delta": (control_s - full_s[-1]) / full_s[-1],
+        }
     reached = next((i + 1 for i, v in enumerate(lp_s) if v <= full_s[-1]), None)
     decision = _testing.low_precision_decision(
         "all_reduce", probe["bucket_bytes"], nranks=world, hint=True, gpu=device.type == "cuda"
@@ -226,6 +244,7 @@ def measure(cfg: AccuracyConfig) -> dict:
         "steps_to_loss_ratio": None if reached is None else reached / cfg.steps,
         "lp_grad_max_abs_diff": probe["max_abs_diff"],
         "lp_decision": list(decision),
+        **control,
         **_inference(cfg, corpus, model, device),
     }
 
@@ -248,8 +267,25 @@ def _table(r: dict) -> str:
         ("LP vs full logits, max abs", f"{r['lp_max_abs_diff']:.3g}"),
         ("LP vs full logits, mean abs", f"{r['lp_mean_abs_diff']:.3g}"),
         ("top-1 agreement", f"{r['top1_agreement']:.2%} of {r['tokens']} tokens"),
+        (
+            "top-1 accuracy full / LP",
+            f"{r['top1_accuracy_full']:.2%} / {r['top1_accuracy_lp']:.2%}",
+        ),
         ("TP eval loss full / LP", f"{r['eval_loss_full']:.4f} / {r['eval_loss_lp']:.4f}"),
     ]
+    if "control_final_loss" in r:
+        smoothed = r["full_final_smoothed"]
+        rows[5:5] = [
+            (
+                "control (full, next seed): held-out",
+                f"{r['control_final_loss']:.4f} ({r['control_final_loss_rel_delta']:+.3%})",
+            ),
+            (
+                "control: smoothed training loss",
+                f"{smoothed * (1 + r['control_smoothed_rel_delta']):.4f} "
+                f"({r['control_smoothed_rel_delta']:+.3%})",
+            ),
+        ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
@@ -265,6 +301,8 @@ def _plot(r: dict, path: str) -> bool:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(r["full_curve"], label="full precision", lw=1)
     ax.plot(r["lp_curve"], label="low precision (fp8 e4m3)", lw=1)
+    if "control_curve" in r:
+        ax.plot(r["control_curve"], label="full precision, next seed", lw=1, alpha=0.6)
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (rank mean)")
     ax.legend()
@@ -294,6 +332,11 @@ def _parser() -> argparse.ArgumentParser:
         default=d.device,
         help="cuda: each rank on GPU LOCAL_RANK modulo the GPUs (ranks may share one)",
     )
+    p.add_argument(
+        "--control",
+        action="store_true",
+        help="also train in full precision from the next seed: the spread of any two runs",
+    )
     p.add_argument("--json", help="write the figures and curves here")
     p.add_argument("--plot", help="write the loss curves here (needs matplotlib)")
     return p
@@ -313,6 +356,7 @@ def _rank_main(args) -> None:
         eval_batch=args.eval_batch,
         model=LmConfig(args.d_model, args.heads, args.layers, args.seq_len),
         device=args.device,
+        control=args.control,
     )
     result = measure(cfg)
     if dist.get_rank() == 0:
