@@ -18,6 +18,7 @@ import faulthandler
 import functools
 import multiprocessing as mp
 import os
+import signal
 import time
 import traceback
 from typing import Any, Callable
@@ -29,6 +30,29 @@ MULTICAST_OFF = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
     "NVSHMEM_DISABLE_NVLS": "1",
 }
+
+# A rank still running at the launch's deadline is sent this signal first: every rank prints
+# all its threads' Python stacks on it (stack_dump_on_signal), so a hang's report says where.
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+STACK_DUMP_GRACE_S = 1.0
+
+
+def stack_dump_on_signal() -> None:
+    """Called in a rank before its function: STACK_DUMP_SIGNAL prints every thread's stack."""
+    faulthandler.enable()
+    faulthandler.register(STACK_DUMP_SIGNAL, all_threads=True)
+
+
+def dump_stacks(pids) -> None:
+    """Asks the ranks `pids` (still running) for their stacks; returns once they had time."""
+    for pid in pids:
+        try:
+            os.kill(pid, STACK_DUMP_SIGNAL)
+        except ProcessLookupError:
+            pass
+    if pids:
+        time.sleep(STACK_DUMP_GRACE_S)
+
 
 _PRELOAD = ["numpy", "ctran", "rcclx_core"]
 _CONTEXT = None
@@ -158,7 +182,7 @@ class RankResult:
 
 
 def _rank_main(fn, ctx: RankContext, env: dict, args: tuple, conn) -> None:
-    faulthandler.enable()  # a rank that crashes prints its Python stack
+    stack_dump_on_signal()  # a rank that crashes or hangs prints its Python stacks
     os.environ.update(MULTICAST_OFF)
     os.environ.update({k: str(v) for k, v in env.items()})
     try:
@@ -232,6 +256,7 @@ def launch(
                     r, error_type="Died", error=f"exit code {procs[r].exitcode}"
                 )
                 pending.discard(r)
+    dump_stacks([procs[r].pid for r in pending])
     for r in pending:
         procs[r].kill()
         results[r] = RankResult(r, error_type="Hung", error=f"still running after {timeout} s")

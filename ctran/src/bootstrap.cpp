@@ -316,7 +316,7 @@ void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::str
   }
 }
 
-void Bootstrap::close() {
+void Bootstrap::close(const std::function<void()>& check) {
   const std::string counter = key("close/read");
   auto eraseAll = [&] {
     for (int r = 0; r < nranks_; ++r) {
@@ -337,7 +337,7 @@ void Bootstrap::close() {
     if (!hostsStore_) return;
     // No flag that would outlive the call: the last rank's erasing the counter says all came.
     waitUntil([&] { return !store_->check(counter); }, Deadline::after(),
-              [] { return std::string("every rank closing the bootstrap"); });
+              [] { return std::string("every rank closing the bootstrap"); }, check);
   } catch (const Error& e) {
     CTRAN_INFO("bootstrap close: the store keeps this group's records: ", e.what());
   }

@@ -196,7 +196,7 @@ Transport& PeerGroup::transport(TransportKind kind) {
   return *t;
 }
 
-void PeerGroup::checkPeer(int peer) {
+void PeerGroup::checkPeer(int peer, const std::function<bool()>& delivered) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");
   const int me = topology_.rank;
@@ -211,6 +211,9 @@ void PeerGroup::checkPeer(int peer) {
   try {
     transport(kinds_[peer]).checkPeer(peer);
   } catch (const RemoteError& e) {
+    // The transport applies a peer's messages in order and marks it gone after the last: what
+    // it sent before leaving is visible by now.
+    if (delivered && delivered()) return;
     // A peer that raised leaves the group and closes its connections: its own report (which
     // names the cause) may arrive just before the close or still be on its way.
     failure_->awaitReportOf(peer, kPeerReportMs);
@@ -218,6 +221,18 @@ void PeerGroup::checkPeer(int peer) {
     reportFailure(peer, e.what());
     throw;
   }
+}
+
+void PeerGroup::closeBootstrap() {
+  checkUsable("closeBootstrap");
+  // A peer that closed has added to the count before it left (its close precedes its
+  // destroy): one gone while the count is short means a rank that will not come.
+  bootstrap_->close([this] {
+    raiseIfFailed();
+    for (int p = 0; p < nranks(); ++p) {
+      if (kinds_[p] != TransportKind::kSelf) transport(kinds_[p]).checkPeer(p);
+    }
+  });
 }
 
 void PeerGroup::reportFailure(int culprit, const std::string& cause) {

@@ -200,7 +200,8 @@ uint64_t Window::waitSignal(int slot, uint64_t value, int fromPeer, int64_t time
                       " (it is at ", signalRead(local_.signals + slot), ")");
       },
       [&] {
-        if (fromPeer >= 0) g->checkPeer(fromPeer);
+        if (fromPeer >= 0)
+          g->checkPeer(fromPeer, [&] { return signalRead(local_.signals + slot) >= value; });
       },
       fromPeer);
 }

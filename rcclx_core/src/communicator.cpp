@@ -225,7 +225,7 @@ void Communicator::Impl::release(bool collective) {
   if (gpu) gpu->destroy(collective);
   gpu.reset();
   host->destroy();
-  if (collective) group->bootstrap().close();
+  if (collective) group->closeBootstrap();
   group->destroy();
 }
 

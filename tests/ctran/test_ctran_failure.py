@@ -118,3 +118,57 @@ def test_a_rank_that_never_joins_times_out_naming_it():
         assert kind == "TimeoutError", message
         assert "rank 2" in message and "RCCLX_TIMEOUT_MS=500" in message
         assert 0.4 < elapsed < 5
+
+
+def _last_signal_then_leave(ctx, how):
+    import os
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(4096, num_signals=2)
+    group.bootstrap.barrier()
+    if ctx.rank == 1:
+        win.signal(0, 0)
+        if how == "exit":
+            os._exit(0)  # what shm notices of a peer that left: its process is gone
+        win.destroy()
+        group.destroy()  # over tcp: its connections close
+        return None
+    win.wait_signal(0, 1, from_peer=1)
+    # The peer is seen gone once the transport notices; until then check_peer passes without
+    # asking. Asked, delivered() says the signal arrived: no failure.
+    asked = []
+
+    def delivered():
+        asked.append(time.monotonic())
+        return win.read_signal(0) >= 1
+
+    deadline = time.monotonic() + 10
+    while not asked and time.monotonic() < deadline:
+        group.check_peer(1, delivered=delivered)
+        time.sleep(0.01)
+    group.check_failed()  # raises if the departure was reported as a failure
+    try:
+        group.check_peer(1)
+        without = ("returned", "")
+    except ctran.RemoteError as e:
+        without = ("RemoteError", str(e))
+    win.destroy()
+    group.destroy()
+    return {"asked": len(asked), "without": without}
+
+
+@pytest.mark.parametrize(("transport", "how"), [("tcp", "destroy"), ("shm", "exit")])
+def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
+    # A peer may signal for the last time and leave before this rank's wait looks at it: the
+    # waiter, finding it gone, asks whether what it awaited arrived before reporting a failure
+    # to every rank (which would fail the group's orderly end on all of them).
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    results = launch(_last_signal_then_leave, 2, how, env=env, expect_errors=how == "exit")
+    res = results[0]
+    assert res.ok, f"{res.error_type}: {res.error}\n{res.traceback}"
+    assert res.value["asked"] >= 1, "the peer was never seen gone"
+    kind, message = res.value["without"]
+    assert kind == "RemoteError" and "rank 1" in message, res.value

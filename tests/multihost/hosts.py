@@ -672,6 +672,7 @@ class Job:
                 results[r] = res
                 pending.discard(r)
             time.sleep(0.005)
+        launcher.dump_stacks([self.pids[r] for r in pending])
         for r in pending:
             _kill(self.pids[r])
             results[r] = RankResult(

@@ -69,14 +69,13 @@ def _rank(jobdir: str, r: int) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        import faulthandler
         import pickle
         import time
         import traceback
 
-        from launcher import RankResult
+        from launcher import RankResult, stack_dump_on_signal
 
-        faulthandler.enable()
+        stack_dump_on_signal()
         with open(os.path.join(jobdir, f"ctx-{r}.pkl"), "rb") as f:
             ctx, env = pickle.load(f)
         os.environ.clear()

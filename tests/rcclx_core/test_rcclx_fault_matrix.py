@@ -201,6 +201,41 @@ def test_abort_with_pending_work_fails_that_work_on_every_rank():
         assert fds1 <= fds0 and threads1 <= threads0, (res.rank, res.value["held"])
 
 
+def _gone_without_destroy(ctx, how: str):
+    import os
+    import time
+
+    import numpy as np
+
+    import rcclx_core as rc
+
+    # Through a unique id: rank 0 hosts the communicator's store, and its destroy waits for
+    # every rank's (so that it does not leave before the others are done with the store).
+    comm = rc.Communicator.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    comm.all_reduce(np.ones(16, np.float32))
+    if ctx.rank == ctx.nranks - 1:
+        time.sleep(1.0)  # rank 0 is in its destroy by now
+        if how == "exit":
+            os._exit(3)
+        comm.abort()
+        return None
+    start = time.monotonic()
+    comm.destroy()
+    return {"destroy_s": time.monotonic() - start}
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+@pytest.mark.parametrize("how", ["abort", "exit"])
+def test_the_store_host_does_not_wait_at_destroy_for_a_rank_that_left_without(transport, how):
+    # The last rank aborts (its communicator fails for everyone) or exits instead of
+    # destroying: the store's host stops waiting for it once it knows, not at its deadline.
+    env = {"RCCLX_TIMEOUT_MS": TIMEOUT_MS, "RCCLX_TRANSPORT": transport}
+    results = launch(_gone_without_destroy, 3, how, env=env, expect_errors=how == "exit")
+    for res in results[:2]:
+        assert res.ok, f"rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback}"
+    assert results[0].value["destroy_s"] < 3.0, results[0].value
+
+
 def _destroy_order(ctx, crossing: bool):
     import time
 

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,9 +74,10 @@ class Bootstrap {
   /// bootstrap left in the store (each rank's join and size records, the secret rank 0 shared,
   /// the last call's flag), so a long-lived store does not grow with every communicator
   /// created and destroyed. Ranks of the process hosting the store wait until every rank was
-  /// here (up to the timeout), the others return at once. Never throws: a store already gone
-  /// keeps the records (logged at INFO).
-  void close();
+  /// here (up to the timeout, or until `check` throws: a rank known gone will not come), the
+  /// others return at once. Never throws: a store already gone keeps the records (logged at
+  /// INFO).
+  void close(const std::function<void()>& check = nullptr);
 
   /// A bootstrap for the sub-group `ranks` (global ranks, in their new order) that this rank
   /// belongs to; `tag` must be the same on all members and unique among the group's splits.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,8 +48,10 @@ class PeerGroup {
 
   /// Throws RemoteError if `peer` is known to have died or disconnected, or if any rank
   /// reported a failure of the group (see failure.hpp); validates `peer`. A dead peer found
-  /// here is reported to every rank.
-  void checkPeer(int peer);
+  /// here is reported to every rank, unless `delivered` (when given) says that what the caller
+  /// waits for from it has arrived: a peer may send its last message and leave in an orderly
+  /// way (destroy its communicator) before this rank looks, which is no failure of the group.
+  void checkPeer(int peer, const std::function<bool()>& delivered = nullptr);
   /// Marks the group failed for every rank (this rank's first report counts; later ones are
   /// ignored): `culprit` is the failed rank, or -1 when `cause` names it.
   void reportFailure(int culprit, const std::string& cause);
@@ -66,6 +69,11 @@ class PeerGroup {
   std::shared_ptr<GroupFailure> failureRecord() const { return failure_; }
   /// Validates a peer rank argument, naming `what` in the error.
   void validatePeer(int peer, const char* what) const;
+
+  /// Collective, at the group's orderly end (before destroy): Bootstrap::close, whose wait on
+  /// the store's host ends early once a peer is gone (one that skipped it after a failure, or
+  /// died) or any rank reported a failure.
+  void closeBootstrap();
 
   /// Releases transports and the bootstrap. Windows keep their mappings until destroyed.
   /// A second call throws InvalidUsage.

@@ -2,6 +2,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "bootstrap_py.hpp"
 #include "ctran/peer_group.hpp"
 #include "ctran/topology.hpp"
@@ -156,8 +158,18 @@ void registerPeerGroup(py::module_& m) {
            py::call_guard<py::gil_scoped_release>(),
            "Collective: a Window of `nbytes` (the same on every rank) with `num_signals` signal "
            "slots.")
-      .def("check_peer", &PeerGroup::checkPeer, py::arg("peer"),
-           "Raises RemoteError if `peer` is known to have died or disconnected.")
+      .def(
+          "check_peer",
+          [](PeerGroup& g, int peer, std::optional<py::function> delivered) {
+            if (!delivered) return g.checkPeer(peer);
+            g.checkPeer(peer, [&] { return delivered->operator()().cast<bool>(); });
+          },
+          py::arg("peer"), py::arg("delivered") = py::none(),
+          "Raises RemoteError if `peer` is known to have died or disconnected, and tells every "
+          "rank; not when `delivered()` (asked only then) says what this rank awaited from it "
+          "had arrived before it left.")
+      .def("check_failed", &PeerGroup::checkFailed,
+           "Raises RemoteError naming the culprit if any rank reported a failure of the group.")
       .def("destroy", &PeerGroup::destroy,
            "Releases the transports and the bootstrap (windows stay mapped until destroyed).")
       .def_property_readonly("destroyed", &PeerGroup::destroyed, "True once destroy() was called.");

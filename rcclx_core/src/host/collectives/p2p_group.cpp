@@ -1,5 +1,6 @@
 // runP2PGroup: a progress loop over many non-blocking channel transfers.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -32,6 +33,17 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag) {
     state.push_back(p);
   }
   size_t remaining = state.size();
+  // What `peer` still owes this rank: the chunks of unfinished receives from it, or, with a
+  // send to it unfinished, more than it can have posted (it must still be there to take it).
+  auto owedBy = [&](int peer) {
+    uint64_t owed = 0;
+    for (const auto& st : state) {
+      if (st.finished() || st.op->peer != peer) continue;
+      if (st.op->isSend) return UINT64_MAX / 2;
+      owed += st.totalChunks - st.chunks;
+    }
+    return owed;
+  };
   ctran::Deadline deadline = ctran::Deadline::afterKnob(ch.timeoutMs());
   ctran::Backoff backoff;
   uint32_t idlePolls = 0;
@@ -86,7 +98,7 @@ void runP2PGroup(Channels& ch, std::vector<P2POp>& ops, uint64_t tag) {
       for (auto& st : state) {
         if (st.finished()) continue;
         try {
-          ch.checkPeer(st.op->peer);
+          ch.checkPeer(st.op->peer, owedBy(st.op->peer));
         } catch (const ctran::RemoteError&) {
           // A peer may post its last chunks and exit between the pass above and this check:
           // fail only if one more pass, after its exit, finds nothing left to move.

@@ -60,7 +60,11 @@ void DirectArena::waitOn(ctran::SignalCell* cell, uint64_t value, int peer, cons
           return peer >= 0 ? ctran::strCat("rank ", peer, " to ", what, " step ", value)
                            : ctran::strCat("the peers to ", what, " step ", value);
         },
-        [&] { group_.checkPeer(culprit()); }, peer);
+        [&] {
+          group_.checkPeer(culprit(),
+                           [&] { return cell->value.load(std::memory_order_acquire) >= value; });
+        },
+        peer);
   } catch (const ctran::TimeoutError& e) {
     if (peer >= 0) throw;
     const int behind = culprit();

@@ -100,6 +100,11 @@ const void* Channels::acquireRecv(int peer, size_t expectBytes, uint64_t tag) {
   return tryAcquireRecv(peer, expectBytes, tag);
 }
 
+void Channels::checkPeer(int peer, uint64_t owedChunks) {
+  group_.checkPeer(
+      peer, [&] { return window_->readSignal(postedSlot(peer)) >= received_[peer] + owedChunks; });
+}
+
 void Channels::releaseRecv(int peer) {
   ++received_[peer];
   // Returns the slot's credit. A sender may exit right after its last chunk and then needs no

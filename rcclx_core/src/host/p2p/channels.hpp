@@ -47,8 +47,9 @@ class Channels {
   /// acquireRecv() without waiting: nullptr when no chunk has arrived yet.
   const void* tryAcquireRecv(int peer, size_t expectBytes, uint64_t tag);
 
-  /// Throws RemoteError if `peer` died; used by progress loops between polls.
-  void checkPeer(int peer) { group_.checkPeer(peer); }
+  /// Throws RemoteError if `peer` died or left, unless it had posted `owedChunks` more chunks
+  /// than this rank consumed (all this rank still needs of it); used by progress loops.
+  void checkPeer(int peer, uint64_t owedChunks);
 
   /// Releases the window (local).
   void destroy();
