@@ -44,7 +44,17 @@ def _perf_rank(ctx, argv: list[str], port: int, placement: list[int]) -> str:
         code = cli.main(argv)
     if code not in (0, None):
         raise RuntimeError(f"rcclx-perf exited with {code} on rank {ctx.rank}:\n{out.getvalue()}")
-    return out.getvalue()
+    return _between_hosts() + out.getvalue()
+
+
+def _between_hosts() -> str:
+    """A header line: the transport between hosts as RCCLX_NET_TRANSPORT asks for it, and the
+    UCX library a rank found (auto takes ucx only when every rank loads one)."""
+    import ctran
+
+    found, missing = ctran.ucx_library()
+    want = os.environ.get("RCCLX_NET_TRANSPORT", "auto")
+    return f"# between hosts: RCCLX_NET_TRANSPORT={want}; ucx: {found or missing}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import checks
     import hosts
+
+    import ctran  # noqa: F401 - sets RCCLX_UCX_WHEEL_DIR (the libucx wheel), which ranks inherit
 
     # The ranks unpickle the rank function by module name: this file, importable there.
     tools = str(Path(__file__).resolve().parent)

@@ -283,3 +283,29 @@ def test_ucx_library_reports_one_of_library_or_reason():
     assert bool(loaded) != bool(missing), (loaded, missing)
     if loaded:
         assert loaded.startswith("UCX 1.") and "libucp.so" in loaded, loaded
+
+
+def _log_of_a_group(ctx):
+    """What this rank's ctran printed (stderr) while making and destroying a group."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as log:
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks).destroy()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        return log.read().decode(errors="replace")
+
+
+@needs_ucx
+def test_ucx_accepts_the_options_ctran_sets():
+    # ctran sets UCX's keepalive and its tcp transport's segment size (RCCLX_UCX_KEEPALIVE_MS,
+    # RCCLX_UCX_TCP_SEG_BYTES); an option this UCX does not know is logged at INFO, not raised.
+    env = {**FORCED, "RCCLX_DEBUG": "INFO"}
+    for rank, text in enumerate(values(launch(_log_of_a_group, 2, env=env))):
+        assert "ucx" in text, f"rank {rank} logged nothing about its transport:\n{text}"
+        assert "could not set" not in text, f"rank {rank}:\n{text}"

@@ -22,16 +22,27 @@ using Clock = std::chrono::steady_clock;
 // finds a dead peer on transports that report nothing) runs inside progress.
 constexpr int kIdleWakeMs = 100;
 
-// UCX's keepalive interval unless the user set UCX_KEEPALIVE_INTERVAL: UCX's own default (20 s)
-// would leave a dead peer on some transports unnoticed for most of a collective's timeout.
-void applyKeepalive(const UcpApi& api, ucp_config_t* config) {
-  if (std::getenv("UCX_KEEPALIVE_INTERVAL") != nullptr) return;
-  const int64_t ms = knob::RCCLX_UCX_KEEPALIVE_MS();
-  if (ms <= 0) return;
-  std::string value = strCat(ms, "ms");
-  ucs_status_t s = api.ucp_config_modify(config, "KEEPALIVE_INTERVAL", value.c_str());
+// Sets UCX's option `name` (as ucp_config_modify takes it: UCX_<name> in the environment) to
+// `value`, unless the user set UCX_<name>: their setting wins.
+void setUnlessUserSet(const UcpApi& api, ucp_config_t* config, const std::string& name,
+                      const std::string& value) {
+  if (std::getenv(("UCX_" + name).c_str()) != nullptr) return;
+  ucs_status_t s = api.ucp_config_modify(config, name.c_str(), value.c_str());
   if (s != UCS_OK) {
-    CTRAN_INFO("ucx transport: could not set KEEPALIVE_INTERVAL=", value, ": ", statusText(api, s));
+    CTRAN_INFO("ucx transport: could not set ", name, "=", value, ": ", statusText(api, s));
+  }
+}
+
+// UCX's keepalive: its own default (20 s) would leave a dead peer on some transports unnoticed
+// for most of a collective's timeout. UCX's tcp transport's segments: its default (64 KiB)
+// moves a large put in many small sends, each a pass of the progress engine on both sides.
+void applyDefaults(const UcpApi& api, ucp_config_t* config) {
+  const int64_t ms = knob::RCCLX_UCX_KEEPALIVE_MS();
+  if (ms > 0) setUnlessUserSet(api, config, "KEEPALIVE_INTERVAL", strCat(ms, "ms"));
+  const int64_t seg = knob::RCCLX_UCX_TCP_SEG_BYTES();
+  if (seg > 0) {
+    setUnlessUserSet(api, config, "TCP_TX_SEG_SIZE", std::to_string(seg));
+    setUnlessUserSet(api, config, "TCP_RX_SEG_SIZE", std::to_string(seg));
   }
 }
 
@@ -40,7 +51,7 @@ void applyKeepalive(const UcpApi& api, ucp_config_t* config) {
 UcxWorker::UcxWorker(const UcpLibrary& library) : api_(library.api()) {
   ucp_config_t* config = nullptr;
   checkStatus(api_.ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
-  applyKeepalive(api_, config);
+  applyDefaults(api_, config);
   ucp_params_t params = {};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   // Active messages carry signals and failure reports. Not UCX's 64-bit atomics: on host

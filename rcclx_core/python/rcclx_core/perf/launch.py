@@ -230,4 +230,23 @@ def run_torchrun(cfg: Config, ngpus: int = 0, target_list: list | None = None) -
     except UsageError as e:
         return _usage_failure(rank, e)
     finally:
-        del server  # after the final barrier: no rank needs the store any more
+        _leave_store(store, nranks, server)
+        del server
+
+
+_LEFT_KEY = "rcclx-perf/left"
+
+
+def _leave_store(store, nranks: int, server) -> None:
+    """Every rank says it is done with the statistics' store; rank 0, which serves it, stops
+    serving only once all have (or a rank failed to within the grace period): a rank still
+    reading the final barrier's result when the server went away would fail on it."""
+    try:
+        store.add(_LEFT_KEY, 1)
+    except ctran.Error:
+        return  # the server is gone already: nothing left to wait for
+    if server is None:
+        return
+    deadline = time.monotonic() + _FAILURE_GRACE_S
+    while store.add(_LEFT_KEY, 0) < nranks and time.monotonic() < deadline:
+        time.sleep(0.005)
