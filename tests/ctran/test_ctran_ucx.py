@@ -309,3 +309,46 @@ def test_ucx_accepts_the_options_ctran_sets():
     for rank, text in enumerate(values(launch(_log_of_a_group, 2, env=env))):
         assert "ucx" in text, f"rank {rank} logged nothing about its transport:\n{text}"
         assert "could not set" not in text, f"rank {rank}:\n{text}"
+
+
+def _mixed_puts_rank(ctx, cases):
+    import numpy as np
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    peer = 1 - ctx.rank
+    win = group.create_window(1 << 16, num_signals=2)
+    mine = np.frombuffer(win.buffer, dtype=np.uint8)
+    wrong = []
+    for k, round_cases in enumerate(cases):
+        rng = np.random.default_rng(k)
+        payloads = [
+            [rng.integers(0, 256, n, dtype=np.uint8) for _, n in round_cases] for _ in range(2)
+        ]
+        for (offset, _), data in zip(round_cases, payloads[ctx.rank]):
+            win.put(peer, offset, data)
+            data[:] = 0  # the source is reusable once put returns, carried or not
+        win.signal(peer, 0)
+        win.wait_signal(0, k + 1, from_peer=peer)
+        for (offset, n), want in zip(round_cases, payloads[peer]):
+            if not np.array_equal(mine[offset : offset + n], want):
+                wrong.append((k, offset, n))
+        win.signal(peer, 1)
+        win.wait_signal(1, k + 1, from_peer=peer)
+    win.destroy()
+    group.destroy()
+    return wrong
+
+
+@needs_ucx
+def test_small_and_large_puts_before_one_signal_all_land():
+    # A put of up to 8 KiB travels in the next signal's message; a second put before that
+    # signal sends the waiting one on its own first. Each round's puts, then one signal.
+    cases = [
+        [(0, 100)],
+        [(0, 8192)],
+        [(0, 8193)],
+        [(0, 100), (8192, 8192), (20000, 8193), (40000, 10)],
+        [(3, 1), (5, 1), (7, 1)],
+        [(1000, 40000), (0, 5)],
+    ]
+    assert values(launch(_mixed_puts_rank, 2, cases, env=FORCED, timeout=120)) == [[], []]

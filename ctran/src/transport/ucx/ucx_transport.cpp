@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
@@ -31,10 +33,17 @@ constexpr uint32_t kMaxCause = 2000;
 constexpr unsigned kSignalAm = 0x7c01;
 constexpr unsigned kFailureAm = 0x7c02;
 
-// A signal travelling as an active message: the peer adds `delta` to `slot` of `windowId`.
+// A put of at most this many bytes waits in its window and travels with the next signal to that
+// peer, in the signal's active message: the signal then needs no flush (a round trip) first. A
+// put need only be visible by the next signal, and one message is applied in order.
+constexpr size_t kCarriedPutBytes = 8192;
+
+// A signal travelling as an active message: the peer writes the message's data, a put carried
+// along (none when empty), at `offset` of `windowId`'s memory, then adds `delta` to `slot`.
 struct SignalAm {
   uint64_t windowId;
   uint64_t delta;
+  uint64_t offset;
   int32_t slot;
   int32_t pad;
 };
@@ -90,7 +99,10 @@ class UcxTransport : public Transport {
   /// has landed: a flush of the endpoint when puts were issued since the last one (remote
   /// completion, whatever the network's ordering), then an active message that the peer's
   /// progress applies with signalAdd. Waits for local completion.
-  void signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta);
+  /// `carried` (`carriedBytes`, at most kCarriedPutBytes) is a put to `offset` of the window
+  /// that travels in the signal's message.
+  void signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta, uint64_t offset = 0,
+                  const void* carried = nullptr, size_t carriedBytes = 0);
   UcxWorker& worker() { return *worker_; }
   /// Removes `w` from the windows whose keys teardown releases; false once teardown did.
   bool forget(UcxPeerWindow* w);
@@ -130,7 +142,8 @@ class UcxTransport : public Transport {
   bool closed_ = false;               // under windowsMu_
 };
 
-// A peer's window: the address and remote key of its data (signals travel as messages).
+// A peer's window: the address and remote key of its data (signals travel as messages, with
+// the last small put when one waits).
 class UcxPeerWindow : public PeerWindow {
  public:
   UcxPeerWindow(UcxTransport* t, int peer, uint64_t id, const WindowWire& wire, ucp_rkey_h dataKey)
@@ -142,11 +155,25 @@ class UcxPeerWindow : public PeerWindow {
   SignalCell* directSignals() override { return nullptr; }
   void put(size_t offset, const void* src, size_t bytes) override {
     CTRAN_ASSERT(offset + bytes <= wire_.dataBytes, "put beyond the window checked by the caller");
+    transport_->checkPeer(peer_);  // a put to a peer known failed raises, carried or not
+    if (bytes == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!hasCarried_ && bytes <= kCarriedPutBytes) {
+      const auto* from = static_cast<const char*>(src);
+      carried_.assign(from, from + bytes);
+      carriedOffset_ = offset;
+      hasCarried_ = true;
+      return;
+    }
+    putCarried();  // an earlier small put lands before this one
     transport_->putTo(peer_, wire_.dataAddress + offset, dataKey_, src, bytes);
   }
   void signal(int slot, uint64_t delta) override {
     CTRAN_ASSERT(slot >= 0 && static_cast<uint64_t>(slot) < wire_.numSignals);
-    transport_->signalPeer(peer_, id_, slot, delta);
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool carry = std::exchange(hasCarried_, false);
+    transport_->signalPeer(peer_, id_, slot, delta, carriedOffset_,
+                           carry ? carried_.data() : nullptr, carry ? carried_.size() : 0);
   }
   /// Destroys the remote key (under the worker lock); called once, by whoever ends first.
   void releaseKeys() {
@@ -155,6 +182,17 @@ class UcxPeerWindow : public PeerWindow {
   }
 
  private:
+  /// Sends the small put waiting for a signal as a put of its own (under mu_).
+  void putCarried() {
+    if (!std::exchange(hasCarried_, false)) return;
+    transport_->putTo(peer_, wire_.dataAddress + carriedOffset_, dataKey_, carried_.data(),
+                      carried_.size());
+  }
+
+  std::mutex mu_;  // a put waiting for the next signal, and the order of puts and signals
+  std::vector<char> carried_;
+  uint64_t carriedOffset_ = 0;
+  bool hasCarried_ = false;
   UcxTransport* transport_;
   int peer_;
   uint64_t id_;
@@ -423,7 +461,8 @@ void UcxTransport::sendAm(Peer& p, unsigned id, const void* header, size_t heade
   finish(p, request, deadline, during);
 }
 
-void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta) {
+void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta,
+                              uint64_t offset, const void* carried, size_t carriedBytes) {
   Peer& p = peerOf(peer);
   if (p.failed.load()) throwFailed(p, " (signal)");
   const Deadline deadline = Deadline::after();
@@ -440,15 +479,17 @@ void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t de
     }
     finish(p, request, deadline, " (flush before a signal)");
   }
-  SignalAm am{windowId, delta, slot, 0};
-  sendAm(p, kSignalAm, &am, sizeof(am), nullptr, 0, deadline, " (signal)");
+  SignalAm am{windowId, delta, offset, slot, 0};
+  sendAm(p, kSignalAm, &am, sizeof(am), carried, carriedBytes, deadline, " (signal)");
 }
 
-ucs_status_t UcxTransport::onSignalAm(void* arg, const void* header, size_t headerBytes, void*,
-                                      size_t, const ucp_am_recv_param_t*) {
+ucs_status_t UcxTransport::onSignalAm(void* arg, const void* header, size_t headerBytes, void* data,
+                                      size_t bytes, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
-  if (headerBytes != sizeof(SignalAm)) {
-    CTRAN_WARN("ucx transport: dropping a signal message of ", headerBytes, " header bytes");
+  const bool inPlace = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0;
+  if (headerBytes != sizeof(SignalAm) || bytes > kCarriedPutBytes || !inPlace) {
+    CTRAN_WARN("ucx transport: dropping a signal message of ", headerBytes, " header and ", bytes,
+               " data bytes");
     return UCS_OK;
   }
   SignalAm am;
@@ -462,7 +503,16 @@ ucs_status_t UcxTransport::onSignalAm(void* arg, const void* header, size_t head
     CTRAN_INFO("ucx transport: dropping a signal to window ", am.windowId, " slot ", am.slot);
     return UCS_OK;
   }
-  signalAdd(it->second.window.signals + am.slot, am.delta);
+  const LocalWindow& w = it->second.window;
+  if (bytes > 0) {
+    if (am.offset > w.bytes || bytes > w.bytes - am.offset) {
+      CTRAN_WARN("ucx transport: dropping a signal whose put of ", bytes, " bytes at ", am.offset,
+                 " lies beyond window ", am.windowId, " (", w.bytes, " bytes)");
+      return UCS_OK;
+    }
+    std::memcpy(static_cast<char*>(w.data) + am.offset, data, bytes);
+  }
+  signalAdd(w.signals + am.slot, am.delta);
   return UCS_OK;
 }
 

@@ -9,7 +9,9 @@
 //     addresses and packed remote keys; importWindow unpacks them on the endpoint to the peer,
 //     one per peer, created when the transport connects from the worker addresses the ranks
 //     exchange through the bootstrap (a window's handle need not repeat them);
-//   - put is ucp_put_nbx, waited for until it completes locally (the source is reusable);
+//   - put is ucp_put_nbx, waited for until it completes locally (the source is reusable); a
+//     put of at most 8 KiB is copied and travels in the next signal's message to that peer
+//     instead (visible by that signal, as the contract asks, without a flush first);
 //   - signal makes every earlier put to that peer land first by flushing the endpoint
 //     (ucp_ep_flush_nbx: remote completion, so nothing relies on delivery order, which networks
 //     such as EFA do not keep), then adds: by an active message the peer's progress thread
