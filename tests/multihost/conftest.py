@@ -6,9 +6,9 @@ found it (made once, on first use); ``make_cluster(n)`` makes a cluster of n hos
 own, closed after it, for tests that change links. After every test, nothing of a job may be
 left on a host (a process, a file in /dev/shm): the test fails otherwise; and a closed cluster
 must leave nothing at all (no holder, no process in its namespaces). ``transport`` is what the
-tests pass to ``Cluster.start``, which only sets RCCLX_TRANSPORT: the transports between hosts
-the tests run over, None being the library's default (tcp between hosts, shared memory within
-one).
+tests pass to ``Cluster.start``, which sets RCCLX_NET_TRANSPORT: the transports between hosts
+the tests run over, None being the library's default (tcp between these hosts), and ucx;
+shared memory within a host either way.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ if _CORE_TESTS not in sys.path:
 
 import hosts  # noqa: E402
 
-TRANSPORTS = [None]  # a transport between hosts, once the library has one, is added here
+# Between hosts: the library's choice (tcp on these hosts: they have no RDMA device) and ucx
+# (over UCX's tcp transport on eth0), which tests skip where libucp does not load.
+TRANSPORTS = [None, "ucx"]
 
 
 @functools.cache
@@ -89,4 +91,10 @@ def make_cluster():
 
 @pytest.fixture(params=TRANSPORTS, ids=lambda t: t or "default")
 def transport(request) -> str | None:
+    if request.param == "ucx":
+        import ctran
+
+        found, missing = ctran.ucx_library()
+        if not found:
+            pytest.skip(f"no usable UCX: {missing}")
     return request.param

@@ -462,7 +462,8 @@ class Cluster:
         transport: str | None = None,
     ) -> Job:
         """Starts ``fn(HostRankContext, *args)`` as rank r on host ``placement[r]`` for every
-        r. ``transport`` only sets RCCLX_TRANSPORT (None: the library's default)."""
+        r. ``transport`` sets RCCLX_NET_TRANSPORT, the transport between hosts (None: the
+        library's default); ranks of one host keep what the library picks among themselves."""
         return Job(self, fn, list(placement), args, env, rank_env, transport)
 
     def launch(
@@ -600,7 +601,7 @@ class Job:
         base.update(launcher.MULTICAST_OFF)
         base.update({k: str(v) for k, v in (env or {}).items()})
         if transport is not None:
-            base["RCCLX_TRANSPORT"] = transport
+            base["RCCLX_NET_TRANSPORT"] = transport
         for r, h in enumerate(placement):
             ctx = HostRankContext(
                 rank=r,

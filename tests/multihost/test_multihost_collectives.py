@@ -95,26 +95,14 @@ def _every_collective_rank(ctx, algos):
     return {"cases": cases, "lp": low_precision, "hosts": where}
 
 
-# Between hosts: the library's choice (tcp here: these hosts have no RDMA device), and ucx
-# (over UCX's tcp transport on eth0; shared memory within a host either way).
-NETS = {"default_net": {}, "ucx_net": {"RCCLX_NET_TRANSPORT": "ucx"}}
-
-
-@pytest.mark.parametrize("net", list(NETS))
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_every_collective_across_hosts(cluster, transport, layout, net):
-    if NETS[net]:
-        import ctran
-
-        found, missing = ctran.ucx_library()
-        if not found:
-            pytest.skip(f"no usable UCX: {missing}")
+def test_every_collective_across_hosts(cluster, transport, layout):
     placement = LAYOUTS[layout]
     results = cluster.launch(
         _every_collective_rank,
         placement,
         LAYOUT_ALGOS[layout],
-        env={**H.CHUNK_ENV, **NETS[net]},
+        env=H.CHUNK_ENV,
         transport=transport,
         timeout=240,
     )

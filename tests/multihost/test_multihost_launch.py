@@ -175,7 +175,7 @@ def test_torchrun_nnodes_2_runs_a_torch_distributed_job(cluster, transport, tmp_
     port, timeout = 29470, 120
     env = rank_base_env()
     if transport is not None:
-        env["RCCLX_TRANSPORT"] = transport
+        env["RCCLX_NET_TRANSPORT"] = transport
     agents = []
     for h in range(2):
         argv = [

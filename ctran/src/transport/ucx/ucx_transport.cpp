@@ -292,9 +292,12 @@ UcxTransport::~UcxTransport() {
 }
 
 // Closes every endpoint: live peers by a flush (what this rank sent last, its final signals,
-// still reaches them), failed ones by force; all at once, so a slow peer costs one wait.
+// still reaches them), failed ones by force; all at once, so a slow peer costs one wait. After
+// a failure of the group nothing this rank sent matters any more: every endpoint goes by force
+// (a flush toward a peer whose link is down would wait kCloseMs).
 void UcxTransport::closeEndpoints() {
   const UcpApi& api = worker_->api();
+  const bool groupFailed = failure_ != nullptr && failure_->current().has_value();
   std::vector<std::pair<int, ucs_status_ptr_t>> pending;
   {
     auto l = worker_->lock();
@@ -302,7 +305,7 @@ void UcxTransport::closeEndpoints() {
       if (!p) continue;
       ucp_request_param_t param = {};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = p->failed.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      param.flags = groupFailed || p->failed.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       pending.emplace_back(p->rank, api.ucp_ep_close_nbx(p->ep, &param));
     }
   }
@@ -421,10 +424,11 @@ void UcxTransport::finish(Peer& p, ucs_status_ptr_t request, const Deadline& dea
                           const char* during) {
   ucs_status_t s = worker_->wait(
       request, deadline,
-      [&] { return strCat("a", during + 1, " to rank ", p.rank, " to complete"); },
+      [&] { return strCat("the ucx operation", during, " to rank ", p.rank, " to complete"); },
       [&] {
         if (p.failed.load()) throwFailed(p, during);
-      });
+      },
+      p.rank);
   if (s != UCS_OK) {
     if (!p.failed.load()) p.status.store(s);
     p.failed.store(true);

@@ -175,7 +175,7 @@ void UcxWorker::progressLoop() {
 
 ucs_status_t UcxWorker::wait(ucs_status_ptr_t request, const Deadline& deadline,
                              const std::function<std::string()>& what,
-                             const std::function<void()>& check) {
+                             const std::function<void()>& check, int peer) {
   if (request == nullptr) return UCS_OK;
   if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
   Backoff backoff;
@@ -196,7 +196,7 @@ ucs_status_t UcxWorker::wait(ucs_status_ptr_t request, const Deadline& deadline,
       lastCheck = Clock::now();
       try {
         if (check) check();
-        if (deadline.expired()) throwTimeout(deadline, what());
+        if (deadline.expired()) throwTimeout(deadline, what(), peer);
       } catch (...) {
         // UCX completes the request later (with an error once the endpoint is closed) and
         // frees it then: it must not be left for the caller to free.

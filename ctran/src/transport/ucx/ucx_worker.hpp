@@ -63,10 +63,11 @@ class UcxWorker {
   /// Waits for the outcome of a non-blocking call (its return value, issued under lock()),
   /// progressing the worker meanwhile; frees the request. Every ~millisecond of waiting it
   /// calls `check` (which may throw, e.g. for a failed peer); at `deadline` it throws
-  /// TimeoutError naming what(). Returns the operation's status (UCS_OK or its error).
+  /// TimeoutError naming what() and blaming `peer` (-1: none). Returns the operation's status
+  /// (UCS_OK or its error).
   ucs_status_t wait(ucs_status_ptr_t request, const Deadline& deadline,
                     const std::function<std::string()>& what,
-                    const std::function<void()>& check = nullptr);
+                    const std::function<void()>& check = nullptr, int peer = -1);
 
   /// Throws SystemError "ucx transport: <what>: <status text>" unless `status` is UCS_OK.
   void checkStatus(ucs_status_t status, const char* what) const;
