@@ -89,25 +89,29 @@ def test_pretend_hosts_use_ucx_between_and_shm_within():
         assert kinds == want
 
 
-def _big_puts_rank(ctx, cases):
+def _rounds_of_puts_rank(ctx, rounds):
+    """Each round: this rank's puts [(offset, nbytes), ...] to the other rank, then one signal;
+    returns the (round, offset, nbytes) whose bytes did not arrive as sent."""
     import numpy as np
 
     group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
     peer = 1 - ctx.rank
-    total = max(off + n for off, n in cases)
+    total = max(off + n for puts in rounds for off, n in puts)
     win = group.create_window(total, num_signals=2)
     mine = np.frombuffer(win.buffer, dtype=np.uint8)
-    rng = np.random.default_rng(1234)
     wrong = []
-    for k, (offset, nbytes) in enumerate(cases):
+    for k, puts in enumerate(rounds):
         # Both ranks draw the same bytes: the sender's, for peer `ctx.rank` this round.
-        payloads = [rng.integers(0, 256, nbytes, dtype=np.uint8) for _ in range(2)]
-        win.put(peer, offset, payloads[ctx.rank])  # source reused below: completes locally
-        payloads[ctx.rank][:] = 0
+        rng = np.random.default_rng(k)
+        payloads = [[rng.integers(0, 256, n, dtype=np.uint8) for _, n in puts] for _ in range(2)]
+        for (offset, _), data in zip(puts, payloads[ctx.rank]):
+            win.put(peer, offset, data)
+            data[:] = 0  # the source is reusable once put returns, carried or not
         win.signal(peer, 0)
         win.wait_signal(0, k + 1, from_peer=peer)
-        if not np.array_equal(mine[offset : offset + nbytes], payloads[peer]):
-            wrong.append((offset, nbytes))
+        for (offset, n), want in zip(puts, payloads[peer]):
+            if not np.array_equal(mine[offset : offset + n], want):
+                wrong.append((k, offset, n))
         win.signal(peer, 1)  # this round's bytes are checked: the peer may overwrite them
         win.wait_signal(1, k + 1, from_peer=peer)
     win.destroy()
@@ -118,7 +122,8 @@ def _big_puts_rank(ctx, cases):
 @needs_ucx
 def test_large_and_unaligned_puts():
     cases = [(0, 1), (3, 5), (7, 4093), (1, 1_000_003), (4096, 16 << 20), (13, (48 << 20) + 5)]
-    results = values(launch(_big_puts_rank, 2, cases, env=FORCED, timeout=120))
+    rounds = [[case] for case in cases]
+    results = values(launch(_rounds_of_puts_rank, 2, rounds, env=FORCED, timeout=120))
     assert results == [[], []]
 
 
@@ -311,34 +316,6 @@ def test_ucx_accepts_the_options_ctran_sets():
         assert "could not set" not in text, f"rank {rank}:\n{text}"
 
 
-def _mixed_puts_rank(ctx, cases):
-    import numpy as np
-
-    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
-    peer = 1 - ctx.rank
-    win = group.create_window(1 << 16, num_signals=2)
-    mine = np.frombuffer(win.buffer, dtype=np.uint8)
-    wrong = []
-    for k, round_cases in enumerate(cases):
-        rng = np.random.default_rng(k)
-        payloads = [
-            [rng.integers(0, 256, n, dtype=np.uint8) for _, n in round_cases] for _ in range(2)
-        ]
-        for (offset, _), data in zip(round_cases, payloads[ctx.rank]):
-            win.put(peer, offset, data)
-            data[:] = 0  # the source is reusable once put returns, carried or not
-        win.signal(peer, 0)
-        win.wait_signal(0, k + 1, from_peer=peer)
-        for (offset, n), want in zip(round_cases, payloads[peer]):
-            if not np.array_equal(mine[offset : offset + n], want):
-                wrong.append((k, offset, n))
-        win.signal(peer, 1)
-        win.wait_signal(1, k + 1, from_peer=peer)
-    win.destroy()
-    group.destroy()
-    return wrong
-
-
 @needs_ucx
 def test_small_and_large_puts_before_one_signal_all_land():
     # A put of up to 8 KiB travels in the next signal's message; a second put before that
@@ -351,4 +328,4 @@ def test_small_and_large_puts_before_one_signal_all_land():
         [(3, 1), (5, 1), (7, 1)],
         [(1000, 40000), (0, 5)],
     ]
-    assert values(launch(_mixed_puts_rank, 2, cases, env=FORCED, timeout=120)) == [[], []]
+    assert values(launch(_rounds_of_puts_rank, 2, cases, env=FORCED, timeout=120)) == [[], []]
