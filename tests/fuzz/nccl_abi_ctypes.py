@@ -1,7 +1,7 @@
-"""libnccl.so.2's C ABI as the fuzzing properties of test_fuzz_nccl_abi.py see it: the ctypes
-signatures and constants, the call wrapper that records each call and its result, the child's
-environment, and the argument strategies and the World (library, communicators) a property
-runs in."""
+"""libnccl.so.2's C ABI as the fuzzing properties of test_fuzz_nccl_abi.py see it: the registry
+of the properties, the ctypes signatures and constants, the call wrapper that records each call
+and its result, the child's environment, and the argument strategies and the World (library,
+communicators) a property runs in."""
 
 from __future__ import annotations
 
@@ -12,6 +12,16 @@ import re
 
 import fuzz_cases
 from hypothesis import strategies as st
+
+# ---- The properties: every one registered by name (the child runs one) ----------------------
+
+PROPERTIES = {}
+
+
+def prop(fn):
+    PROPERTIES[fn.__name__] = fn
+    return fn
+
 
 # ---- The ABI as ctypes sees it ----------------------------------------------------------------
 
