@@ -6,12 +6,13 @@ same batches, once with the gradient all_reduce in full precision and once in lo
 DDP comm hook that all_reduces each bucket through the group's torchcomms communicator with the
 ``low_precision`` hint "0" or "1"). Reported: both loss curves, the held-out loss of each and
 their relative delta, and the steps-to-loss ratio (the steps the low-precision run needs to reach
-the full-precision run's final smoothed training loss, over the steps run). With ``control``, a
-third run in full precision from the next seed (other initial weights, other batches) gives the
-spread of any two runs: the held-out and smoothed training losses of two full-precision runs, to
-read the low-precision deltas against.
+the full-precision run's final smoothed training loss, over the steps run). With ``seeds`` > 1
+the pair of runs is repeated from each further seed (other initial weights, other batches): the
+mean of the per-seed deltas and its standard error say what low precision costs beyond the
+run-to-run noise, and the full-precision losses' spread over the seeds says how large that
+noise is.
 
-Inference: the full-precision-trained model sharded tensor-parallel over the ranks, its
+Inference: each seed's full-precision-trained model sharded tensor-parallel over the ranks, its
 row-parallel all_reduces in full precision (one group) and in low precision (a second group
 created with RCCL_LOW_PRECISION_ENABLE=1, RCCLX_LP_MIN_BYTES=0), over a fixed held-out text:
 max and mean absolute logits difference, top-1 agreement, and each one's top-1 accuracy on the
@@ -52,7 +53,7 @@ class AccuracyConfig:
     eval_batch: int = 16
     model: LmConfig = dataclasses.field(default_factory=LmConfig)
     device: str = "cpu"  # "cpu", "cuda:N", or "cuda": GPU LOCAL_RANK modulo the GPUs
-    control: bool = False  # also a full-precision run from seed + 1: the run-to-run spread
+    seeds: int = 1  # the study from seed, seed + 1, ...: its deltas against run-to-run noise
 
 
 def _torchcomm(group, device: torch.device):
@@ -146,11 +147,16 @@ def _lp_group(ranks):
     return group
 
 
-def _inference(cfg: AccuracyConfig, corpus, model: CharLM, device: torch.device) -> dict:
+def _inference_groups():
+    """(full-precision group, low-precision group) over all ranks, for the TP inference."""
     ranks = list(range(dist.get_world_size()))
     full_group = dist.new_group(ranks, backend="rcclx")
     dist.barrier(group=full_group)  # its communicator exists before the LP knobs are set
-    lp_group = _lp_group(ranks)
+    return full_group, _lp_group(ranks)
+
+
+def _inference(cfg: AccuracyConfig, corpus, model: CharLM, groups, device: torch.device) -> dict:
+    full_group, lp_group = groups
     x, y = eval_batch(corpus, cfg.eval_batch, cfg.model.seq_len)
     x, y = x.to(device), y.to(device)
     with torch.no_grad():
@@ -201,38 +207,16 @@ def _device(name: str) -> torch.device:
     return torch.device("cuda", index)
 
 
-def measure(cfg: AccuracyConfig) -> dict:
-    """Runs the study in this rank (the default group initialised with the "rcclx" backend, the
-    same ``cfg`` on every rank); returns the figures (the same on every rank)."""
-    from rcclx_core import _testing
-
-    group = dist.group.WORLD
-    world = dist.get_world_size()
-    device = _device(cfg.device)
-    corpus = stdlib_corpus(cfg.corpus_bytes)
-    model, full_curve, full_loss, _ = _train(cfg, corpus, group, False, device)
-    _, lp_curve, lp_loss, probe = _train(cfg, corpus, group, True, device)
+def _one_seed(cfg: AccuracyConfig, corpus, groups, device: torch.device) -> dict:
+    """The full-precision and the low-precision run from ``cfg.seed``, and the inference of the
+    full-precision model."""
+    model, full_curve, full_loss, _ = _train(cfg, corpus, dist.group.WORLD, False, device)
+    _, lp_curve, lp_loss, probe = _train(cfg, corpus, dist.group.WORLD, True, device)
     window = max(1, cfg.steps // 10)
     full_s, lp_s = _smoothed(full_curve, window), _smoothed(lp_curve, window)
-    control = {}
-    if cfg.control:
-        other = dataclasses.replace(cfg, seed=cfg.seed + 1)
-        _, control_curve, control_loss, _ = _train(other, corpus, group, False, device)
-        control_s = _smoothed(control_curve, window)[-1]
-        control = {
-            "control_curve": control_curve,
-            "control_final_loss": control_loss,
-            "control_final_loss_rel_delta": (control_loss - full_loss) / full_loss,
-            "control_smoothed_rel_delta": (control_s - full_s[-1]) / full_s[-1],
-        }
     reached = next((i + 1 for i, v in enumerate(lp_s) if v <= full_s[-1]), None)
-    decision = _testing.low_precision_decision(
-        "all_reduce", probe["bucket_bytes"], nranks=world, hint=True, gpu=device.type == "cuda"
-    )
     return {
-        "ranks": world,
-        "device": str(device),
-        "steps": cfg.steps,
+        "seed": cfg.seed,
         "params": sum(p.numel() for p in model.parameters()),
         "full_curve": full_curve,
         "lp_curve": lp_curve,
@@ -243,9 +227,67 @@ def measure(cfg: AccuracyConfig) -> dict:
         "lp_final_smoothed": lp_s[-1],
         "steps_to_loss_ratio": None if reached is None else reached / cfg.steps,
         "lp_grad_max_abs_diff": probe["max_abs_diff"],
+        "lp_bucket_bytes": probe["bucket_bytes"],
+        **_inference(cfg, corpus, model, groups, device),
+    }
+
+
+def _mean_and_stderr(values: list[float]) -> tuple[float, float | None]:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, None
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, (var / n) ** 0.5
+
+
+def _over_seeds(runs: list[dict]) -> dict:
+    """What the seeds say together: the mean LP delta with its standard error, and the spread
+    of the full-precision held-out loss over the seeds (relative standard deviation)."""
+    deltas = [r["final_loss_rel_delta"] for r in runs]
+    mean, stderr = _mean_and_stderr(deltas)
+    full = [r["full_final_loss"] for r in runs]
+    full_mean, full_stderr = _mean_and_stderr(full)
+    agreement = [r["top1_agreement"] for r in runs]
+    return {
+        "mean_final_loss_rel_delta": mean,
+        "mean_final_loss_rel_delta_stderr": stderr,
+        "full_loss_seed_rel_std": None
+        if full_stderr is None
+        else full_stderr * len(full) ** 0.5 / full_mean,
+        "top1_agreement_min": min(agreement),
+        "top1_agreement_mean": sum(agreement) / len(agreement),
+    }
+
+
+def measure(cfg: AccuracyConfig) -> dict:
+    """Runs the study in this rank (the default group initialised with the "rcclx" backend, the
+    same ``cfg`` on every rank); returns the figures (the same on every rank): those of the
+    first seed at the top level, every seed's under ``per_seed``, and the summary over them."""
+    from rcclx_core import _testing
+
+    if cfg.seeds < 1:
+        raise ValueError(f"accuracy: seeds must be at least 1, got {cfg.seeds}")
+    world = dist.get_world_size()
+    device = _device(cfg.device)
+    corpus = stdlib_corpus(cfg.corpus_bytes)
+    groups = _inference_groups()
+    runs = [
+        _one_seed(dataclasses.replace(cfg, seed=cfg.seed + i), corpus, groups, device)
+        for i in range(cfg.seeds)
+    ]
+    decision = _testing.low_precision_decision(
+        "all_reduce", runs[0]["lp_bucket_bytes"], nranks=world, hint=True, gpu=device.type == "cuda"
+    )
+    per_seed = [{k: v for k, v in r.items() if not k.endswith("_curve")} for r in runs]
+    return {
+        "ranks": world,
+        "device": str(device),
+        "steps": cfg.steps,
+        **runs[0],
         "lp_decision": list(decision),
-        **control,
-        **_inference(cfg, corpus, model, device),
+        "per_seed": per_seed,
+        **_over_seeds(runs),
     }
 
 
@@ -273,17 +315,21 @@ def _table(r: dict) -> str:
         ),
         ("TP eval loss full / LP", f"{r['eval_loss_full']:.4f} / {r['eval_loss_lp']:.4f}"),
     ]
-    if "control_final_loss" in r:
-        smoothed = r["full_final_smoothed"]
-        rows[5:5] = [
+    if len(r["per_seed"]) > 1:
+        seeds = r["per_seed"]
+        stderr = r["mean_final_loss_rel_delta_stderr"]
+        rows += [
+            ("seeds", ", ".join(str(p["seed"]) for p in seeds)),
             (
-                "control (full, next seed): held-out",
-                f"{r['control_final_loss']:.4f} ({r['control_final_loss_rel_delta']:+.3%})",
+                "held-out loss full / LP, per seed",
+                ", ".join(f"{p['full_final_loss']:.4f}/{p['lp_final_loss']:.4f}" for p in seeds),
             ),
+            ("LP delta per seed", ", ".join(f"{p['final_loss_rel_delta']:+.2%}" for p in seeds)),
+            ("LP delta, mean +- s.e.", f"{r['mean_final_loss_rel_delta']:+.3%} +- {stderr:.3%}"),
+            ("full precision over seeds (rel. std)", f"{r['full_loss_seed_rel_std']:.3%}"),
             (
-                "control: smoothed training loss",
-                f"{smoothed * (1 + r['control_smoothed_rel_delta']):.4f} "
-                f"({r['control_smoothed_rel_delta']:+.3%})",
+                "top-1 agreement, min / mean",
+                f"{r['top1_agreement_min']:.2%} / {r['top1_agreement_mean']:.2%}",
             ),
         ]
     width = max(len(k) for k, _ in rows)
@@ -301,8 +347,6 @@ def _plot(r: dict, path: str) -> bool:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(r["full_curve"], label="full precision", lw=1)
     ax.plot(r["lp_curve"], label="low precision (fp8 e4m3)", lw=1)
-    if "control_curve" in r:
-        ax.plot(r["control_curve"], label="full precision, next seed", lw=1, alpha=0.6)
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (rank mean)")
     ax.legend()
@@ -333,9 +377,11 @@ def _parser() -> argparse.ArgumentParser:
         help="cuda: each rank on GPU LOCAL_RANK modulo the GPUs (ranks may share one)",
     )
     p.add_argument(
-        "--control",
-        action="store_true",
-        help="also train in full precision from the next seed: the spread of any two runs",
+        "--seeds",
+        type=int,
+        default=d.seeds,
+        help="repeat the study from this many seeds (seed, seed + 1, ...): the mean LP delta "
+        "and the run-to-run spread",
     )
     p.add_argument("--json", help="write the figures and curves here")
     p.add_argument("--plot", help="write the loss curves here (needs matplotlib)")
@@ -356,7 +402,7 @@ def _rank_main(args) -> None:
         eval_batch=args.eval_batch,
         model=LmConfig(args.d_model, args.heads, args.layers, args.seq_len),
         device=args.device,
-        control=args.control,
+        seeds=args.seeds,
     )
     result = measure(cfg)
     if dist.get_rank() == 0:
