@@ -168,12 +168,13 @@ bool GroupFailure::awaitReportOf(int peer, int64_t ms) {
   }
 }
 
-std::optional<FailureReport> GroupFailure::resolve() {
+std::optional<FailureReport> GroupFailure::resolve(bool waitForSelf) {
   auto r = current();
   for (size_t hops = 0; r && hops < byReporter_.size(); ++hops) {
     // This rank too: the thread running its collective may be waiting on another rank and
     // about to say so (PeerGroup::checkPeer) while this thread, waiting on that one, raises.
     if (!r->timedOut || r->culprit < 0) break;
+    if (!waitForSelf && r->culprit == rank_) break;
     // A rank that stayed silent through one such wait is not waited for again: later calls
     // raise at once. (Other waits for a report, as for a peer whose connection closed, still
     // wait: that peer's report may be on its way.)

@@ -206,7 +206,7 @@ void PeerGroup::checkPeer(int peer, const std::function<bool()>& delivered) {
     reportTimeoutOn(peer,
                     strCat("was waiting on rank ", peer, " when ", failure_->current()->message()));
   }
-  raiseIfFailed();
+  raiseIfFailed(peer);
   if (kinds_[peer] == TransportKind::kSelf) return;
   try {
     transport(kinds_[peer]).checkPeer(peer);
@@ -266,13 +266,29 @@ void PeerGroup::reportTimeout(const TimeoutError& timeout) {
 
 void PeerGroup::checkFailed() { raiseIfFailed(); }
 
-void PeerGroup::raiseIfFailed() {
-  auto r = failure_->resolve();
+void PeerGroup::checkFailedAtCallStart() {
+  // Between calls this rank waits on no rank, so it cannot say whom the chain of timeouts
+  // ends at; raising now would name it, alive, as the culprit. A report of anything else (a
+  // death, a timeout on another rank) raises as before.
+  auto r = failure_->current();
+  if (r && r->timedOut && r->culprit == topology_.rank) return;
+  raiseIfFailed();
+}
+
+void PeerGroup::raiseIfFailed(int waitingOn) {
+  const int me = topology_.rank;
+  const bool waiting = waitingOn >= 0 && waitingOn != me;
+  auto r = failure_->resolve(/*waitForSelf=*/!waiting);
+  if (r && waiting && r->timedOut && r->culprit == me) {
+    // The report blaming this rank arrived while the chain was being followed, after the
+    // check for it in checkPeer: this rank answers now, as it would have there.
+    reportTimeoutOn(waitingOn, strCat("was waiting on rank ", waitingOn, " when ", r->message()));
+    r = failure_->resolve();
+  }
   if (!r) return;
   // Raising, this rank leaves the collective, so it can no longer answer for itself if a rank
   // waiting on it blames it: it leaves a report that points where it raised (publish() makes it
   // only if this rank has not reported yet).
-  const int me = topology_.rank;
   if (r->reporter != me && r->culprit != me) {
     const bool died = !r->timedOut && r->culprit >= 0;  // "rank c failed: <cause> (detected ...)"
     publish({r->culprit, me, r->timedOut, died ? r->cause : strCat("left when ", r->message())});

@@ -42,7 +42,7 @@ void checkUsable(const Communicator::Impl& c, const char* op) {
   // A communicator that failed on any rank fails every later call at once, the same way; a
   // timeout its kernels recorded counts as soon as the stream drained, not a poll period later.
   if (c.gpu) c.gpu->reportKernelTimeout();
-  c.group->checkFailed();
+  c.group->checkFailedAtCallStart();
 }
 
 void checkRoot(const Communicator::Impl& c, int root, const char* op) {

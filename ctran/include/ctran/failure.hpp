@@ -67,8 +67,9 @@ class GroupFailure {
   /// (this one included) that has not reported: up to kPeerReportMs for that rank's own report
   /// (it may be waiting on a further rank, and about to say so), hop by hop, so that every rank
   /// names the rank at the end of the chain. A rank waited for in vain once is not waited for
-  /// again.
-  std::optional<FailureReport> resolve();
+  /// again. `waitForSelf` false: a report blaming this rank ends the chain at once, for the
+  /// thread that will give this rank's answer itself.
+  std::optional<FailureReport> resolve(bool waitForSelf = true);
   /// Whether some report is a timeout on `rank` (so that rank, if alive, was waited on).
   bool blames(int rank);
 

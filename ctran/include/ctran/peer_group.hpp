@@ -62,6 +62,10 @@ class PeerGroup {
   void reportTimeout(const TimeoutError& timeout);
   /// Throws RemoteError naming the culprit and cause if any rank reported a failure.
   void checkFailed();
+  /// checkFailed() at the start of a call, except where the report says a rank gave up waiting
+  /// on this one: this rank, late but alive, then goes into the call, whose first peer check
+  /// answers for it (checkPeer), so the report ends at the rank it waits on, not at this one.
+  void checkFailedAtCallStart();
   /// The failure any rank reported, or nullopt; never throws and never blocks.
   std::optional<FailureReport> failure();
   /// The group's failure record itself, for watchers that may outlive the group (an error
@@ -82,8 +86,10 @@ class PeerGroup {
 
  private:
   /// Throws RemoteError with the resolved failure, if any, after leaving this rank's pointer
-  /// to it (see failure.hpp).
-  void raiseIfFailed();
+  /// to it (see failure.hpp). `waitingOn`: the peer this rank is waiting on, if it is in a wait;
+  /// where the chain of timeouts ends at this rank, it then answers that it waits on that peer
+  /// instead of waiting for its own answer.
+  void raiseIfFailed(int waitingOn = -1);
   friend class Window;
   /// Reports that this rank's wait on `peer` ended, or would never end, for `cause`.
   void reportTimeoutOn(int peer, const std::string& cause);
