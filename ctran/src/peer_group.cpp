@@ -146,6 +146,7 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
   if (!shmPeers.empty()) shm_ = std::make_unique<ShmTransport>(topology_);
   if (!netPeers.empty() && netKind == TransportKind::kTcp) {
     tcp_ = std::make_unique<TcpTransport>(*bootstrap_, netPeers, failure_.get());
+    tcp_->setStallCheck([this](int peer) { checkPeer(peer); });
   } else if (!netPeers.empty()) {
     ucx_ = createUcxTransport(*bootstrap_, netPeers, failure_.get());
   }

@@ -84,14 +84,14 @@ void Socket::setSendTimeout(int64_t ms) {
   sendTimeoutMs_ = std::max<int64_t>(0, ms);
   // A blocked send() wakes every slice to compare the time since the last progress with the
   // timeout (SO_SNDTIMEO alone restarts with every partial send).
-  constexpr int64_t kSliceMs = 200;
+  constexpr int64_t kSliceMs = 20;
   const int64_t slice = sendTimeoutMs_ == 0 ? 0 : std::min(sendTimeoutMs_, kSliceMs);
   struct timeval tv = {static_cast<time_t>(slice / 1000),
                        static_cast<suseconds_t>(slice % 1000 * 1000)};
   CTRAN_SYSCHECK(setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), "SO_SNDTIMEO");
 }
 
-void Socket::sendAll(const void* data, size_t bytes) {
+void Socket::sendAll(const void* data, size_t bytes, const std::function<void()>& whileStalled) {
   const char* p = static_cast<const char*>(data);
   auto progressed = std::chrono::steady_clock::now();
   while (bytes > 0) {
@@ -99,6 +99,7 @@ void Socket::sendAll(const void* data, size_t bytes) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (whileStalled) whileStalled();
         const auto stalled = std::chrono::steady_clock::now() - progressed;
         if (stalled < std::chrono::milliseconds(sendTimeoutMs_)) continue;
         throw RemoteError(strCat("socket send made no progress for ", sendTimeoutMs_,

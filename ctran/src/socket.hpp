@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "ctran/wait.hpp"
@@ -37,8 +38,10 @@ class Socket {
   void shutdown();
 
   /// Writes all bytes; throws RemoteError when the peer is gone, or when a send timeout is set
-  /// and no byte could be sent for that long.
-  void sendAll(const void* data, size_t bytes);
+  /// and no byte could be sent for that long. `whileStalled`, if set, is called each time a
+  /// send waited one slice of the timeout (20 ms) without progress; what it throws ends the
+  /// send, possibly in the middle of a message.
+  void sendAll(const void* data, size_t bytes, const std::function<void()>& whileStalled = {});
   /// Bounds how long sendAll may make no progress; 0: forever.
   void setSendTimeout(int64_t ms);
   /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a

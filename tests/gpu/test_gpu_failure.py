@@ -1,7 +1,8 @@
 """A rank killed while its peers' GPU collectives wait on it (ranks sharing a GPU where the
 machine has one): every survivor's kernels stop waiting long before the in-kernel timeout
 (which would trap and lose the GPU context), the next call raises a RemoteError naming the dead
-rank, the GPU stays usable, and the survivors carry on in a new communicator on it.
+rank, the GPU stays usable, and the survivors carry on in a new communicator on it, holding no
+mapping of a peer's GPU memory once both communicators are destroyed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ torch = pytest.importorskip("torch")
 from gpu_cases import rank_device  # noqa: E402
 
 import rcclx_core as rc  # noqa: E402
+import rcclx_core._testing  # noqa: E402, F401
 from launcher import launch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -46,6 +48,7 @@ def _gpu_failing_rank(ctx, collective, victim):
     call = _calls(comm, dev)[collective]
     call()
     torch.cuda.synchronize()
+    mapped = rc._testing.open_ipc_mappings()  # the peers' memory, mapped into this process
     store.set(f"gpu_failure/ready{ctx.rank}", b"1")
     if ctx.rank == victim:
         for r in range(ctx.nranks):
@@ -83,6 +86,7 @@ def _gpu_failing_rank(ctx, collective, victim):
     again = y.cpu().tolist()
     sub.destroy()
     return {
+        "mapped": (mapped, rc._testing.open_ipc_mappings()),
         "outcome": outcome,
         "raised_after_s": raised_at - float(store.get("gpu_failure/killed_at")),
         "usable": usable,
@@ -110,6 +114,8 @@ def test_gpu_survivors_raise_and_keep_their_gpu(collective):
         assert v["raised_after_s"] < REACH_S, v
         assert v["usable"] == 1000.0 and v["again_ok"], v
         assert v["destroy_s"] < REACH_S, v
+        during, after = v["mapped"]
+        assert during > 0 and after == 0, f"rank {res.rank}: IPC mappings {during} -> {after}"
 
 
 # A stopped peer is alive: no host wait sees it on the GPU path, only the kernels' own bounded
@@ -129,6 +135,7 @@ def _gpu_stopped_peer_rank(ctx, victim):
     out = torch.empty_like(x)
     comm.all_reduce(x, out)
     torch.cuda.synchronize()
+    mapped = rc._testing.open_ipc_mappings()
     store.set(f"gpu_stop/pid{ctx.rank}", str(os.getpid()).encode())
     if ctx.rank == victim:
         # Stops once every survivor's next call is in flight, waiting for this rank.
@@ -171,6 +178,7 @@ def _gpu_stopped_peer_rank(ctx, victim):
     if ctx.rank == survivors[0]:
         os.kill(int(store.get(f"gpu_stop/pid{victim}")), signal.SIGKILL)
     return {
+        "mapped": (mapped, rc._testing.open_ipc_mappings()),
         "outcome": outcome,
         "drained_s": drained_s,
         "raised_s": raised_s,
@@ -204,3 +212,5 @@ def test_gpu_stopped_peer_ends_in_a_timeout_error_and_the_gpu_stays_usable():
         assert v["raised_s"] < limit_s, v
         assert v["usable"] == 1000.0 and v["again_ok"], v
         assert v["destroy_s"] < 5.0, v
+        during, after = v["mapped"]
+        assert during > 0 and after == 0, f"rank {res.rank}: IPC mappings {during} -> {after}"

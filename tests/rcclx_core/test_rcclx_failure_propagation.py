@@ -257,6 +257,55 @@ def test_a_rank_blamed_out_of_turn_answers_for_itself(transport, late):
         assert message.startswith(chain), f"rank {res.rank}: {message}"
 
 
+def _blocked_sender_rank(ctx):
+    """Rank 2 stops; rank 0 sends it 64 MiB in 32 MiB chunks (its socket fills, and the send
+    blocks); rank 1 receives from rank 0 with a 1 s timeout and so blames rank 0."""
+    import os
+    import signal
+
+    import numpy as np
+
+    import rcclx_core as rc
+
+    store = ctx.store()
+    comm = rc.Communicator.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    comm.all_reduce(np.zeros(16, np.float32))
+    store.set(f"blocked/pid{ctx.rank}", str(os.getpid()).encode())
+    if ctx.rank == 2:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    try:
+        if ctx.rank == 0:
+            comm.send(np.ones(16 << 20, np.float32), 2)
+        else:
+            comm.recv(np.empty(16, np.float32), 0)
+        outcome = ("returned", "")
+    except rc.Error as e:
+        outcome = (type(e).__name__, str(e))
+    if ctx.rank == 0:
+        os.kill(int(store.get("blocked/pid2")), signal.SIGKILL)
+    comm.destroy()
+    return outcome
+
+
+def test_a_rank_blocked_sending_to_a_stopped_peer_answers_for_itself():
+    # Over tcp a send to a peer that stopped reading blocks once the socket is full. The
+    # sender must still see the group's reports while it is blocked: blamed by rank 1, it
+    # answers that it waits on rank 2, so both survivors' errors end the chain at rank 2
+    # (before, it learnt of nothing until its own 10 s send timeout, and rank 1 named it).
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 10_000, "RCCLX_P2P_CHUNK_BYTES": "32M"}
+    results = launch(
+        _blocked_sender_rank, 3, env=env, timeout=60, expect_errors=True,
+        rank_env=lambda r: {"RCCLX_TIMEOUT_MS": 1000} if r == 1 else {},
+    )  # fmt: skip
+    assert results[2].error_type == "Died", results[2]
+    chain = "rank 0 reported: was waiting on rank 2 when rank 1 reported: timed out"
+    for res in results[:2]:
+        assert res.ok, f"rank {res.rank}: {res.error_type}: {res.error}\n{res.traceback}"
+        kind, message = res.value
+        assert kind == "RemoteError", (res.rank, res.value)
+        assert message.startswith(chain), f"rank {res.rank}: {message}"
+
+
 def _rcclx_segments() -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith("rcclx-")}
 

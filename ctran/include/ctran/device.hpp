@@ -24,5 +24,9 @@ int64_t probe(int dev, int64_t value);
 /// Python library export a tensor of another GPU than the thread's current one. Builds
 /// without GPU code just run `fn`; throws CudaError when `dev` cannot be made current.
 void withDevice(int dev, const std::function<void()>& fn);
+/// Peers' GPU memory mappings (cudaIpcOpenMemHandle) this process holds open: a communicator or
+/// window opens them and closes them when destroyed, after a failure too. For leak checks;
+/// always 0 in builds without GPU code.
+int64_t openIpcMappings();
 
 }  // namespace ctran::device

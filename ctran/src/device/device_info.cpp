@@ -62,6 +62,7 @@ void withDevice(int dev, const std::function<void()>& fn) {
 int64_t probe(int, int64_t) {
   throw CudaError("device probe: this build has no GPU code (built without a CUDA compiler)");
 }
+int64_t openIpcMappings() { return 0; }  // with GPU code: cuda_ipc_transport.cpp
 #endif
 
 }  // namespace ctran::device

@@ -6,7 +6,8 @@
   reduce_scatter, broadcast and reduce;
 - ``symmetric_calls(comm)``, ``graph_registrations(comm)``: zero-copy counters of GPU calls;
 - ``set_gpu_tuning(comm, spec)``: the GPU allreduce kernels' launch shapes;
-- ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy.
+- ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy;
+- ``open_ipc_mappings()``: peers' GPU memory mappings this process's communicators hold open.
 """
 
 from rcclx_core._C._testing import (
@@ -17,6 +18,7 @@ from rcclx_core._C._testing import (
     lp_gpu_launch_shape,
     lp_quantize,
     lp_wire_bytes,
+    open_ipc_mappings,
     select_all_reduce,
     selection,
     set_gpu_tuning,
@@ -31,6 +33,7 @@ __all__ = [
     "lp_gpu_launch_shape",
     "lp_quantize",
     "lp_wire_bytes",
+    "open_ipc_mappings",
     "select_all_reduce",
     "selection",
     "set_gpu_tuning",

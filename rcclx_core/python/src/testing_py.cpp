@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "ctran/device.hpp"
 #include "py_communicator.hpp"
 #include "selector.hpp"
 #include "testing_access.hpp"
@@ -94,6 +95,9 @@ void registerCommunicatorHooks(py::module_& m) {
       py::arg("comm"), py::arg("spec"),
       "Replaces the GPU allreduce kernels' launch shapes ('name=value,...', as "
       "RCCLX_GPU_TUNING); for tuning tools.");
+  m.def("open_ipc_mappings", &ctran::device::openIpcMappings,
+        "Peers' GPU memory mappings (cudaIpcOpenMemHandle) this process's communicators hold "
+        "open; 0 once every communicator that opened them is destroyed (a leak check).");
 }
 
 }  // namespace

@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <optional>
 
+#include "ctran/device.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/topology.hpp"
@@ -14,6 +16,8 @@ namespace ctran {
 namespace {
 
 constexpr uint32_t kMagic = 0x52434950;  // "RCIP"
+
+std::atomic<int64_t> gOpenMappings{0};  // device::openIpcMappings()
 
 // The exported record, copied byte for byte through the bootstrap.
 struct Record {
@@ -118,6 +122,7 @@ CudaIpcTransport::Imported CudaIpcTransport::importMemory(int peer, const Bytes&
   out.ptr = mapped + rec.offset;
   out.mapping = mapped;
   out.opened = true;
+  gOpenMappings.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
 
@@ -136,7 +141,10 @@ bool CudaIpcTransport::release(const Imported& imported) const {
                " failed: ", gpuGetErrorString(err));
     return false;
   }
+  gOpenMappings.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
+
+int64_t device::openIpcMappings() { return gOpenMappings.load(std::memory_order_relaxed); }
 
 }  // namespace ctran

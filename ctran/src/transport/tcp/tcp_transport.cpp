@@ -220,33 +220,47 @@ void TcpTransport::checkPeer(int peer) {
 
 void TcpTransport::sendPut(int peer, uint64_t windowId, size_t offset, const void* src,
                            size_t bytes) {
-  Connection& c = *conns_[peer];
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kPut), 0, windowId, offset, bytes};
-  std::lock_guard<std::mutex> lock(c.sendMu);
-  try {
-    c.socket.sendAll(&h, sizeof(h));
-    if (bytes) c.socket.sendAll(src, bytes);
-  } catch (const Error& e) {
-    failedSend(peer, c, e);
-  }
-}
-
-void TcpTransport::failedSend(int peer, Connection& c, const Error& e) {
-  c.closed.store(true);
-  throw RemoteError(
-      strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
+  sendMessage(peer, {{&h, sizeof(h)}, {src, bytes}});
 }
 
 void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta) {
-  Connection& c = *conns_[peer];
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kSignal), slot, windowId, 0, delta};
+  sendMessage(peer, {{&h, sizeof(h)}});
+}
+
+void TcpTransport::sendMessage(int peer,
+                               std::initializer_list<std::pair<const void*, size_t>> parts) {
+  Connection& c = *conns_[peer];
   std::lock_guard<std::mutex> lock(c.sendMu);
+  struct Sending {  // who holds the lock, for broadcastFailure
+    std::atomic<std::thread::id>& sender;
+    explicit Sending(std::atomic<std::thread::id>& s) : sender(s) {
+      sender.store(std::this_thread::get_id());
+    }
+    ~Sending() { sender.store(std::thread::id()); }
+  } sending(c.sender);
+  bool checkFailed = false;
+  auto stalled = [&] {
+    if (!stallCheck_) return;
+    try {
+      stallCheck_(peer);
+    } catch (...) {
+      checkFailed = true;
+      throw;
+    }
+  };
   try {
-    c.socket.sendAll(&h, sizeof(h));
+    for (const auto& [data, bytes] : parts) {
+      if (bytes) c.socket.sendAll(data, bytes, stalled);
+    }
   } catch (const Error& e) {
-    failedSend(peer, c, e);
+    c.closed.store(true);
+    if (checkFailed) throw;
+    throw RemoteError(
+        strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
   }
 }
 
@@ -257,6 +271,9 @@ void TcpTransport::broadcastFailure(const FailureReport& report) {
   for (size_t p = 0; p < conns_.size(); ++p) {
     Connection* c = conns_[p].get();
     if (!c || c->closed.load()) continue;
+    // This thread's own send to that peer is blocked (it published from the stall check):
+    // its lock is held here, and the peer is not reading.
+    if (c->sender.load() == std::this_thread::get_id()) continue;
     try {
       std::lock_guard<std::mutex> lock(c->sendMu);
       c->socket.sendAll(&h, sizeof(h));

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../../socket.hpp"
@@ -36,18 +39,26 @@ class TcpTransport : public Transport {
   void sendPut(int peer, uint64_t windowId, size_t offset, const void* src, size_t bytes);
   /// Sends one signal message to `peer`.
   void sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta);
-  /// Tells every connected peer about `report` (best effort: a closed connection is skipped).
+  /// Tells every connected peer about `report` (best effort: a closed connection is skipped,
+  /// and so is the one this thread is blocked sending on, whose peer is not reading).
   void broadcastFailure(const FailureReport& report) override;
+  /// Called with the peer while a put or signal to it makes no progress (its socket is full):
+  /// the group's peer check, so that a rank blocked sending to a stopped peer still sees the
+  /// group's failure and, blamed, answers that it waits on that peer.
+  void setStallCheck(std::function<void(int peer)> check) { stallCheck_ = std::move(check); }
 
  private:
   struct Connection {
     Socket socket;
     std::mutex sendMu;
+    std::atomic<std::thread::id> sender{};  // the thread holding sendMu to send a message
     std::atomic<bool> closed{false};
   };
 
-  /// Marks `c` closed and throws RemoteError naming `peer` for a send that failed with `e`.
-  [[noreturn]] void failedSend(int peer, Connection& c, const Error& e);
+  /// Sends one message (`parts` in order) to `peer` under its connection's lock. A failed send
+  /// marks the connection closed and throws RemoteError naming `peer`; what the stall check
+  /// throws (the group's failure) also closes it (the message may be cut) and passes unchanged.
+  void sendMessage(int peer, std::initializer_list<std::pair<const void*, size_t>> parts);
   void acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
                         const JobSecret& secret, const Deadline& deadline);
   void progressLoop();
@@ -55,6 +66,7 @@ class TcpTransport : public Transport {
 
   int rank_;
   GroupFailure* failure_;
+  std::function<void(int peer)> stallCheck_;
   std::vector<std::unique_ptr<Connection>> conns_;  // by global rank; null for non-tcp peers
   std::mutex regionsMu_;
   std::map<uint64_t, LocalWindow> regions_;
