@@ -92,3 +92,46 @@ def test_two_windows_do_not_mix(transport):
     for rank, got in enumerate(results):
         peer = 1 - rank
         assert got == (11 + peer, 22 + peer, 1, 0, 5, 0)
+
+
+def _release_during_puts_rank(ctx):
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(32 << 20, num_signals=1)
+    group.bootstrap.barrier()
+    store = ctx.store()
+    if ctx.rank == 0:
+        payload = bytes(32 << 20)
+        puts = 0
+        while not store.check(["release/done"]):
+            win.put(1, 0, payload)
+            puts += 1
+        store.set("release/stopped", b"1")
+        outcome = {"puts": puts}
+    else:
+        time.sleep(0.3)  # rank 0's puts keep arriving, one of them mid-receive
+        win.destroy()
+        try:
+            group.check_peer(0)
+            group.check_failed()
+            outcome = {"peer_ok": True}
+        except ctran.Error as e:
+            outcome = {"peer_ok": False, "error": str(e)}
+        store.set("release/done", b"1")
+        store.get("release/stopped")  # the group goes only after rank 0's last put
+    if not win.destroyed:
+        win.destroy()
+    group.destroy()
+    return outcome
+
+
+def test_a_window_released_while_a_peer_puts_into_it_over_tcp():
+    # The receiving thread must not write a put's payload into memory the release unmaps: the
+    # release waits for the receive in flight (before, a receive into the unmapped window
+    # failed with EFAULT, which marked the connection to the live sender as failed).
+    results = values(launch(_release_during_puts_rank, 2, env={"RCCLX_TRANSPORT": "tcp"}))
+    assert results[0]["puts"] > 1, results
+    assert results[1]["peer_ok"], results[1]

@@ -17,6 +17,9 @@
 namespace ctran {
 namespace {
 
+// How long releaseWindow waits for a put being received into the window to end.
+constexpr int64_t kReleaseWaitMs = 500;
+
 enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3 };
 
 // A failure message: `slot` is the culprit, `offset` the reporter, `windowId` 1 for a timeout,
@@ -206,8 +209,18 @@ std::unique_ptr<PeerWindow> TcpTransport::importWindow(int peer, const LocalWind
 }
 
 void TcpTransport::releaseWindow(uint64_t windowId) {
-  std::lock_guard<std::mutex> lock(regionsMu_);
+  std::unique_lock<std::mutex> lock(regionsMu_);
   regions_.erase(windowId);
+  auto idle = [&] { return receivingInto_ != windowId; };
+  if (receiveDone_.wait_for(lock, std::chrono::milliseconds(kReleaseWaitMs), idle)) return;
+  // A put in flight into a window being released means its sender is stopped or failed: the
+  // receive would otherwise write into memory the caller is about to unmap.
+  const int peer = receivingFrom_;
+  CTRAN_WARN("tcp transport: a put from rank ", peer, " into window ", windowId,
+             " was still arriving when the window was released; closing that connection");
+  conns_[peer]->closed.store(true);
+  conns_[peer]->socket.shutdown();
+  receiveDone_.wait(lock, idle);
 }
 
 void TcpTransport::checkPeer(int peer) {
@@ -297,8 +310,10 @@ bool TcpTransport::handleMessage(int peer, Connection& c) {
     if (failure_) failure_->adopt({h.slot, static_cast<int>(h.offset), h.windowId == 1, cause});
     return true;
   }
+  const bool isPut = h.type == static_cast<uint32_t>(MsgType::kPut);
   LocalWindow w;
   bool known = false;
+  bool receiving = false;  // a put into a window of this rank, in its bounds
   {
     std::lock_guard<std::mutex> lock(regionsMu_);
     auto it = regions_.find(h.windowId);
@@ -306,9 +321,22 @@ bool TcpTransport::handleMessage(int peer, Connection& c) {
       w = it->second;
       known = true;
     }
+    receiving = known && isPut && h.offset <= w.bytes && h.value <= w.bytes - h.offset;
+    if (receiving) {
+      receivingInto_ = h.windowId;
+      receivingFrom_ = peer;
+    }
   }
-  if (h.type == static_cast<uint32_t>(MsgType::kPut)) {
-    if (known && h.offset <= w.bytes && h.value <= w.bytes - h.offset) {
+  if (isPut) {
+    if (receiving) {
+      struct Received {  // ends the receive for releaseWindow, also when it throws
+        TcpTransport& t;
+        ~Received() {
+          std::lock_guard<std::mutex> lock(t.regionsMu_);
+          t.receivingInto_ = kNoWindow;
+          t.receiveDone_.notify_all();
+        }
+      } received{*this};
       c.socket.recvAll(static_cast<char*>(w.data) + h.offset, h.value);
     } else {
       // A put to a window released here: drained in bounded chunks, whatever length it claims.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -32,6 +33,8 @@ class TcpTransport : public Transport {
   Bytes exportWindow(const LocalWindow& window) override;
   std::unique_ptr<PeerWindow> importWindow(int peer, const LocalWindow& mine,
                                            const Bytes& handle) override;
+  /// Forgets the window; returns once no put is being received into its memory (a peer stopped
+  /// in the middle of one has its connection shut down after 500 ms, which ends the receive).
   void releaseWindow(uint64_t windowId) override;
   void checkPeer(int peer) override;
 
@@ -70,6 +73,12 @@ class TcpTransport : public Transport {
   std::vector<std::unique_ptr<Connection>> conns_;  // by global rank; null for non-tcp peers
   std::mutex regionsMu_;
   std::map<uint64_t, LocalWindow> regions_;
+  // The put whose payload the progress thread is receiving into a window's memory (under
+  // regionsMu_): releaseWindow waits for it to end before the caller unmaps that memory.
+  static constexpr uint64_t kNoWindow = ~uint64_t{0};
+  uint64_t receivingInto_ = kNoWindow;
+  int receivingFrom_ = -1;
+  std::condition_variable receiveDone_;
   int wakeFds_[2] = {-1, -1};
   std::thread progress_;
   std::atomic<bool> progressDone_{false};  // the progress thread has left its loop
