@@ -200,13 +200,6 @@ Transport& PeerGroup::transport(TransportKind kind) {
 void PeerGroup::checkPeer(int peer, const std::function<bool()>& delivered) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");
-  const int me = topology_.rank;
-  if (peer != me && failure_->blames(me)) {
-    // A rank gave up waiting on this one, which is itself waiting on `peer`: say so, so the
-    // report names the rank at the end of the chain, not this one.
-    reportTimeoutOn(peer,
-                    strCat("was waiting on rank ", peer, " when ", failure_->current()->message()));
-  }
   raiseIfFailed(peer);
   if (kinds_[peer] == TransportKind::kSelf) return;
   try {
@@ -279,11 +272,16 @@ void PeerGroup::checkFailedAtCallStart() {
 void PeerGroup::raiseIfFailed(int waitingOn) {
   const int me = topology_.rank;
   const bool waiting = waitingOn >= 0 && waitingOn != me;
+  // A rank gave up waiting on this one, which is itself waiting on `waitingOn`: it says so, so
+  // that the report names the rank at the end of the chain, not this one. It answers for itself
+  // rather than wait for its own answer, also when the blame arrives while it follows the chain.
+  auto answer = [&](const std::string& about) {
+    reportTimeoutOn(waitingOn, strCat("was waiting on rank ", waitingOn, " when ", about));
+  };
+  if (waiting && failure_->blames(me)) answer(failure_->current()->message());
   auto r = failure_->resolve(/*waitForSelf=*/!waiting);
   if (r && waiting && r->timedOut && r->culprit == me) {
-    // The report blaming this rank arrived while the chain was being followed, after the
-    // check for it in checkPeer: this rank answers now, as it would have there.
-    reportTimeoutOn(waitingOn, strCat("was waiting on rank ", waitingOn, " when ", r->message()));
+    answer(r->message());
     r = failure_->resolve();
   }
   if (!r) return;

@@ -82,10 +82,6 @@ void registerConfig(py::module_& m) {
         return py::make_tuple(n, why);
       },
       "(number of usable GPUs, reason when 0).");
-  m.def("open_ipc_mappings", &device::openIpcMappings,
-        "Peers' GPU memory mappings (cudaIpcOpenMemHandle) that this module's device windows "
-        "hold open; 0 once every window that opened them is destroyed. (rcclx_core's "
-        "communicators count theirs in rcclx_core._testing.open_ipc_mappings.)");
   m.def("cuda_probe", &device::probe, py::arg("device"), py::arg("value"),
         py::call_guard<py::gil_scoped_release>(),
         "Runs a one-thread kernel that stores `value` on `device` and returns it.");
