@@ -53,16 +53,14 @@ Communicator::Communicator(std::unique_ptr<ctran::Bootstrap> bootstrap, const Co
               " ranks passed a device (devices by rank: [", devices,
               "]); pass one on every rank or on none");
   if (c.device >= 0) {
-    CTRAN_CHECK(topology().nHosts == 1, ctran::InvalidArgument,
-                "communicator: GPU collectives need every rank on one host, but the ranks span ",
-                topology().nHosts, " hosts");
-    HostBackend* host = c.host.get();
-    c.gpu = DeviceBackend::create(*c.group, c.settings, c.device, [host] { host->finalize(); });
+    c.gpu = DeviceBackend::create(*c.group, c.settings, c.device, *c.host);
   }
   CTRAN_INFO(
       "communicator: rank ", c.rank, "/", c.nranks, ", ", topology().nHosts, " host(s), ",
       c.host->directAccess() ? "direct access (DDA available)" : "no direct access (ring only)",
-      c.gpu ? ctran::strCat(", GPU ", c.device) : std::string());
+      c.gpu ? ctran::strCat(", GPU ", c.device,
+                            topology().nHosts > 1 ? " (staged through pinned host memory)" : "")
+            : std::string());
 }
 
 Communicator::~Communicator() {

@@ -152,7 +152,7 @@ template <typename Build>
 WorkPtr runExchange(Communicator::Impl& c, const Placement& at, OpKind kind, const char* op,
                     Build build, bool async) {
   if (at.onDevice) {
-    c.gpu->exchange(build(), op, at.stream);
+    c.gpu->exchange(build(), kind, op, at.stream);
     return nullptr;
   }
   return c.host->exchange(kind, build, async);
@@ -217,7 +217,7 @@ WorkPtr Communicator::broadcast(const Buffer& send, const Buffer& recv, int root
   }
   if (at.onDevice) {
     c.gpu->exchange(broadcastExchange(c.rank, c.nranks, root, send.data, recv.data, recv.bytes()),
-                    o, at.stream);
+                    OpKind::kBroadcast, o, at.stream);
     return nullptr;
   }
   return c.host->broadcast(send.data, recv.data, recv.bytes(), root, opts.async);

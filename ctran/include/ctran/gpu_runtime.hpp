@@ -57,6 +57,9 @@ using gpuPointerAttributes = hipPointerAttribute_t;
 #define gpuMemset hipMemset
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpyDefault hipMemcpyDefault
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuEventSynchronize hipEventSynchronize
 #define gpuIpcGetMemHandle hipIpcGetMemHandle
 #define gpuIpcOpenMemHandle hipIpcOpenMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
@@ -106,6 +109,9 @@ using gpuPointerAttributes = cudaPointerAttributes;
 #define gpuMemset cudaMemset
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpyDefault cudaMemcpyDefault
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuEventSynchronize cudaEventSynchronize
 #define gpuIpcGetMemHandle cudaIpcGetMemHandle
 #define gpuIpcOpenMemHandle cudaIpcOpenMemHandle
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle

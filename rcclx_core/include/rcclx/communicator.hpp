@@ -9,9 +9,11 @@
 // - host buffers: on the caller's thread, or with CallOptions::async on the communicator's
 //   worker thread in submission order; an async call returns a Work, a synchronous one nullptr
 //   once done;
-// - GPU buffers (ranks on one host; a communicator created with a device): one kernel
+// - GPU buffers (a communicator created with a device): ranks on one host, one kernel
 //   enqueued on CallOptions::stream, returning nullptr at once (the stream orders it, as with
-//   NCCL). Device calls of one communicator must be ordered (one stream, or events between).
+//   NCCL); ranks on several hosts, the host collective on pinned copies, returning once it
+//   finished, its copies back enqueued on the stream (device/staged_backend.hpp). Device calls
+//   of one communicator must be ordered (one stream, or events between).
 // Allreduce results are bitwise identical on every rank for every algorithm. Inside a group
 // calls are recorded and run by groupEnd(). A communicator is not safe to call from several
 // threads at once.

@@ -1,8 +1,10 @@
-// The device back-end of a build with GPU code: the allreduce kernels (GpuAllReduce), the
-// copy and reduce kernels of the other collectives (GpuCollectives) and the low-precision
-// kernels (GpuLowPrecision), behind DeviceBackend, all staging through the one DeviceResources.
+// The device back-end of a build with GPU code, ranks on one host: the allreduce kernels
+// (GpuAllReduce), the copy and reduce kernels of the other collectives (GpuCollectives) and the
+// low-precision kernels (GpuLowPrecision), behind DeviceBackend, all staging through the one
+// DeviceResources. Ranks on several hosts get the staged back-end instead (create()).
 #include "device/device_backend.hpp"
 
+#include <functional>
 #include <utility>
 
 #include "ctran/checks.hpp"
@@ -13,7 +15,9 @@
 #include "device/collectives/gpu_collectives.hpp"
 #include "device/device_resources.hpp"
 #include "device/lp/gpu_low_precision.hpp"
+#include "device/staged_backend.hpp"
 #include "device/stream_order.hpp"
+#include "host/host_backend.hpp"
 #include "lp/lp_policy.hpp"
 
 namespace rcclx {
@@ -154,7 +158,7 @@ class GpuBackend final : public DeviceBackend {
 
   std::string takeDynamicErrors() override { return dynamic_ ? dynamic_->takeRecorded() : ""; }
 
-  void exchange(const Exchange& x, const char* what, void* stream) override {
+  void exchange(const Exchange& x, OpKind, const char* what, void* stream) override {
     order_.enter(stream);
     collectives_->run(x, what, stream);
   }
@@ -225,8 +229,9 @@ class GpuBackend final : public DeviceBackend {
 
 std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup& group,
                                                      const Settings& settings, int device,
-                                                     std::function<void()> drainHostWork) {
-  return std::make_unique<GpuBackend>(group, settings, device, std::move(drainHostWork));
+                                                     HostBackend& host) {
+  if (group.topology().nHosts > 1) return makeStagedBackend(host, device);
+  return std::make_unique<GpuBackend>(group, settings, device, [&host] { host.finalize(); });
 }
 
 }  // namespace rcclx

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "rcclx/types.hpp"
 #include "selector.hpp"
 #include "settings.hpp"
+#include "tags.hpp"
 #include "transfer_plan.hpp"
 
 namespace ctran {
@@ -23,6 +23,8 @@ class PeerGroup;
 }
 
 namespace rcclx {
+
+class HostBackend;
 
 /// One send or receive of a (grouped) device point-to-point call.
 struct DeviceTransfer {
@@ -34,12 +36,13 @@ struct DeviceTransfer {
 
 class DeviceBackend {
  public:
-  /// Collective over `group` (every rank on one host, one GPU each): allocates and maps the
-  /// device staging on GPU `device`. `drainHostWork` waits for the communicator's host work,
-  /// which owns the bootstrap while it runs: called before a captured allreduce maps its output
-  /// through the bootstrap (graph registration). Throws CudaError in a build without GPU code.
+  /// Collective over `group`, one GPU per rank: on one host, the kernels, with the device
+  /// staging allocated and mapped on GPU `device` (a captured allreduce drains `host`'s work
+  /// before it maps its output through the bootstrap); across hosts, the staged back-end
+  /// (staged_backend.hpp), which runs `host`'s collectives on copies in pinned memory. Throws
+  /// CudaError in a build without GPU code.
   static std::unique_ptr<DeviceBackend> create(ctran::PeerGroup& group, const Settings& settings,
-                                               int device, std::function<void()> drainHostWork);
+                                               int device, HostBackend& host);
   virtual ~DeviceBackend() = default;
 
   /// The selector's choice for an allreduce of `bytes` on GPU buffers under `cfg`.
@@ -70,9 +73,9 @@ class DeviceBackend {
   virtual void allToAllvDynamic(const DynamicCall& call, void* stream) = 0;
   /// The first error finished allToAllvDynamic kernels recorded ("" if none), cleared.
   virtual std::string takeDynamicErrors() = 0;
-  /// broadcast, gather, scatter, barrier: one copy kernel over `exchange`;
+  /// broadcast, gather, scatter, barrier (`kind`): one copy kernel over `exchange`;
   /// `what` names the call in errors.
-  virtual void exchange(const Exchange& exchange, const char* what, void* stream) = 0;
+  virtual void exchange(const Exchange& exchange, OpKind kind, const char* what, void* stream) = 0;
   /// Runs `ops` together: the k-th send to and the k-th receive from each peer go in launch k.
   virtual void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream) = 0;
 

@@ -5,7 +5,7 @@
 namespace rcclx {
 
 std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup&, const Settings&, int device,
-                                                     std::function<void()>) {
+                                                     HostBackend&) {
   throw ctran::CudaError(ctran::strCat("communicator: device ", device,
                                        " requested, but this build has no GPU code (built "
                                        "without a CUDA compiler)"));

@@ -2,6 +2,7 @@
 #include "host/host_backend.hpp"
 
 #include <memory>
+#include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
@@ -391,6 +392,29 @@ WorkPtr HostBackend::groupEnd(bool async) {
                              }
                            }),
                            async);
+}
+
+void HostBackend::runOutsideGroup(const std::function<void()>& fn) {
+  struct OpenGroup {  // set aside while fn runs, put back on return and on a throw
+    explicit OpenGroup(HostBackend& b)
+        : backend(b),
+          grouping(std::exchange(b.grouping_, false)),
+          collectives(std::move(b.groupedCollectives_)),
+          p2p(std::move(b.groupedP2P_)) {
+      b.groupedCollectives_.clear();
+      b.groupedP2P_.clear();
+    }
+    ~OpenGroup() {
+      backend.grouping_ = grouping;
+      backend.groupedCollectives_ = std::move(collectives);
+      backend.groupedP2P_ = std::move(p2p);
+    }
+    HostBackend& backend;
+    bool grouping;
+    std::vector<std::function<void()>> collectives;
+    std::vector<P2POp> p2p;
+  } openGroup(*this);
+  fn();
 }
 
 void HostBackend::finalize() { executor_->drain(); }

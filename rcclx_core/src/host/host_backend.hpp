@@ -38,6 +38,8 @@ class HostBackend {
   HostBackend(ctran::PeerGroup& group, const Settings& settings);
   ~HostBackend();
 
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
   bool directAccess() const { return arena_ != nullptr; }
   /// The selector's choice for an allreduce of `bytes` on host buffers under `cfg`.
   Selection select(size_t bytes, DataType type, RedOp op, const SelectorConfig& cfg) const;
@@ -68,6 +70,10 @@ class HostBackend {
   /// Calls from now until groupEnd() are recorded, then run together.
   void groupStart() { grouping_ = true; }
   WorkPtr groupEnd(bool async);
+  /// Runs `fn`, whose calls on this back-end then run at once even while a group is open (the
+  /// group's recorded calls stay recorded and run at its end): for the staged device
+  /// back-end, which copies a call's outputs back to the GPU as soon as the call returns.
+  void runOutsideGroup(const std::function<void()>& fn);
 
   /// Waits for all submitted work; stop() also ends the worker.
   void finalize();

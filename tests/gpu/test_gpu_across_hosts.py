@@ -1,0 +1,239 @@
+"""GPU buffers on a communicator whose ranks span hosts (two pretend hosts, RCCLX_HOST_ID per
+rank, tcp between them; the ranks may share one GPU): every call runs the host back-end's
+collective on copies in pinned host memory (staged_backend.hpp).
+
+The collective families of test_gpu_collectives run unchanged (bitwise against the same
+references as on one host); all_reduce by type and operator, in place, low precision (the same
+bits as the same call on host copies), a stream whose earlier work the call must wait for, and
+alltoallv_dynamic (rows past the received ones untouched); what staging refuses (graph
+capture, symmetric buffers) with errors that say why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import checks  # noqa: E402
+import test_gpu_collectives as collectives  # noqa: E402
+from gpu_cases import (  # noqa: E402
+    Cases,
+    current_stream,
+    error_problem,
+    rank_device,
+)
+
+import rcclx_core as rc  # noqa: E402
+from launcher import launch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+NRANKS = 2
+FAMILIES = (
+    "data_movement",
+    "reduce_scatter",
+    "reduce",
+    "v_variants",
+    "in_place_and_misaligned",
+    "point_to_point",
+    "multi_round",
+)
+
+
+def _pretend_hosts(rank: int) -> dict:
+    return {"RCCLX_HOST_ID": f"pretend-host-{rank}"}
+
+
+def _spans_hosts(ctx):
+    comm = ctx.communicator()
+    found = comm.num_hosts
+    assert found == NRANKS, f"expected {NRANKS} hosts, the communicator found {found}"
+    return comm
+
+
+def _family_rank(ctx, family):
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    c = collectives.CollectiveCases(ctx, comm, dev)
+    collectives.FAMILIES[family][0](c)
+    comm.destroy()
+    return c.results
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_collective_family_across_hosts(family):
+    results = launch(_family_rank, NRANKS, family, timeout=240, rank_env=_pretend_hosts)
+    checks.assert_cases(
+        results, expect_cases=collectives.FAMILIES[family][1], same_on_all_ranks=True
+    )
+
+
+# --- all_reduce ------------------------------------------------------------------------------
+
+ALL_REDUCE_TYPE_OPS = [
+    ("bfloat16", ("SUM", "MAX", "AVG", "PREMUL_SUM")),
+    ("float32", ("SUM", "PROD", "AVG", "PREMUL_SUM")),
+    ("int32", ("SUM", "MIN", "BXOR")),
+    ("float64", ("SUM",)),
+]
+ALL_REDUCE_COUNTS = (1, 1001, 1 << 20)
+
+
+def _all_reduce_rank(ctx):
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    c = collectives.CollectiveCases(ctx, comm, dev)
+    me, s = c.me, current_stream
+    for name, ops in ALL_REDUCE_TYPE_OPS:
+        for op in ops:
+            rop = getattr(rc.RedOp, op)
+            for count in ALL_REDUCE_COUNTS:
+                xs = c.inputs(name, count, op)
+
+                def ar(xs=xs, op=op, rop=rop):
+                    out = c.empty(xs[0].dtype, xs[0].numel())
+                    comm.all_reduce(xs[me], out, op=rop, stream=s(), **c.scalar(op))
+                    return out, collectives.reduced(xs, op)
+
+                c.run(f"all_reduce {name} {op} n={count}", ar, same_on_all_ranks=True)
+    xs = c.inputs("float32", 70001)
+
+    def in_place():
+        buf = xs[me].clone()
+        comm.all_reduce(buf, stream=s())
+        return buf, collectives.reduced(xs, "SUM")
+
+    c.run("all_reduce float32 in place", in_place, same_on_all_ranks=True)
+    for name in ("float32", "bfloat16"):
+        x = c.inputs(name, 3 << 18)[me]
+
+        def low_precision(x=x):
+            out = c.empty(x.dtype, x.numel())
+            comm.all_reduce(x, out, stream=s(), low_precision=True)
+            on_host = x.cpu()
+            comm.all_reduce(on_host, low_precision=True)
+            # the same host code on the same bits: any difference is the staging's
+            return out, on_host.to(out.device)
+
+        c.run(f"all_reduce {name} low precision equals the host's", low_precision)
+
+    def waits_for_the_stream():
+        # the input is written by the stream's last kernel, after a sleep: the call must copy
+        # it only once the stream got there
+        side = torch.cuda.Stream()
+        x = torch.zeros(4096, device=dev)
+        out = c.empty(torch.float32, 4096)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(100_000_000)  # ~50 ms
+            x.fill_(me + 1.0)
+            comm.all_reduce(x, out, stream=side.cuda_stream)
+        side.synchronize()
+        return out, torch.full_like(out, sum(r + 1.0 for r in range(c.n)))
+
+    c.run("all_reduce waits for the stream's earlier work", waits_for_the_stream)
+    comm.destroy()
+    return c.results
+
+
+def test_all_reduce_across_hosts():
+    results = launch(_all_reduce_rank, NRANKS, timeout=240, rank_env=_pretend_hosts)
+    cases = sum(len(ops) for _, ops in ALL_REDUCE_TYPE_OPS) * len(ALL_REDUCE_COUNTS) + 1 + 2 + 1
+    checks.assert_cases(results, expect_cases=cases, same_on_all_ranks=True)
+
+
+# --- alltoallv_dynamic -----------------------------------------------------------------------
+
+
+def _dynamic_rank(ctx):
+    """Random split matrices; rows name sender, receiver and row; the output has slack rows
+    that must keep their poison."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    n, me, row, slack = ctx.nranks, ctx.rank, 3, 5
+    c = Cases()
+    for seed in range(4):
+        m = np.random.default_rng(seed).integers(0, 40, size=(n, n))
+
+        def rows(src, dst, m=m):
+            r = np.arange(int(m[src, dst]), dtype=np.int64)[:, None]
+            e = np.arange(row, dtype=np.int64)[None, :]
+            return (((src * 16 + dst) * 1000 + r) * 64 + e).reshape(-1)
+
+        def call(m=m, rows=rows):
+            send = torch.from_numpy(np.concatenate([rows(me, d) for d in range(n)])).to(dev)
+            total = int(m[:, me].sum())
+            out = torch.full(((total + slack) * row,), -7, dtype=torch.int64, device=dev)
+            splits = torch.from_numpy(m[me, :].astype(np.int64)).to(dev)
+            got = torch.full((n,), -5, dtype=torch.int64, device=dev)
+            offsets = torch.full((n,), -5, dtype=torch.int64, device=dev)
+            comm.alltoallv_dynamic(
+                send,
+                out,
+                splits,
+                got,
+                output_offsets=offsets,
+                row_elems=row,
+                stream=current_stream(),
+            )
+            want_rows = np.concatenate([rows(s, me) for s in range(n)])
+            want_out = np.concatenate([want_rows, np.full(slack * row, -7, dtype=np.int64)])
+            want_counts = m[:, me].astype(np.int64)
+            want_offsets = np.concatenate([[0], np.cumsum(want_counts)[:-1]])
+            got_all = torch.cat([out, got, offsets])
+            want_all = np.concatenate([want_out, want_counts, want_offsets]).astype(np.int64)
+            return got_all, torch.from_numpy(want_all).to(dev)
+
+        c.run(f"alltoallv_dynamic seed={seed}", call)
+    comm.destroy()
+    return c.results
+
+
+def test_alltoallv_dynamic_across_hosts():
+    results = launch(_dynamic_rank, NRANKS, timeout=120, rank_env=_pretend_hosts)
+    checks.assert_cases(results, expect_cases=4, same_on_all_ranks=True)
+
+
+# --- what staging refuses ----------------------------------------------------------------------
+
+
+def _refusals_rank(ctx):
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    c = Cases()
+    x = torch.ones(1024, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+
+    def capture():
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+            comm.all_reduce(x, stream=side.cuda_stream)
+
+    c.record(
+        "graph capture is refused",
+        error_problem(capture, rc.InvalidUsageError, ("spans hosts", "cannot be captured")),
+    )
+    torch.cuda.synchronize()
+    c.record(
+        "symmetric buffers are refused",
+        error_problem(
+            lambda: comm.alloc_symmetric(1 << 20),
+            rc.InvalidUsageError,
+            ("symmetric buffers need every rank on one host",),
+        ),
+    )
+    # the communicator still works after both
+    y = torch.full((1024,), float(ctx.rank + 1), device=dev)
+    comm.all_reduce(y, stream=current_stream())
+    torch.cuda.synchronize()
+    c.record("usable afterwards", checks.same_bits(y, torch.full_like(y, 3.0)))
+    comm.destroy()
+    return c.results
+
+
+def test_what_staging_refuses_is_a_clear_error():
+    results = launch(_refusals_rank, NRANKS, timeout=120, rank_env=_pretend_hosts)
+    checks.assert_cases(results, expect_cases=3, same_on_all_ranks=True)
