@@ -1,8 +1,14 @@
 """GPU soak: a long random mix of collectives on GPU tensors through the torch layer, every
-result checked on the device, with the GPU's used memory, the process's fds and threads sampled
-after a warm-up and at the end.
+result checked on the device, with the GPU's used memory, the process's fds and threads and the
+peers' GPU memory mappings it holds sampled after a warm-up and at the end (and the mappings
+again after the communicator is gone: none may stay open).
 
     python tests/soak/gpu_soak_run.py --ranks 2 --ops 10000 --seed 0
+    python tests/soak/gpu_soak_run.py --ranks 2 --ops 2000 --pretend-hosts   # staged, across hosts
+
+--pretend-hosts puts every rank on a host of its own (RCCLX_HOST_ID), so every call on GPU
+tensors is staged through pinned host memory (docs/gpu.rst, "Across hosts"); the DDA hints are
+then refused, which the soak expects.
 
 Step i draws its choices from Random(f"{seed}/{i}") alone, so every rank draws the same calls.
 A step is one all_reduce (sum, max or min, an algorithm hint or none: dda_flat, dda_tree,
@@ -47,6 +53,12 @@ def _held():
     with open("/proc/self/status") as f:
         threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
     return len(os.listdir("/proc/self/fd")), threads
+
+
+def _ipc_mappings() -> int:
+    from rcclx_core import _testing
+
+    return _testing.open_ipc_mappings()
 
 
 def _values(torch, rank: int, step: int, n: int, dtype, dev):
@@ -136,7 +148,14 @@ def soak_rank(ctx, ops: int, seed: int, warmup: int, device: str):
 
     def sample():
         fds, threads = _held()
-        samples.append({"used_mib": _used_mib(torch, device), "fds": fds, "threads": threads})
+        samples.append(
+            {
+                "used_mib": _used_mib(torch, device),
+                "fds": fds,
+                "threads": threads,
+                "ipc": _ipc_mappings(),
+            }
+        )
 
     for i in range(ops):
         if i == warmup:
@@ -149,7 +168,13 @@ def soak_rank(ctx, ops: int, seed: int, warmup: int, device: str):
     sample()
     seconds = time.monotonic() - start
     comm.finalize()
-    return {"wrong": wrong[:5], "n_wrong": len(wrong), "samples": samples, "seconds": seconds}
+    return {
+        "wrong": wrong[:5],
+        "n_wrong": len(wrong),
+        "samples": samples,
+        "seconds": seconds,
+        "ipc_after": _ipc_mappings(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,10 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mem-mib", type=float, default=16.0, help="used GPU memory growth allowed"
     )
+    parser.add_argument(
+        "--pretend-hosts", action="store_true", help="every rank on a host of its own (staged)"
+    )
     args = parser.parse_args(argv)
     warmup = max(1, int(args.ops * WARMUP_FRACTION))
+    own_host = (lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r}"}) if args.pretend_hosts else None
     results = launch(
-        soak_rank, args.ranks, args.ops, args.seed, warmup, args.device, timeout=args.timeout
+        soak_rank,
+        args.ranks,
+        args.ops,
+        args.seed,
+        warmup,
+        args.device,
+        timeout=args.timeout,
+        rank_env=own_host,
     )
     print(f"command: python tests/soak/gpu_soak_run.py {' '.join(argv or sys.argv[1:])}")
     failures = []
@@ -177,13 +213,16 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"rank {res.rank}: {args.ops} steps in {v['seconds']:.1f} s, {v['n_wrong']} wrong; "
             f"{memory} {s['used_mib']:.0f} -> {e['used_mib']:.0f} MiB ({grew:+.1f}); "
-            f"fds {s['fds']} -> {e['fds']}, threads {s['threads']} -> {e['threads']}"
+            f"fds {s['fds']} -> {e['fds']}, threads {s['threads']} -> {e['threads']}; "
+            f"peer GPU mappings {s['ipc']} -> {e['ipc']}, {v['ipc_after']} after finalize"
         )
         failures += v["wrong"]
         if grew > args.mem_mib:
             failures.append(f"rank {res.rank}: GPU memory grew {grew:.1f} MiB")
         if e["fds"] > s["fds"] or e["threads"] > s["threads"]:
             failures.append(f"rank {res.rank}: fds or threads grew")
+        if e["ipc"] > s["ipc"] or v["ipc_after"] != 0:
+            failures.append(f"rank {res.rank}: peer GPU mappings grew or outlived the communicator")
     print("FAILED: " + "; ".join(failures) if failures else "passed")
     return 1 if failures else 0
 
