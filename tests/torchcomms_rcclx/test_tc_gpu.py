@@ -2,7 +2,8 @@
 ``cuda`` and ``hip`` without an index become ``cuda:rank % count``; collectives on the current
 stream (the Work's wait() has nothing to do) and with async_op=True on the internal stream (the
 current stream waits for it, the host does not); the list forms; batched P2P; split;
-tensor_register; a host tensor on a GPU communicator is refused naming it."""
+tensor_register; a host tensor on a GPU communicator is refused naming it; the same with the
+ranks on two pretend hosts."""
 
 from __future__ import annotations
 
@@ -81,8 +82,12 @@ def _gpu_rank(ctx):
     return out
 
 
-def test_gpu_collectives():
-    checks.assert_cases(launch(_gpu_rank, 2, timeout=180))
+@pytest.mark.parametrize("hosts", ["one host", "pretend hosts"])
+def test_gpu_collectives(hosts):
+    """On pretend hosts (RCCLX_HOST_ID per rank) every call is staged through host memory and
+    tensor_register is a check alone."""
+    own_host = (lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r}"}) if hosts != "one host" else None
+    checks.assert_cases(launch(_gpu_rank, 2, timeout=180, rank_env=own_host))
 
 
 def _graph_rank(ctx):

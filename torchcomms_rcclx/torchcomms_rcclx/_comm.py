@@ -71,7 +71,7 @@ class TorchCommRCCLX:
         self._size = core.size
         self._call_timeout: float | None = None  # set_timeout's, for calls without timeout=
         self._internal = None  # the GPU stream of async_op=True calls, made on first use
-        self._registered: dict = {}  # data_ptr -> SymmetricBuffer (tensor_register)
+        self._registered: dict = {}  # data_ptr -> SymmetricBuffer, or None across hosts
 
     # --- what the communicator is ---------------------------------------------------------
 
@@ -773,7 +773,9 @@ class TorchCommRCCLX:
 
     def tensor_register(self, tensor) -> None:
         """Collective: GPU tensors become symmetric buffers every rank maps (the faster
-        zero-copy paths); on the CPU a check of the tensor and nothing else."""
+        zero-copy paths). On the CPU, and on GPUs whose ranks span hosts (where no rank maps
+        another's memory), a check of the tensor and nothing else: registration is a hint, as
+        with NCCL, so code that registers runs everywhere."""
         self._usable("tensor_register")
         tensor = self._check("tensor_register", "tensor", tensor)
         if self._gpu:
@@ -782,16 +784,19 @@ class TorchCommRCCLX:
                 raise rcclx_core.InvalidUsageError(
                     "tensor_register: this tensor's memory is already registered"
                 )
-            self._registered[key] = self._core.register_symmetric(tensor)
+            maps = self._core.num_hosts == 1
+            self._registered[key] = self._core.register_symmetric(tensor) if maps else None
 
     def tensor_deregister(self, tensor) -> None:
         """Collective: undoes tensor_register."""
         self._usable("tensor_deregister")
         tensor = self._check("tensor_deregister", "tensor", tensor)
         if self._gpu:
-            buf = self._registered.pop(tensor.data_ptr(), None)
-            if buf is None:
+            key = tensor.data_ptr()
+            if key not in self._registered:
                 raise rcclx_core.InvalidUsageError(
                     "tensor_deregister: this tensor was not registered with tensor_register"
                 )
-            buf.deregister()
+            buf = self._registered.pop(key)
+            if buf is not None:
+                buf.deregister()
