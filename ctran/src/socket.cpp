@@ -140,10 +140,14 @@ bool Socket::recvAll(void* data, size_t bytes, const Deadline* deadline) {
   return true;
 }
 
-size_t Socket::recvReady(void* data, size_t bytes) {
+size_t Socket::recvReady(void* data, size_t bytes, bool* closed) {
   for (;;) {
     ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
     if (n > 0) return static_cast<size_t>(n);
+    if (n == 0 && closed != nullptr) {
+      *closed = true;
+      return 0;
+    }
     if (n == 0) throw RemoteError("connection closed by the peer");
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;

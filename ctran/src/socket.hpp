@@ -47,9 +47,10 @@ class Socket {
   /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a
   /// partial message, an error, or when `deadline` (if given) passes.
   bool recvAll(void* data, size_t bytes, const Deadline* deadline = nullptr);
-  /// Reads what is ready, up to `bytes`, without blocking; 0 when nothing is. Throws
-  /// RemoteError when the peer closed the connection or on an error.
-  size_t recvReady(void* data, size_t bytes);
+  /// Reads what is ready, up to `bytes`, without blocking; 0 when nothing is. When the peer
+  /// closed the connection: sets `*closed` and returns 0, or without `closed` throws
+  /// RemoteError (as on an error).
+  size_t recvReady(void* data, size_t bytes, bool* closed = nullptr);
   /// Address this end is bound to (the interface that reaches the peer).
   SocketAddress localAddress() const;
   /// Address of the other end.

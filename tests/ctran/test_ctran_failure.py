@@ -172,3 +172,54 @@ def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
     assert res.value["asked"] >= 1, "the peer was never seen gone"
     kind, message = res.value["without"]
     assert kind == "RemoteError" and "rank 1" in message, res.value
+
+
+def _stopped_mid_put_rank(ctx):
+    """Rank 2 puts 64 MiB messages into rank 0's window without pause and stops itself 50 ms
+    in, so its connection to rank 0 ends in the middle of a message; rank 3 dies 0.3 s in.
+    Rank 0 waits on rank 2, rank 1 on rank 3 (which it finds dead and reports to every rank)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(64 << 20, num_signals=1)
+    store = ctx.store()
+    store.set(f"midput/pid{ctx.rank}", str(os.getpid()).encode())
+    group.bootstrap.barrier()
+    if ctx.rank == 2:
+        payload = bytes(64 << 20)
+        threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()
+        while True:
+            win.put(0, 0, payload)
+    if ctx.rank == 3:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    try:
+        win.wait_signal(0, 1, from_peer=2 if ctx.rank == 0 else 3)
+        outcome = ("returned", "")
+    except ctran.Error as e:
+        outcome = (type(e).__name__, str(e))
+    waited = time.monotonic() - start
+    if ctx.rank == 0:  # release the stopped rank 2
+        os.kill(int(store.get("midput/pid2")), signal.SIGKILL)
+    return {"outcome": outcome, "waited_s": waited}
+
+
+def test_a_peer_stopped_mid_message_does_not_hold_up_the_others_reports():
+    # Over tcp one progress thread receives every peer's messages. Were it to wait for the rest
+    # of rank 2's put, rank 1's report of rank 3's death would never reach rank 0, which would
+    # raise only at its own 10 s timeout, naming rank 2.
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 10_000}
+    results = launch(_stopped_mid_put_rank, 4, env=env, expect_errors=True, timeout=60)
+    assert results[2].error_type == "Died" and results[3].error_type == "Died", results[2:]
+    zero, one = results[0].value, results[1].value
+    assert one["outcome"][0] == "RemoteError" and "rank 3" in one["outcome"][1], one
+    assert zero["outcome"][0] == "RemoteError" and "rank 3" in zero["outcome"][1], zero
+    assert zero["waited_s"] < 2.0, (
+        f"rank 0 raised {zero['waited_s']:.1f} s into its wait: {zero['outcome'][1]}"
+    )

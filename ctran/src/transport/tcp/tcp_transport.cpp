@@ -20,23 +20,14 @@ namespace {
 // How long releaseWindow waits for a put being received into the window to end.
 constexpr int64_t kReleaseWaitMs = 500;
 
-enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3 };
-
-// A failure message: `slot` is the culprit, `offset` the reporter, `windowId` 1 for a timeout,
-// `value` the cause's bytes.
-struct MsgHeader {
-  uint32_t type;
-  int32_t slot;
-  uint64_t windowId;
-  uint64_t offset;
-  uint64_t value;  // payload bytes (put, failure) or delta (signal)
-};
-
 // What a message may make the receiver allocate: a failure's cause at most kMaxFailureCause
 // bytes (a longer one is a broken peer); a put that lands nowhere is drained kDrainChunk at a
 // time; a signal carries nothing. A put that lands in a window is bounded by the window.
 constexpr uint64_t kMaxFailureCause = 4096;
 constexpr uint64_t kDrainChunk = 1 << 20;
+
+// What the progress thread reads from one socket before it serves the others again.
+constexpr size_t kReadBudget = 4 << 20;
 
 class TcpPeerWindow : public PeerWindow {
  public:
@@ -107,10 +98,7 @@ TcpTransport::TcpTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
     if (c) c->socket.setSendTimeout(knob::RCCLX_TIMEOUT_MS());
   }
   CTRAN_SYSCHECK(::pipe2(wakeFds_, O_CLOEXEC), "pipe2");
-  progress_ = std::thread([this] {
-    progressLoop();
-    progressDone_.store(true);
-  });
+  progress_ = std::thread([this] { progressLoop(); });
   CTRAN_INFO("tcp transport: connected to ", peers.size(), " peers");
 }
 
@@ -181,17 +169,9 @@ void TcpTransport::acceptLowerRanks(Listener& listener, std::vector<bool> expect
 TcpTransport::~TcpTransport() {
   char x = 1;
   if (::write(wakeFds_[1], &x, 1) < 0) CTRAN_WARN("tcp transport: wake-up write failed");
-  // The progress thread sees the wake-up between messages. One blocked reading the rest of a
-  // message that will never come (a link cut mid-message) does not: the shutdown ends that
-  // read. Not sooner: a shut-down socket that receives resets its peer's connection, which can
-  // drop what the peer had not read yet of this rank's last messages.
-  constexpr auto kLeaveLoop = std::chrono::milliseconds(200);
-  const auto until = std::chrono::steady_clock::now() + kLeaveLoop;
-  while (progress_.joinable() && !progressDone_.load() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  for (auto& c : conns_) {
-    if (c) c->socket.shutdown();
-  }
+  // The progress thread never blocks inside a message, so it sees the wake-up at once. The
+  // sockets close after it left: a shut-down socket that receives resets its peer's
+  // connection, which can drop what the peer had not read yet of this rank's last messages.
   if (progress_.joinable()) progress_.join();
   ::close(wakeFds_[0]);
   ::close(wakeFds_[1]);
@@ -211,15 +191,23 @@ std::unique_ptr<PeerWindow> TcpTransport::importWindow(int peer, const LocalWind
 void TcpTransport::releaseWindow(uint64_t windowId) {
   std::unique_lock<std::mutex> lock(regionsMu_);
   regions_.erase(windowId);
-  auto idle = [&] { return receivingInto_ != windowId; };
+  auto idle = [&] {
+    for (const auto& c : conns_) {
+      if (c && c->receivingInto == windowId) return false;
+    }
+    return true;
+  };
   if (receiveDone_.wait_for(lock, std::chrono::milliseconds(kReleaseWaitMs), idle)) return;
   // A put in flight into a window being released means its sender is stopped or failed: the
-  // receive would otherwise write into memory the caller is about to unmap.
-  const int peer = receivingFrom_;
-  CTRAN_WARN("tcp transport: a put from rank ", peer, " into window ", windowId,
-             " was still arriving when the window was released; closing that connection");
-  conns_[peer]->closed.store(true);
-  conns_[peer]->socket.shutdown();
+  // rest of it would otherwise be written into memory the caller is about to unmap.
+  for (size_t p = 0; p < conns_.size(); ++p) {
+    Connection* c = conns_[p].get();
+    if (!c || c->receivingInto != windowId) continue;
+    CTRAN_WARN("tcp transport: a put from rank ", p, " into window ", windowId,
+               " was still arriving when the window was released; closing that connection");
+    c->closed.store(true);
+    c->socket.shutdown();
+  }
   receiveDone_.wait(lock, idle);
 }
 
@@ -297,68 +285,106 @@ void TcpTransport::broadcastFailure(const FailureReport& report) {
   }
 }
 
-bool TcpTransport::handleMessage(int peer, Connection& c) {
-  MsgHeader h;
-  if (!c.socket.recvAll(&h, sizeof(h))) return false;
+void TcpTransport::beginMessage(int peer, Connection& c) {
+  Inbound& in = c.inbound;
+  const MsgHeader& h = in.header;
+  in.left = h.value;
   if (h.type == static_cast<uint32_t>(MsgType::kFailure)) {
     if (h.value > kMaxFailureCause) {
       throw RemoteError(strCat("tcp transport: a failure message of ", h.value, " bytes from rank ",
                                peer, " (at most ", kMaxFailureCause, ")"));
     }
-    std::string cause(h.value, '\0');
-    if (!c.socket.recvAll(cause.data(), cause.size())) return false;
-    if (failure_) failure_->adopt({h.slot, static_cast<int>(h.offset), h.windowId == 1, cause});
-    return true;
+    in.cause.assign(h.value, '\0');
+    in.stage = Inbound::Stage::kCause;
+    return;
   }
   const bool isPut = h.type == static_cast<uint32_t>(MsgType::kPut);
-  LocalWindow w;
-  bool known = false;
-  bool receiving = false;  // a put into a window of this rank, in its bounds
-  {
-    std::lock_guard<std::mutex> lock(regionsMu_);
-    auto it = regions_.find(h.windowId);
-    if (it != regions_.end()) {
-      w = it->second;
-      known = true;
-    }
-    receiving = known && isPut && h.offset <= w.bytes && h.value <= w.bytes - h.offset;
-    if (receiving) {
-      receivingInto_ = h.windowId;
-      receivingFrom_ = peer;
-    }
+  if (!isPut && h.type != static_cast<uint32_t>(MsgType::kSignal)) {
+    throw RemoteError(strCat("tcp transport: corrupt message type ", h.type, " from rank ", peer));
   }
-  if (isPut) {
-    if (receiving) {
-      struct Received {  // ends the receive for releaseWindow, also when it throws
-        TcpTransport& t;
-        ~Received() {
-          std::lock_guard<std::mutex> lock(t.regionsMu_);
-          t.receivingInto_ = kNoWindow;
-          t.receiveDone_.notify_all();
-        }
-      } received{*this};
-      c.socket.recvAll(static_cast<char*>(w.data) + h.offset, h.value);
-    } else {
-      // A put to a window released here: drained in bounded chunks, whatever length it claims.
-      CTRAN_WARN("tcp transport: dropping a put of ", h.value, " bytes from rank ", peer,
-                 " to unknown window ", h.windowId, " or beyond its end");
-      std::vector<char> sink(std::min<uint64_t>(h.value, kDrainChunk));
-      for (uint64_t left = h.value; left > 0;) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, sink.size()));
-        c.socket.recvAll(sink.data(), n);
-        left -= n;
-      }
-    }
-  } else if (h.type == static_cast<uint32_t>(MsgType::kSignal)) {
-    if (known && h.slot >= 0 && h.slot < w.numSignals) {
-      signalAdd(w.signals + h.slot, h.value);
+  std::lock_guard<std::mutex> lock(regionsMu_);
+  auto it = regions_.find(h.windowId);
+  const LocalWindow* w = it != regions_.end() ? &it->second : nullptr;
+  if (!isPut) {
+    if (w != nullptr && h.slot >= 0 && h.slot < w->numSignals) {
+      signalAdd(w->signals + h.slot, h.value);
     } else {
       CTRAN_WARN("tcp transport: dropping a signal from rank ", peer, " to window ", h.windowId);
     }
-  } else {
-    throw RemoteError(strCat("tcp transport: corrupt message type ", h.type, " from rank ", peer));
+    in = Inbound();  // a signal is its header alone
+    return;
   }
-  return true;
+  if (w != nullptr && h.offset <= w->bytes && h.value <= w->bytes - h.offset) {
+    in.dst = static_cast<char*>(w->data) + h.offset;
+    in.stage = Inbound::Stage::kPut;
+    c.receivingInto = h.windowId;
+  } else {
+    // A put to a window released here: drained in bounded chunks, whatever length it claims.
+    CTRAN_WARN("tcp transport: dropping a put of ", h.value, " bytes from rank ", peer,
+               " to unknown window ", h.windowId, " or beyond its end");
+    in.stage = Inbound::Stage::kDrain;
+  }
+}
+
+void TcpTransport::endMessage(Connection& c) {
+  Inbound& in = c.inbound;
+  if (in.stage == Inbound::Stage::kCause && failure_) {
+    const MsgHeader& h = in.header;
+    failure_->adopt({h.slot, static_cast<int>(h.offset), h.windowId == 1, std::move(in.cause)});
+  }
+  if (in.stage == Inbound::Stage::kPut) stopReceivingInto(c);
+  in = Inbound();
+}
+
+void TcpTransport::stopReceivingInto(Connection& c) {
+  std::lock_guard<std::mutex> lock(regionsMu_);
+  c.receivingInto = kNoWindow;
+  receiveDone_.notify_all();
+}
+
+size_t TcpTransport::receivePayload(Connection& c, size_t budget, bool* closed) {
+  Inbound& in = c.inbound;
+  size_t want = static_cast<size_t>(std::min<uint64_t>(in.left, budget));
+  char* into = nullptr;
+  switch (in.stage) {
+    case Inbound::Stage::kPut: into = in.dst; break;
+    case Inbound::Stage::kCause: into = in.cause.data() + (in.cause.size() - in.left); break;
+    default:
+      drainSink_.resize(kDrainChunk);
+      want = std::min(want, drainSink_.size());
+      into = drainSink_.data();
+  }
+  const size_t n = want > 0 ? c.socket.recvReady(into, want, closed) : 0;
+  if (in.stage == Inbound::Stage::kPut) in.dst += n;
+  in.left -= n;
+  return n;
+}
+
+bool TcpTransport::receiveReady(int peer, Connection& c) {
+  Inbound& in = c.inbound;
+  try {
+    for (size_t budget = kReadBudget; budget > 0;) {
+      bool closed = false;
+      size_t n = 0;
+      if (in.stage == Inbound::Stage::kHeader) {
+        n = c.socket.recvReady(reinterpret_cast<char*>(&in.header) + in.headerGot,
+                               sizeof(MsgHeader) - in.headerGot, &closed);
+        if (closed && in.headerGot == 0) return false;  // between messages: an orderly close
+        in.headerGot += n;
+        if (in.headerGot == sizeof(MsgHeader)) beginMessage(peer, c);
+      } else {
+        n = receivePayload(c, budget, &closed);
+      }
+      if (closed) throw RemoteError("connection closed by the peer in the middle of a message");
+      if (in.stage != Inbound::Stage::kHeader && in.left == 0) endMessage(c);
+      if (n == 0) return true;  // the socket holds nothing more for now
+      budget -= std::min(budget, n);
+    }
+    return true;
+  } catch (...) {
+    if (in.stage == Inbound::Stage::kPut) stopReceivingInto(c);
+    throw;
+  }
 }
 
 void TcpTransport::progressLoop() {
@@ -385,7 +411,7 @@ void TcpTransport::progressLoop() {
       Connection& c = *conns_[peer];
       bool open = false;
       try {
-        open = handleMessage(peer, c);
+        open = receiveReady(peer, c);
       } catch (const Error& e) {
         CTRAN_WARN("tcp transport: connection to rank ", peer, " failed: ", e.what());
       }

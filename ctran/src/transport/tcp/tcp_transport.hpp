@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -51,11 +52,39 @@ class TcpTransport : public Transport {
   void setStallCheck(std::function<void(int peer)> check) { stallCheck_ = std::move(check); }
 
  private:
+  enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3 };
+  // A failure message: `slot` is the culprit, `offset` the reporter, `windowId` 1 for a timeout,
+  // `value` the cause's bytes.
+  struct MsgHeader {
+    uint32_t type;
+    int32_t slot;
+    uint64_t windowId;
+    uint64_t offset;
+    uint64_t value;  // payload bytes (put, failure) or delta (signal)
+  };
+  static constexpr uint64_t kNoWindow = ~uint64_t{0};
+
+  // What the progress thread has of the message arriving from one peer. It reads whatever each
+  // socket holds and moves on, so a peer stopped in the middle of a message holds up only its
+  // own connection, never the failure reports other peers send.
+  struct Inbound {
+    enum class Stage { kHeader, kPut, kDrain, kCause };
+    Stage stage = Stage::kHeader;
+    MsgHeader header{};
+    size_t headerGot = 0;
+    char* dst = nullptr;  // kPut: where the rest of the payload goes
+    uint64_t left = 0;    // kPut, kDrain, kCause: payload bytes still to come
+    std::string cause;    // kCause
+  };
+
   struct Connection {
     Socket socket;
     std::mutex sendMu;
     std::atomic<std::thread::id> sender{};  // the thread holding sendMu to send a message
     std::atomic<bool> closed{false};
+    Inbound inbound;                     // the progress thread's alone
+    uint64_t receivingInto = kNoWindow;  // the window a put from this peer is landing in
+                                         // (under regionsMu_), for releaseWindow
   };
 
   /// Sends one message (`parts` in order) to `peer` under its connection's lock. A failed send
@@ -65,7 +94,17 @@ class TcpTransport : public Transport {
   void acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
                         const JobSecret& secret, const Deadline& deadline);
   void progressLoop();
-  bool handleMessage(int peer, Connection& c);
+  /// Reads what `peer`'s socket holds (up to a budget, so one busy peer does not starve the
+  /// others), applying each message it completes; false once the connection closed.
+  bool receiveReady(int peer, Connection& c);
+  /// Called with a message's header complete: applies a signal, or sets up the payload.
+  void beginMessage(int peer, Connection& c);
+  /// Reads what is ready of the payload, at most `budget` bytes; returns how much it read.
+  size_t receivePayload(Connection& c, size_t budget, bool* closed);
+  /// Called with a message's payload complete: adopts a failure, ends a put.
+  void endMessage(Connection& c);
+  /// A put from `c` no longer lands in a window (done, or its connection failed).
+  void stopReceivingInto(Connection& c);
 
   int rank_;
   GroupFailure* failure_;
@@ -73,15 +112,12 @@ class TcpTransport : public Transport {
   std::vector<std::unique_ptr<Connection>> conns_;  // by global rank; null for non-tcp peers
   std::mutex regionsMu_;
   std::map<uint64_t, LocalWindow> regions_;
-  // The put whose payload the progress thread is receiving into a window's memory (under
-  // regionsMu_): releaseWindow waits for it to end before the caller unmaps that memory.
-  static constexpr uint64_t kNoWindow = ~uint64_t{0};
-  uint64_t receivingInto_ = kNoWindow;
-  int receivingFrom_ = -1;
+  // Signalled when a put stops landing in a window (Connection::receivingInto): releaseWindow
+  // waits for every put into the window it releases to end before the caller unmaps it.
   std::condition_variable receiveDone_;
+  std::vector<char> drainSink_;  // the progress thread's: payloads that land nowhere
   int wakeFds_[2] = {-1, -1};
   std::thread progress_;
-  std::atomic<bool> progressDone_{false};  // the progress thread has left its loop
 };
 
 }  // namespace ctran
