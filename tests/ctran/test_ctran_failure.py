@@ -223,3 +223,65 @@ def test_a_peer_stopped_mid_message_does_not_hold_up_the_others_reports():
     assert zero["waited_s"] < 2.0, (
         f"rank 0 raised {zero['waited_s']:.1f} s into its wait: {zero['outcome'][1]}"
     )
+
+
+def _report_past_a_stopped_reader_rank(ctx):
+    """Rank 0 streams puts to rank 1 from a thread until rank 1 stops itself and rank 0's
+    socket to it is full; rank 3 dies 0.5 s in. Rank 0 (waiting on rank 3) detects the death
+    and reports it to ranks 1 and 2; rank 2 waits on rank 0, so it learns of it only from that
+    report. Rank 0 keeps its group open until rank 2 is done."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(64 << 20, num_signals=1)
+    store = ctx.store()
+    store.set(f"stopped/pid{ctx.rank}", str(os.getpid()).encode())
+    group.bootstrap.barrier()
+    if ctx.rank == 1:
+        time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if ctx.rank == 3:
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ctx.rank == 0:
+
+        def stream_to_rank_1():
+            payload = bytes(64 << 20)
+            try:
+                while True:
+                    win.put(1, 0, payload)
+            except ctran.Error:
+                pass
+
+        threading.Thread(target=stream_to_rank_1, daemon=True).start()
+    start = time.monotonic()
+    try:
+        win.wait_signal(0, 1, from_peer=3 if ctx.rank == 0 else 0)
+        outcome = ("returned", "")
+    except ctran.Error as e:
+        outcome = (type(e).__name__, str(e))
+    waited = time.monotonic() - start
+    if ctx.rank == 2:
+        store.set("stopped/done2", b"1")
+    if ctx.rank == 0:
+        store.get("stopped/done2", timeout_ms=30_000)
+        os.kill(int(store.get("stopped/pid1")), signal.SIGKILL)
+    return {"outcome": outcome, "waited_s": waited}
+
+
+def test_a_failure_report_does_not_wait_on_a_peer_that_stopped_reading():
+    # The rank that detects a failure tells every peer before it raises. A peer stopped with
+    # this rank's socket to it full would take the whole send timeout (10 s here) to refuse the
+    # report: the detector's own error and the reports to the peers after it would wait as long.
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 10_000}
+    results = launch(_report_past_a_stopped_reader_rank, 4, env=env, expect_errors=True, timeout=60)
+    assert results[1].error_type == "Died" and results[3].error_type == "Died", results[1::2]
+    for rank in (0, 2):
+        r = results[rank].value
+        assert r["outcome"][0] == "RemoteError" and "rank 3" in r["outcome"][1], (rank, r)
+        assert r["waited_s"] < 2.0, (rank, f"{r['waited_s']:.1f} s", r["outcome"][1])

@@ -20,6 +20,12 @@ namespace {
 // How long releaseWindow waits for a put being received into the window to end.
 constexpr int64_t kReleaseWaitMs = 500;
 
+// How long a failure report waits on one peer (for its connection's lock, for room in its
+// socket) before it is dropped for that peer. The detecting rank raises only once it told every
+// peer: one stopped peer with a full socket must not delay that, nor the reports to the others,
+// by the whole send timeout. A peer that reads nothing for this long is not reading at all.
+constexpr auto kReportWait = std::chrono::milliseconds(100);
+
 // What a message may make the receiver allocate: a failure's cause at most kMaxFailureCause
 // bytes (a longer one is a broken peer); a put that lands nowhere is drained kDrainChunk at a
 // time; a signal carries nothing. A put that lands in a window is bounded by the window.
@@ -235,7 +241,7 @@ void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t de
 void TcpTransport::sendMessage(int peer,
                                std::initializer_list<std::pair<const void*, size_t>> parts) {
   Connection& c = *conns_[peer];
-  std::lock_guard<std::mutex> lock(c.sendMu);
+  std::lock_guard<std::timed_mutex> lock(c.sendMu);
   struct Sending {  // who holds the lock, for broadcastFailure
     std::atomic<std::thread::id>& sender;
     explicit Sending(std::atomic<std::thread::id>& s) : sender(s) {
@@ -275,11 +281,22 @@ void TcpTransport::broadcastFailure(const FailureReport& report) {
     // This thread's own send to that peer is blocked (it published from the stall check):
     // its lock is held here, and the peer is not reading.
     if (c->sender.load() == std::this_thread::get_id()) continue;
+    const auto giveUp = std::chrono::steady_clock::now() + kReportWait;
+    std::unique_lock<std::timed_mutex> lock(c->sendMu, giveUp);
+    if (!lock.owns_lock() || c->closed.load()) {
+      CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: its connection",
+                 lock.owns_lock() ? " closed" : " is busy with a send that makes no progress");
+      continue;
+    }
+    auto stalled = [&] {
+      if (std::chrono::steady_clock::now() < giveUp) return;
+      throw RemoteError(strCat("it read nothing for ", kReportWait.count(), " ms"));
+    };
     try {
-      std::lock_guard<std::mutex> lock(c->sendMu);
-      c->socket.sendAll(&h, sizeof(h));
-      c->socket.sendAll(report.cause.data(), bytes);
+      c->socket.sendAll(&h, sizeof(h), stalled);
+      c->socket.sendAll(report.cause.data(), bytes, stalled);
     } catch (const Error& e) {
+      c->closed.store(true);  // the report may have gone in part: nothing may follow it
       CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: ", e.what());
     }
   }
