@@ -221,7 +221,11 @@ TSAN_TESTS = (
 # suppressions file says, for each entry, why that report is not a bug.
 TSAN_SUPPRESSIONS = ROOT / "tests" / "tsan.supp"
 TSAN_OPTIONS = {
-    "TSAN_OPTIONS": f"halt_on_error=1:second_deadlock_stack=1:suppressions={TSAN_SUPPRESSIONS}"
+    "TSAN_OPTIONS": f"halt_on_error=1:second_deadlock_stack=1:suppressions={TSAN_SUPPRESSIONS}",
+    # UCX patches glibc's mmap family in place to watch memory events; a thread leaving under
+    # TSan then runs UCX's madvise hook after TSan dropped the thread's state, and the process
+    # crashes. This session only: elsewhere UCX keeps its hooks (its registration cache uses them).
+    "UCX_MEM_MMAP_HOOK_MODE": "none",
 }
 
 

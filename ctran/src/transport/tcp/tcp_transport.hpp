@@ -79,7 +79,7 @@ class TcpTransport : public Transport {
 
   struct Connection {
     Socket socket;
-    std::timed_mutex sendMu;
+    std::mutex sendMu;
     std::atomic<std::thread::id> sender{};  // the thread holding sendMu to send a message
     std::atomic<bool> closed{false};
     Inbound inbound;                     // the progress thread's alone

@@ -130,6 +130,9 @@ class UcxTransport : public Transport {
   static ucs_status_t onFailureAm(void* arg, const void* header, size_t headerBytes, void* data,
                                   size_t bytes, const ucp_am_recv_param_t* param);
   void closeEndpoints();
+  /// Releases everything UCX handed out, then the worker (the destructor, or a failed
+  /// constructor).
+  void teardown();
 
   const UcpLibrary& library_;
   GroupFailure* failure_;
@@ -209,17 +212,24 @@ UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
   peers_.resize(bootstrap.nranks());
   auto addresses = bootstrap.allGather(worker_->address());
   worker_->startProgress();  // wire-up needs both sides' progress
-  // Lower ranks first: every pair connects from its higher rank only, then the lower rank's
-  // endpoint finds the connection made. Both ranks of a pair connecting at once over tcp made
-  // UCX reset one of the two connections now and then, failing the pair's endpoints.
-  const int me = bootstrap.rank();
-  std::vector<int> lower, higher;
-  for (int p : peers) (p < me ? lower : higher).push_back(p);
-  connect(lower, addresses);
-  bootstrap.barrier();
-  connect(higher, addresses);
-  // A rank whose peers are all lower is done first; its worker must live until they are too.
-  bootstrap.barrier();
+  try {
+    // Lower ranks first: every pair connects from its higher rank only, then the lower rank's
+    // endpoint finds the connection made. Both ranks of a pair connecting at once over tcp
+    // made UCX reset one of the two connections now and then, failing the pair's endpoints.
+    const int me = bootstrap.rank();
+    std::vector<int> lower, higher;
+    for (int p : peers) (p < me ? lower : higher).push_back(p);
+    connect(lower, addresses);
+    bootstrap.barrier();
+    connect(higher, addresses);
+    // A rank whose peers are all lower is done first; its worker must live until they are too.
+    bootstrap.barrier();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: the progress thread would go on
+    // calling the error handlers of endpoints whose Peer the members' destruction frees.
+    teardown();
+    throw;
+  }
   CTRAN_INFO("ucx transport: connected to ", peers.size(), " peers with UCX ", library_.version(),
              " from ", library_.path());
 }
@@ -272,7 +282,9 @@ void UcxTransport::setAmHandler(unsigned id, ucp_am_recv_callback_t cb) {
                        "ucp_worker_set_am_recv_handler");
 }
 
-UcxTransport::~UcxTransport() {
+UcxTransport::~UcxTransport() { teardown(); }
+
+void UcxTransport::teardown() {
   worker_->stopProgress();
   {
     std::lock_guard<std::mutex> lock(windowsMu_);
