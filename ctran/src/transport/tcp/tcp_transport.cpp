@@ -175,12 +175,25 @@ void TcpTransport::acceptLowerRanks(Listener& listener, std::vector<bool> expect
 TcpTransport::~TcpTransport() {
   char x = 1;
   if (::write(wakeFds_[1], &x, 1) < 0) CTRAN_WARN("tcp transport: wake-up write failed");
-  // The progress thread never blocks inside a message, so it sees the wake-up at once. The
-  // sockets close after it left: a shut-down socket that receives resets its peer's
-  // connection, which can drop what the peer had not read yet of this rank's last messages.
+  // The progress thread never blocks inside a message, so it sees the wake-up at once.
   if (progress_.joinable()) progress_.join();
   ::close(wakeFds_[0]);
   ::close(wakeFds_[1]);
+  // What peers sent since the thread left (a late signal to a window released here) is read
+  // and dropped before the sockets close: closing a socket that holds unread data resets the
+  // connection, and a reset can discard what the peer had not read yet of this rank's last
+  // messages.
+  std::vector<char> sink(64 << 10);
+  for (auto& c : conns_) {
+    if (!c) continue;
+    try {
+      bool closed = false;
+      while (!closed && c->socket.recvReady(sink.data(), sink.size(), &closed) > 0) {
+      }
+    } catch (const Error&) {
+      // The peer's side is gone already: nothing to protect.
+    }
+  }
 }
 
 Bytes TcpTransport::exportWindow(const LocalWindow& window) {
