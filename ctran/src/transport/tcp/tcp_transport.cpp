@@ -199,6 +199,7 @@ TcpTransport::~TcpTransport() {
 Bytes TcpTransport::exportWindow(const LocalWindow& window) {
   std::lock_guard<std::mutex> lock(regionsMu_);
   regions_[window.id] = window;
+  windowsExported_ = std::max(windowsExported_, window.id + 1);
   return {};
 }
 
@@ -344,8 +345,14 @@ void TcpTransport::beginMessage(int peer, Connection& c) {
   if (!isPut) {
     if (w != nullptr && h.slot >= 0 && h.slot < w->numSignals) {
       signalAdd(w->signals + h.slot, h.value);
+    } else if (w == nullptr && h.windowId < windowsExported_) {
+      // Released here: a peer's last acknowledgements, which it does not wait for, arrive
+      // after this rank destroyed the window.
+      CTRAN_INFO("tcp transport: dropping a signal from rank ", peer, " to window ", h.windowId,
+                 ", released here");
     } else {
-      CTRAN_WARN("tcp transport: dropping a signal from rank ", peer, " to window ", h.windowId);
+      CTRAN_WARN("tcp transport: dropping a signal from rank ", peer, " to window ", h.windowId,
+                 " slot ", h.slot);
     }
     in = Inbound();  // a signal is its header alone
     return;

@@ -112,6 +112,7 @@ class TcpTransport : public Transport {
   std::vector<std::unique_ptr<Connection>> conns_;  // by global rank; null for non-tcp peers
   std::mutex regionsMu_;
   std::map<uint64_t, LocalWindow> regions_;
+  uint64_t windowsExported_ = 0;  // under regionsMu_: ids below it were exported (ids ascend)
   // Signalled when a put stops landing in a window (Connection::receivingInto): releaseWindow
   // waits for every put into the window it releases to end before the caller unmaps it.
   std::condition_variable receiveDone_;
