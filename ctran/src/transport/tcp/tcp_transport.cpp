@@ -20,10 +20,10 @@ namespace {
 // How long releaseWindow waits for a put being received into the window to end.
 constexpr int64_t kReleaseWaitMs = 500;
 
-// How long a failure report waits on one peer (for its connection's lock, for room in its
-// socket) before it is dropped for that peer. The detecting rank raises only once it told every
-// peer: one stopped peer with a full socket must not delay that, nor the reports to the others,
-// by the whole send timeout. A peer that reads nothing for this long is not reading at all.
+// How long a failure report waits for room in one peer's socket before it is dropped for that
+// peer. The detecting rank raises only once it told every peer: one stopped peer with a full
+// socket must not delay that, nor the reports to the others, by the whole send timeout. A peer
+// that reads nothing for this long is not reading at all.
 constexpr auto kReportWait = std::chrono::milliseconds(100);
 
 // What a message may make the receiver allocate: a failure's cause at most kMaxFailureCause
@@ -295,19 +295,15 @@ void TcpTransport::broadcastFailure(const FailureReport& report) {
     // This thread's own send to that peer is blocked (it published from the stall check):
     // its lock is held here, and the peer is not reading.
     if (c->sender.load() == std::this_thread::get_id()) continue;
-    const auto giveUp = std::chrono::steady_clock::now() + kReportWait;
-    // Polled rather than a timed lock: ThreadSanitizer does not see a lock taken by
-    // pthread_mutex_clocklock, which std::timed_mutex uses, and reports its unlock as wrong.
-    std::unique_lock<std::mutex> lock(c->sendMu, std::try_to_lock);
-    while (!lock.owns_lock() && std::chrono::steady_clock::now() < giveUp) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      lock.try_lock();
-    }
-    if (!lock.owns_lock() || c->closed.load()) {
+    // Another thread's send holds the lock only while it makes progress: stalled, its check
+    // sees the failure published here and gives up at its next check.
+    std::lock_guard<std::mutex> lock(c->sendMu);
+    if (c->closed.load()) {
       CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: its connection",
-                 lock.owns_lock() ? " closed" : " is busy with a send that makes no progress");
+                 " closed");
       continue;
     }
+    const auto giveUp = std::chrono::steady_clock::now() + kReportWait;
     auto stalled = [&] {
       if (std::chrono::steady_clock::now() < giveUp) return;
       throw RemoteError(strCat("it read nothing for ", kReportWait.count(), " ms"));
