@@ -174,6 +174,22 @@ def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
     assert kind == "RemoteError" and "rank 1" in message, res.value
 
 
+def _timed_wait(win, from_peer):
+    """Waits for signal 0 of `win` to reach 1 from `from_peer`; returns how it ended (kind and
+    message of the error, or "returned") and the seconds it took."""
+    import time
+
+    import ctran
+
+    start = time.monotonic()
+    try:
+        win.wait_signal(0, 1, from_peer=from_peer)
+        outcome = ("returned", "")
+    except ctran.Error as e:
+        outcome = (type(e).__name__, str(e))
+    return outcome, time.monotonic() - start
+
+
 def _stopped_mid_put_rank(ctx):
     """Rank 2 puts 64 MiB messages into rank 0's window without pause and stops itself 50 ms
     in, so its connection to rank 0 ends in the middle of a message; rank 3 dies 0.3 s in.
@@ -198,13 +214,7 @@ def _stopped_mid_put_rank(ctx):
     if ctx.rank == 3:
         time.sleep(0.3)
         os.kill(os.getpid(), signal.SIGKILL)
-    start = time.monotonic()
-    try:
-        win.wait_signal(0, 1, from_peer=2 if ctx.rank == 0 else 3)
-        outcome = ("returned", "")
-    except ctran.Error as e:
-        outcome = (type(e).__name__, str(e))
-    waited = time.monotonic() - start
+    outcome, waited = _timed_wait(win, from_peer=2 if ctx.rank == 0 else 3)
     if ctx.rank == 0:  # release the stopped rank 2
         os.kill(int(store.get("midput/pid2")), signal.SIGKILL)
     return {"outcome": outcome, "waited_s": waited}
@@ -259,13 +269,7 @@ def _report_past_a_stopped_reader_rank(ctx):
                 pass
 
         threading.Thread(target=stream_to_rank_1, daemon=True).start()
-    start = time.monotonic()
-    try:
-        win.wait_signal(0, 1, from_peer=3 if ctx.rank == 0 else 0)
-        outcome = ("returned", "")
-    except ctran.Error as e:
-        outcome = (type(e).__name__, str(e))
-    waited = time.monotonic() - start
+    outcome, waited = _timed_wait(win, from_peer=3 if ctx.rank == 0 else 0)
     if ctx.rank == 2:
         store.set("stopped/done2", b"1")
     if ctx.rank == 0:
