@@ -91,7 +91,7 @@ void Socket::setSendTimeout(int64_t ms) {
   CTRAN_SYSCHECK(setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), "SO_SNDTIMEO");
 }
 
-void Socket::sendAll(const void* data, size_t bytes, const std::function<void()>& whileStalled) {
+void Socket::sendAll(const void* data, size_t bytes, const StallCheck& whileStalled) {
   const char* p = static_cast<const char*>(data);
   auto progressed = std::chrono::steady_clock::now();
   while (bytes > 0) {
@@ -99,7 +99,7 @@ void Socket::sendAll(const void* data, size_t bytes, const std::function<void()>
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (whileStalled) whileStalled();
+        if (whileStalled) whileStalled(std::chrono::steady_clock::now() - progressed);
         const auto stalled = std::chrono::steady_clock::now() - progressed;
         if (stalled < std::chrono::milliseconds(sendTimeoutMs_)) continue;
         throw RemoteError(strCat("socket send made no progress for ", sendTimeoutMs_,

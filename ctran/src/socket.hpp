@@ -1,6 +1,7 @@
 // Thin RAII wrappers over blocking TCP sockets, used by the TCP store and the tcp transport.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -39,9 +40,10 @@ class Socket {
 
   /// Writes all bytes; throws RemoteError when the peer is gone, or when a send timeout is set
   /// and no byte could be sent for that long. `whileStalled`, if set, is called each time a
-  /// send waited one slice of the timeout (20 ms) without progress; what it throws ends the
-  /// send, possibly in the middle of a message.
-  void sendAll(const void* data, size_t bytes, const std::function<void()>& whileStalled = {});
+  /// send waited one slice of the timeout (20 ms) without progress, with how long the send has
+  /// made none; what it throws ends the send, possibly in the middle of a message.
+  using StallCheck = std::function<void(std::chrono::steady_clock::duration stalledFor)>;
+  void sendAll(const void* data, size_t bytes, const StallCheck& whileStalled = {});
   /// Bounds how long sendAll may make no progress; 0: forever.
   void setSendTimeout(int64_t ms);
   /// Reads exactly `bytes`; returns false on a clean EOF before the first byte, throws on a

@@ -289,3 +289,70 @@ def test_a_failure_report_does_not_wait_on_a_peer_that_stopped_reading():
         r = results[rank].value
         assert r["outcome"][0] == "RemoteError" and "rank 3" in r["outcome"][1], (rank, r)
         assert r["waited_s"] < 2.0, (rank, f"{r['waited_s']:.1f} s", r["outcome"][1])
+
+
+def _report_behind_a_busy_sender_rank(ctx):
+    """Rank 1 streams 64 MiB puts to rank 2 from a thread; rank 2 stops itself 0.1 s in, so
+    that thread is stalled in the middle of a message when rank 1, waiting on rank 0, finds rank
+    0 dead (0.3 s in). Another thread of rank 1 continues rank 2 50 ms after rank 1 reported:
+    by then the sending thread's stall check has seen the report. Rank 2 waits on rank 1: it
+    learns of the death only from rank 1's report, which has to follow the message being sent."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(64 << 20, num_signals=1)
+    store = ctx.store()
+    store.set(f"busy/pid{ctx.rank}", str(os.getpid()).encode())
+    group.bootstrap.barrier()
+    if ctx.rank == 0:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ctx.rank == 1:
+        pid2 = int(store.get("busy/pid2"))  # the store's client is not for two threads at once
+
+        def stream_to_rank_2():
+            payload = bytes(64 << 20)
+            try:
+                while True:
+                    win.put(2, 0, payload)
+            except ctran.Error:
+                pass
+
+        def continue_rank_2_once_reported():
+            try:
+                while True:
+                    group.check_failed()
+                    time.sleep(0.001)
+            except ctran.Error:
+                time.sleep(0.05)
+            finally:
+                os.kill(pid2, signal.SIGCONT)
+
+        threading.Thread(target=stream_to_rank_2, daemon=True).start()
+        threading.Thread(target=continue_rank_2_once_reported, daemon=True).start()
+    if ctx.rank == 2:
+        threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()
+    outcome, waited = _timed_wait(win, from_peer=ctx.rank - 1)
+    if ctx.rank == 2:
+        store.set("busy/done2", b"1")
+    else:  # rank 2 has its answer before rank 1 leaves
+        store.get("busy/done2", timeout_ms=30_000)
+    return {"outcome": outcome, "waited_s": waited}
+
+
+def test_a_report_follows_the_message_its_connection_was_sending():
+    # Were rank 1's sending thread to give up its message half sent once it sees the failure,
+    # nothing more could follow on that connection: rank 2 would hear nothing, and raise at its
+    # own 10 s timeout naming rank 1.
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 10_000}
+    results = launch(_report_behind_a_busy_sender_rank, 3, env=env, expect_errors=True, timeout=60)
+    assert results[0].error_type == "Died", results[0]
+    for rank in (1, 2):
+        r = results[rank].value
+        assert r["outcome"][0] == "RemoteError" and "rank 0" in r["outcome"][1], (rank, r)
+        assert r["waited_s"] < 2.0, (rank, f"{r['waited_s']:.1f} s", r["outcome"][1])

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 
 #include "../../handshake.hpp"
 #include "ctran/checks.hpp"
@@ -21,7 +22,8 @@ namespace {
 constexpr int64_t kReleaseWaitMs = 500;
 
 // How long a failure report waits for room in one peer's socket before it is dropped for that
-// peer. The detecting rank raises only once it told every peer: one stopped peer with a full
+// peer, and how long a message that was being sent when the failure was seen waits to be
+// finished. The detecting rank raises only once it told every peer: one stopped peer with a full
 // socket must not delay that, nor the reports to the others, by the whole send timeout. A peer
 // that reads nothing for this long is not reading at all.
 constexpr auto kReportWait = std::chrono::milliseconds(100);
@@ -263,14 +265,23 @@ void TcpTransport::sendMessage(int peer,
     }
     ~Sending() { sender.store(std::thread::id()); }
   } sending(c.sender);
-  bool checkFailed = false;
-  auto stalled = [&] {
+  // What the stall check threw, and when. The message is finished before it passes on: a
+  // message cut in the middle would leave nothing more to be sent on this connection, and the
+  // peer, waiting on this rank, would hear of the failure from nobody.
+  std::exception_ptr failure;
+  std::chrono::steady_clock::time_point failedAt;
+  auto stalled = [&](std::chrono::steady_clock::duration stalledFor) {
+    if (failure) {
+      if (std::min(stalledFor, std::chrono::steady_clock::now() - failedAt) >= kReportWait)
+        std::rethrow_exception(failure);
+      return;
+    }
     if (!stallCheck_) return;
     try {
       stallCheck_(peer);
     } catch (...) {
-      checkFailed = true;
-      throw;
+      failure = std::current_exception();
+      failedAt = std::chrono::steady_clock::now();
     }
   };
   try {
@@ -279,42 +290,54 @@ void TcpTransport::sendMessage(int peer,
     }
   } catch (const Error& e) {
     c.closed.store(true);
-    if (checkFailed) throw;
+    if (failure) std::rethrow_exception(failure);
     throw RemoteError(
         strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
+  }
+  if (!failure) return;
+  if (c.reportAfterMessage) {
+    sendReport(peer, c, *c.reportAfterMessage);
+    c.reportAfterMessage.reset();
+  }
+  std::rethrow_exception(failure);
+}
+
+void TcpTransport::sendReport(int peer, Connection& c, const FailureReport& report) {
+  const size_t bytes = std::min<size_t>(report.cause.size(), kMaxFailureCause);
+  MsgHeader h{static_cast<uint32_t>(MsgType::kFailure), report.culprit, report.timedOut ? 1u : 0u,
+              static_cast<uint64_t>(report.reporter), bytes};
+  auto stalled = [](std::chrono::steady_clock::duration stalledFor) {
+    if (stalledFor < kReportWait) return;
+    throw RemoteError(strCat("it read nothing for ", kReportWait.count(), " ms"));
+  };
+  try {
+    c.socket.sendAll(&h, sizeof(h), stalled);
+    c.socket.sendAll(report.cause.data(), bytes, stalled);
+  } catch (const Error& e) {
+    c.closed.store(true);  // the report may have gone in part: nothing may follow it
+    CTRAN_INFO("tcp transport: could not tell rank ", peer, " about the failure: ", e.what());
   }
 }
 
 void TcpTransport::broadcastFailure(const FailureReport& report) {
-  const size_t bytes = std::min<size_t>(report.cause.size(), kMaxFailureCause);
-  MsgHeader h{static_cast<uint32_t>(MsgType::kFailure), report.culprit, report.timedOut ? 1u : 0u,
-              static_cast<uint64_t>(report.reporter), bytes};
   for (size_t p = 0; p < conns_.size(); ++p) {
     Connection* c = conns_[p].get();
     if (!c || c->closed.load()) continue;
-    // This thread's own send to that peer is blocked (it published from the stall check):
-    // its lock is held here, and the peer is not reading.
-    if (c->sender.load() == std::this_thread::get_id()) continue;
-    // Another thread's send holds the lock only while it makes progress: stalled, its check
-    // sees the failure published here and gives up at its next check.
+    // Published from the stall check of this thread's own send to that peer: the lock is held
+    // here, and the report follows the message being sent.
+    if (c->sender.load() == std::this_thread::get_id()) {
+      c->reportAfterMessage = report;
+      continue;
+    }
+    // Another thread's send holds the lock only while it makes progress: its stall check sees
+    // the failure published here, and it lets the lock go once its message is finished or cut.
     std::lock_guard<std::mutex> lock(c->sendMu);
     if (c->closed.load()) {
       CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: its connection",
                  " closed");
       continue;
     }
-    const auto giveUp = std::chrono::steady_clock::now() + kReportWait;
-    auto stalled = [&] {
-      if (std::chrono::steady_clock::now() < giveUp) return;
-      throw RemoteError(strCat("it read nothing for ", kReportWait.count(), " ms"));
-    };
-    try {
-      c->socket.sendAll(&h, sizeof(h), stalled);
-      c->socket.sendAll(report.cause.data(), bytes, stalled);
-    } catch (const Error& e) {
-      c->closed.store(true);  // the report may have gone in part: nothing may follow it
-      CTRAN_INFO("tcp transport: could not tell rank ", p, " about the failure: ", e.what());
-    }
+    sendReport(static_cast<int>(p), *c, report);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -82,15 +83,23 @@ class TcpTransport : public Transport {
     std::mutex sendMu;
     std::atomic<std::thread::id> sender{};  // the thread holding sendMu to send a message
     std::atomic<bool> closed{false};
+    // Under sendMu: the report this rank published from the stall check of the message being
+    // sent here; it follows that message (broadcastFailure cannot wait for a lock it holds).
+    std::optional<FailureReport> reportAfterMessage;
     Inbound inbound;                     // the progress thread's alone
     uint64_t receivingInto = kNoWindow;  // the window a put from this peer is landing in
                                          // (under regionsMu_), for releaseWindow
   };
 
   /// Sends one message (`parts` in order) to `peer` under its connection's lock. A failed send
-  /// marks the connection closed and throws RemoteError naming `peer`; what the stall check
-  /// throws (the group's failure) also closes it (the message may be cut) and passes unchanged.
+  /// marks the connection closed and throws RemoteError naming `peer`. What the stall check
+  /// throws (the group's failure) passes unchanged once the message is finished, so that the
+  /// report can follow it; a peer that reads none of the rest for kReportWait cuts it, and the
+  /// connection is closed.
   void sendMessage(int peer, std::initializer_list<std::pair<const void*, size_t>> parts);
+  /// Sends `report` to `peer`, whose connection's lock the caller holds; a peer that reads
+  /// nothing of it for kReportWait is not told, and its connection is closed.
+  void sendReport(int peer, Connection& c, const FailureReport& report);
   void acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
                         const JobSecret& secret, const Deadline& deadline);
   void progressLoop();
