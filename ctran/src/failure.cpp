@@ -99,6 +99,10 @@ bool GroupFailure::report(const FailureReport& report) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (byReporter_[rank_]) return false;
+    // What shared-memory peers published already came first: this rank may not have looked at
+    // their slots since (a wait looks every few milliseconds), and the first report is the
+    // one that every rank follows.
+    readSlotsLocked();
     recordLocked(report);
   }
   CTRAN_WARN("communication failure, telling every rank: ", report.message());
