@@ -278,20 +278,31 @@ void PeerGroup::raiseIfFailed(int waitingOn) {
   auto answer = [&](const std::string& about) {
     reportTimeoutOn(waitingOn, strCat("was waiting on rank ", waitingOn, " when ", about));
   };
+  // Raising, this rank leaves the collective, so it can no longer answer for itself if a rank
+  // waiting on it blames it: it leaves a report that points on (publish() makes it only if this
+  // rank has not reported yet). A death or an abort is passed on as it is; after a timeout it
+  // points to the rank it waits on, if any, else where the timeouts led. It leaves it before it
+  // waits for any rank's answer (resolve): a rank that gave up on this one waits only so long.
+  auto leave = [&](const FailureReport& r) {
+    if (r.reporter == me) return;
+    if (!r.timedOut) {
+      const bool died = r.culprit >= 0;  // "rank c failed: <cause> (detected ...)"
+      publish({r.culprit, me, false, died ? r.cause : strCat("left when ", r.message())});
+    } else if (waiting) {
+      answer(r.message());
+    } else if (r.culprit != me) {
+      publish({r.culprit, me, true, strCat("left when ", r.message())});
+    }
+  };
   if (waiting && failure_->blames(me)) answer(failure_->current()->message());
+  if (auto known = failure_->current()) leave(*known);
   auto r = failure_->resolve(/*waitForSelf=*/!waiting);
   if (r && waiting && r->timedOut && r->culprit == me) {
     answer(r->message());
     r = failure_->resolve();
   }
   if (!r) return;
-  // Raising, this rank leaves the collective, so it can no longer answer for itself if a rank
-  // waiting on it blames it: it leaves a report that points where it raised (publish() makes it
-  // only if this rank has not reported yet).
-  if (r->reporter != me && r->culprit != me) {
-    const bool died = !r->timedOut && r->culprit >= 0;  // "rank c failed: <cause> (detected ...)"
-    publish({r->culprit, me, r->timedOut, died ? r->cause : strCat("left when ", r->message())});
-  }
+  leave(*r);
   throw RemoteError(r->message());
 }
 
