@@ -173,7 +173,12 @@ void Window::put(int peer, size_t offset, const void* src, size_t bytes) {
     std::memmove(static_cast<char*>(local_.data) + offset, src, bytes);
     return;
   }
-  peers_[peer]->put(offset, src, bytes);
+  try {
+    peers_[peer]->put(offset, src, bytes);
+  } catch (const RemoteError&) {
+    raiseAsGroup(peer);
+    throw;
+  }
 }
 
 void Window::signal(int peer, int slot, uint64_t delta) {
@@ -184,7 +189,19 @@ void Window::signal(int peer, int slot, uint64_t delta) {
     signalAdd(local_.signals + slot, delta);
     return;
   }
-  peers_[peer]->signal(slot, delta);
+  try {
+    peers_[peer]->signal(slot, delta);
+  } catch (const RemoteError&) {
+    raiseAsGroup(peer);
+    throw;
+  }
+}
+
+void Window::raiseAsGroup(int peer) {
+  // The transport's own error names only the connection it failed on. What a wait on `peer`
+  // raises is the group's failure if one was reported, else this peer's, reported to every rank
+  // (so the survivors do not get a report without a culprit).
+  group_->checkPeer(peer);
 }
 
 uint64_t Window::waitSignal(int slot, uint64_t value, int fromPeer, int64_t timeoutMs) {

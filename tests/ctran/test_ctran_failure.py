@@ -356,3 +356,43 @@ def test_a_report_follows_the_message_its_connection_was_sending():
         r = results[rank].value
         assert r["outcome"][0] == "RemoteError" and "rank 0" in r["outcome"][1], (rank, r)
         assert r["waited_s"] < 2.0, (rank, f"{r['waited_s']:.1f} s", r["outcome"][1])
+
+
+def _put_to_a_dead_peer_rank(ctx):
+    """Rank 2 dies; rank 1, which never waits on it, puts to it 0.5 s later (its connection is
+    known closed by then); rank 0 waits on rank 1."""
+    import os
+    import signal
+    import time
+
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(4096, num_signals=1)
+    group.bootstrap.barrier()
+    if ctx.rank == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ctx.rank == 1:
+        time.sleep(0.5)
+        try:
+            win.put(2, 0, b"x" * 64)
+            return {"outcome": ("returned", ""), "waited_s": 0.0}
+        except ctran.Error as e:
+            return {"outcome": (type(e).__name__, str(e)), "waited_s": 0.0}
+        finally:
+            ctx.store().get("put/done0", timeout_ms=30_000)
+    outcome, waited = _timed_wait(win, from_peer=1)
+    ctx.store().set("put/done0", b"1")
+    return {"outcome": outcome, "waited_s": waited}
+
+
+def test_a_put_to_a_dead_peer_is_reported_to_every_rank():
+    # The put fails on the transport's connection; were that error raised as it is, no rank
+    # would hear of it, and rank 0 would time out on rank 1 (10 s), naming it.
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 10_000}
+    results = launch(_put_to_a_dead_peer_rank, 3, env=env, expect_errors=True, timeout=60)
+    assert results[2].error_type == "Died", results[2]
+    one, zero = results[1].value, results[0].value
+    assert one["outcome"][0] == "RemoteError" and "rank 2" in one["outcome"][1], one
+    assert zero["outcome"][0] == "RemoteError" and "rank 2 failed" in zero["outcome"][1], zero
+    assert zero["waited_s"] < 2.0, zero

@@ -58,6 +58,9 @@ class Window {
   Window(PeerGroup& group, size_t bytes, int numSignals);
   void checkUsable(const char* what) const;
   void checkSlot(int slot, const char* what) const;
+  /// Called when a put or signal to `peer` failed: raises the group's failure, or reports
+  /// `peer`'s and raises it; returns when neither applies (the caller rethrows its error).
+  void raiseAsGroup(int peer);
 
   PeerGroup* group_;
   std::unique_ptr<ShmSegment> segment_;
