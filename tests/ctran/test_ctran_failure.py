@@ -190,6 +190,23 @@ def _timed_wait(win, from_peer):
     return outcome, time.monotonic() - start
 
 
+def _stream_puts_in_background(win, peer):
+    """Puts 64 MiB messages into `peer`'s window from a daemon thread until a put raises."""
+    import threading
+
+    import ctran
+
+    def stream():
+        payload = bytes(64 << 20)
+        try:
+            while True:
+                win.put(peer, 0, payload)
+        except ctran.Error:
+            pass
+
+    threading.Thread(target=stream, daemon=True).start()
+
+
 def _stopped_mid_put_rank(ctx):
     """Rank 2 puts 64 MiB messages into rank 0's window without pause and stops itself 50 ms
     in, so its connection to rank 0 ends in the middle of a message; rank 3 dies 0.3 s in.
@@ -242,7 +259,6 @@ def _report_past_a_stopped_reader_rank(ctx):
     report. Rank 0 keeps its group open until rank 2 is done."""
     import os
     import signal
-    import threading
     import time
 
     import ctran
@@ -259,16 +275,7 @@ def _report_past_a_stopped_reader_rank(ctx):
         time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGKILL)
     if ctx.rank == 0:
-
-        def stream_to_rank_1():
-            payload = bytes(64 << 20)
-            try:
-                while True:
-                    win.put(1, 0, payload)
-            except ctran.Error:
-                pass
-
-        threading.Thread(target=stream_to_rank_1, daemon=True).start()
+        _stream_puts_in_background(win, 1)
     outcome, waited = _timed_wait(win, from_peer=3 if ctx.rank == 0 else 0)
     if ctx.rank == 2:
         store.set("stopped/done2", b"1")
@@ -315,14 +322,6 @@ def _report_behind_a_busy_sender_rank(ctx):
     if ctx.rank == 1:
         pid2 = int(store.get("busy/pid2"))  # the store's client is not for two threads at once
 
-        def stream_to_rank_2():
-            payload = bytes(64 << 20)
-            try:
-                while True:
-                    win.put(2, 0, payload)
-            except ctran.Error:
-                pass
-
         def continue_rank_2_once_reported():
             try:
                 while True:
@@ -333,7 +332,7 @@ def _report_behind_a_busy_sender_rank(ctx):
             finally:
                 os.kill(pid2, signal.SIGCONT)
 
-        threading.Thread(target=stream_to_rank_2, daemon=True).start()
+        _stream_puts_in_background(win, 2)
         threading.Thread(target=continue_rank_2_once_reported, daemon=True).start()
     if ctx.rank == 2:
         threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGSTOP)).start()

@@ -290,6 +290,7 @@ void TcpTransport::sendMessage(int peer,
     }
   } catch (const Error& e) {
     c.closed.store(true);
+    c.reportAfterMessage.reset();  // nothing follows a cut message
     if (failure) std::rethrow_exception(failure);
     throw RemoteError(
         strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
