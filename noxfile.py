@@ -177,9 +177,52 @@ def install_packages(
 _WITH_NATIVE_TESTS = ("--config-settings=cmake.define.RCCLX_BUILD_TESTS=ON",)
 
 
+# The real torchcomms, built for the test machines (it is on no package index): where the
+# project's shared folder keeps it, unless RCCLX_TORCHCOMMS_WHEELS names another folder.
+TORCHCOMMS_WHEEL_FOLDERS = (ROOT.parent / "shared" / "wheels", Path("/work/shared/wheels"))
+# What runs a second time with the real torchcomms in front of the stand-in: every test written
+# against torchcomms' API (and the torch.distributed tests that route through torchcomms).
+REAL_TORCHCOMMS_TESTS = ("tests/torchcomms_rcclx", "tests/torch_distributed/test_td_torchcomms.py")
+
+
+def _torchcomms_wheel(session: nox.Session) -> Path | None:
+    """The real torchcomms wheel for this session's Python, or None (with a warning)."""
+    folders = [
+        Path(p) for p in os.environ.get("RCCLX_TORCHCOMMS_WHEELS", "").split(os.pathsep) if p
+    ]
+    tag = "cp{}{}".format(*session.run(
+        "python", "-c", "import sys; print(*sys.version_info[:2])", silent=True
+    ).split())  # fmt: skip
+    searched = (*folders, *TORCHCOMMS_WHEEL_FOLDERS)
+    for folder in searched:
+        found = sorted(folder.glob(f"torchcomms-*-{tag}-{tag}-*.whl"))
+        if found:
+            return found[-1]
+    session.warn(
+        f"no torchcomms wheel for {tag} in {', '.join(map(str, searched))}: the tests against "
+        "the real torchcomms do not run (RCCLX_TORCHCOMMS_WHEELS names the folder)"
+    )
+    return None
+
+
+def _install_real_torchcomms(session: nox.Session) -> Path | None:
+    """The real torchcomms installed into a folder of the session's own (not its site-packages,
+    where the stand-in then steps aside for good); the folder to put first on PYTHONPATH."""
+    wheel = _torchcomms_wheel(session)
+    if wheel is None:
+        return None
+    target = Path(session.virtualenv.location) / "torchcomms-real"
+    shutil.rmtree(target, ignore_errors=True)
+    # --no-deps: its dependencies (torch, pinned in constraints.txt, and packaging) are the
+    # session's already.
+    session.install("--no-deps", "--target", str(target), str(wheel))
+    return target
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build and install every package, run the native unit tests (ctest), then pytest (-- ARGS)."""
+    """Build and install every package, run the native unit tests (ctest), then pytest (-- ARGS),
+    then the torchcomms tests again on the real torchcomms."""
     session.install(*CONSTRAINTS, *TEST_REQUIREMENTS)
     install_packages(session, settings=_WITH_NATIVE_TESTS)
     # ctest comes with cmake: the session's own (pip installed when the machine has none) or the
@@ -187,6 +230,13 @@ def tests(session: nox.Session) -> None:
     ctest = ["ctest", "--test-dir", str(_build_dir(session)), "--output-on-failure"]
     session.run(*ctest, "--no-tests=error", external=True)
     session.run("pytest", *(session.posargs or ["tests"]))
+    if session.posargs:
+        return
+    # The same tests with the real torchcomms found first: torchcomms.new_comm("rcclx") goes
+    # through its C++ TorchComm to the backend this distribution registers.
+    real = _install_real_torchcomms(session)
+    if real is not None:
+        session.run("pytest", *REAL_TORCHCOMMS_TESTS, env={"PYTHONPATH": str(real)})
 
 
 # `nox -s sanitize`: the CPU libraries built with AddressSanitizer and UndefinedBehaviorSanitizer,
@@ -455,9 +505,17 @@ def _gpu_session_env() -> dict[str, str]:
     if shutil.which("nvcc") is None and Path("/usr/local/cuda/bin/nvcc").is_file():
         path = f"/usr/local/cuda/bin{os.pathsep}{path}"
     # The pure-Python torch layer is imported from the checkout: it needs no build, and the
-    # hatchling that would install it is often missing on such machines.
+    # hatchling that would install it is often missing on such machines. Such machines have no
+    # torchcomms either: the stand-in's folder comes last, as its .pth file would put it.
     python_path = os.pathsep.join(
-        p for p in (str(site), str(ROOT / "torchcomms_rcclx"), os.environ.get("PYTHONPATH")) if p
+        p
+        for p in (
+            str(site),
+            str(ROOT / "torchcomms_rcclx"),
+            os.environ.get("PYTHONPATH"),
+            str(ROOT / "torchcomms_standin" / "rcclx_torchcomms_standin"),
+        )
+        if p
     )
     return {
         **NVLINK_MULTICAST_OFF,

@@ -4,6 +4,7 @@
 #include "rcclx/communicator.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "comm_impl.hpp"
@@ -107,6 +108,13 @@ DeviceBackend& symmetricBuffers(Communicator::Impl& c, const char* what) {
   return *c.gpu;
 }
 
+/// `name` in upper case: hint names are knob names in any case (Settings::read).
+std::string upperCase(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  return name;
+}
+
 }  // namespace
 
 void Communicator::groupStart() {
@@ -141,7 +149,8 @@ void Communicator::freeSymmetric(void* ptr) {
   symmetricBuffers(*impl_, "free_symmetric").freeSymmetric(ptr);
 }
 
-std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+std::unique_ptr<Communicator> Communicator::split(int color, int key,
+                                                  const std::map<std::string, std::string>& hints) {
   Impl& c = *impl_;
   checkUsable(c, "split");
   finalize();
@@ -162,6 +171,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   for (auto& m : members) ranks.push_back(m.second);
   auto sub = boot.subgroup(ranks, ctran::strCat("split", seq, "/color", color));
   CommConfig config{c.device, {c.settings.hints.begin(), c.settings.hints.end()}};
+  for (const auto& [name, value] : hints) config.hints[upperCase(name)] = value;
   return std::make_unique<Communicator>(std::move(sub), config);
 }
 

@@ -37,8 +37,9 @@ def _new_comm():
 
 @st.composite
 def tensors(draw, n: int, name: str, bad: set, maybe: set, valid: bool = False):
-    """n elements: a valid contiguous CPU tensor, or (adding ``name`` to ``bad``) a complex,
-    non-contiguous, meta, numpy or garbage argument."""
+    """n elements: a valid contiguous CPU tensor, one that only some calls take (bool, complex:
+    ``name`` added to ``maybe``), or (adding ``name`` to ``bad``) a non-contiguous, meta, numpy
+    or garbage argument."""
     import numpy as np
 
     choice = draw(
@@ -51,9 +52,10 @@ def tensors(draw, n: int, name: str, bad: set, maybe: set, valid: bool = False):
     if choice == "bool":
         maybe.add(name)  # bool is a byte type for data movement; reductions may refuse it
         return values > 0
-    bad.add(name)
     if choice == "complex":
+        maybe.add(name)  # pairs of reals: moved, and reduced by linear operators only
         return values.to(torch.complex64)
+    bad.add(name)
     if choice == "strided":
         return torch.zeros(2 * max(n, 2))[::2]
     if choice == "meta":
@@ -188,11 +190,12 @@ def _fuzz_torchcomm(ctx, log):
                     maybe.add(key)
                     maybe.update({"split", "input", "output"})
         if not valid and data.draw(st.integers(0, 5)) == 0:
+            # A name rcclx does not read is ignored (torchcomms' contract); the others are bad.
             hints = data.draw(
                 st.sampled_from([{"fast": "1"}, {"low_precision": "maybe"}, "x", {1: 2}])
             )
             args["hints"] = hints
-            bad.add("hints")
+            (maybe if hints == {"fast": "1"} else bad).add("hints")
             maybe.add("hint")
         if not valid and data.draw(st.integers(0, 5)) == 0:
             timeout = data.draw(st.sampled_from([0, -1, "1s", 1e9]))

@@ -13,12 +13,12 @@ import ast
 import copy
 import importlib
 import io
-import re
 import tokenize
 import types
 from pathlib import Path
 
 import pytest
+from signatures import NO_DEFAULT, default_of, runtime_signature
 
 import ctran
 import rcclx_core
@@ -34,14 +34,6 @@ STUBS = {
 IMPLICIT_BASES = {"object", "pybind11_object"}
 # Stub classes for annotations only (no runtime counterpart).
 TYPING_ONLY_BASES = {"Protocol", "TypedDict"}
-
-
-class _NoDefault:
-    def __repr__(self) -> str:
-        return "no default"
-
-
-NO_DEFAULT = _NoDefault()
 
 
 # --- the runtime side
@@ -74,64 +66,6 @@ def runtime_names(owner: object) -> dict[str, str]:
             continue  # pybind11_object's, which refuses construction
         out[name] = runtime_kind(owner, value)
     return out
-
-
-def split_top_level(text: str) -> list[str]:
-    """`text` split at the commas outside brackets and quotes."""
-    parts, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def default_of(text: str | None) -> object:
-    """A default as compared: NO_DEFAULT, ("literal", type, value), or ("expr",) for one that
-    is not a literal (pybind11 writes such a default's repr)."""
-    if text is None:
-        return NO_DEFAULT
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return ("expr",)
-    return ("literal", type(value).__name__, value)
-
-
-def runtime_signature(func: object, name: str) -> tuple[list[tuple], str]:
-    """(parameters as (kind, name, default), return annotation) from pybind11's signature."""
-    doc = (func.__doc__ or "").lstrip()
-    assert "Overloaded function" not in doc, f"{name}: overloads are not checked; add that here"
-    first = doc.splitlines()[0] if doc else ""
-    match = re.match(r"\w*\((.*)\)(?: -> (.*))?$", first)
-    assert match, f"{name}: no pybind11 signature in its docstring ({first!r})"
-    params, kind = [], "positional"
-    for part in split_top_level(match.group(1)):
-        if part == "/":
-            params = [("positional_only", n, d) for _, n, d in params]
-            continue
-        if part == "*":
-            kind = "keyword_only"
-            continue
-        if part.startswith("**"):
-            params.append(("var_keyword", part[2:].split(":")[0].strip(), NO_DEFAULT))
-            continue
-        if part.startswith("*"):
-            params.append(("var_positional", part[1:].split(":")[0].strip(), NO_DEFAULT))
-            kind = "keyword_only"
-            continue
-        head, _, default = part.partition(" = ")
-        params.append((kind, head.split(":")[0].strip(), default_of(default or None)))
-    return params, (match.group(2) or "").strip()
 
 
 # --- the stub side
@@ -394,3 +328,28 @@ def test_a_stub_that_drifted_fails(mutate, cls, name):
     mutate(tree, cls, name)
     added = set(compare("rcclx_core._C", runtime, tree.body, comments)) - before
     assert added and all(name in p for p in added), added
+
+
+# --- the Python forwarders of the bindings
+
+
+def _forwarded_methods() -> list[str]:
+    """The methods rcclx_core.Communicator (Python) writes again over its native base."""
+    native = rcclx_core._C.Communicator
+    return sorted(
+        name
+        for name in vars(rcclx_core.Communicator)
+        if not name.startswith("_") and name in vars(native)
+    )
+
+
+@pytest.mark.parametrize("name", _forwarded_methods())
+def test_python_forwarders_take_the_bindings_arguments(name):
+    """Each method rcclx_core.Communicator forwards to its binding has the binding's argument
+    list: the same names, in the same order, with the same defaults."""
+    from signatures import python_signature
+
+    ours = getattr(rcclx_core.Communicator, name)
+    native = getattr(rcclx_core._C.Communicator, name)
+    theirs = [(n, d) for _, n, d in runtime_signature(native, name)[0] if n != "self"]
+    assert [(n, d) for _, n, d in python_signature(ours)] == theirs

@@ -267,7 +267,7 @@ def _moe_graph_case(comm, out):
 
 def _gpu_rank(ctx):
     torch.cuda.set_device(ctx.device)
-    comm = H.comm_of(ctx, "a2av_dyn", device=torch.device("cuda"))
+    comm = H.backend_of(ctx, "a2av_dyn", device=torch.device("cuda"))
     out = {}
     _eager_cases(comm, out)
     _overflow_case(comm, out)

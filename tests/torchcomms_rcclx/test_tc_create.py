@@ -1,6 +1,8 @@
-"""new_comm: rank and size from the launcher's environment (torchcomms' variables first, then
-Open MPI's, PMI's, torchrun's), the store from MASTER_ADDR / MASTER_PORT or store=, the device
-and the hints, and what it refuses."""
+"""new_comm, through torchcomms' ``new_comm("rcclx")`` (the real torchcomms where installed, else
+the stand-in) and directly (``torchcomms_rcclx.new_comm``): rank and size from the launcher's
+environment (torchcomms' variables first, then Open MPI's, PMI's, torchrun's), the store from
+MASTER_ADDR / MASTER_PORT or store=, the device and the hints (the ones rcclx knows applied,
+the others ignored and logged once), and what it refuses."""
 
 from __future__ import annotations
 
@@ -13,19 +15,23 @@ from launcher import launch
 
 torch = pytest.importorskip("torch")
 
+import torchcomms  # noqa: E402
+
 import rcclx_core  # noqa: E402
 import torchcomms_rcclx as tc  # noqa: E402
-from torchcomms_rcclx import _setup  # noqa: E402
+from torchcomms_rcclx import _hints, _setup  # noqa: E402
+
+H_REAL = getattr(torchcomms, "STANDIN", None) is None  # the real torchcomms is installed
 
 
 def _sum_of_ranks(comm) -> float:
     t = torch.full((5,), float(comm.get_rank() + 1))
-    comm.all_reduce(t, tc.ReduceOp.SUM, False)
+    comm.all_reduce(t, torchcomms.ReduceOp.SUM, False)
     return t[0].item()
 
 
 def _from_env_rank(ctx):
-    comm = tc.new_comm("rcclx", torch.device("cpu"), "from_env")
+    comm = torchcomms.new_comm("rcclx", torch.device("cpu"), "from_env")
     second = tc.new_comm("rcclx", "cpu", "from_env")  # same name, same store: own keys
     got = (
         comm.get_rank(),
@@ -67,16 +73,26 @@ def _from_store_rank(ctx):
         ctx.store().set("tc/port", str(store.port).encode())
     else:
         store = dist.TCPStore("127.0.0.1", int(ctx.store().get("tc/port")), ctx.nranks)
-    comm = tc.new_comm(
+    hints = {"rcclx_allreduce_algo": "ring", "persistent_store": "true"}  # a foreign one too
+    comm = torchcomms.new_comm(
         "rcclx",
         torch.device("cpu"),
         "from_store",
         store=store,
         timeout=datetime.timedelta(seconds=20),
-        hints={"rcclx_allreduce_algo": "ring"},
+        hints=hints,
     )
     opts = comm.get_options()
-    got = (comm.get_rank(), _sum_of_ranks(comm), opts.timeout.total_seconds(), opts.hints)
+    backend = comm.get_backend_impl()
+    algo, _ = rcclx_core._testing.selection(backend.get_core(), 4096)
+    got = (
+        comm.get_rank(),
+        _sum_of_ranks(comm),
+        opts.timeout.total_seconds(),
+        dict(opts.hints),
+        algo,
+        type(backend).__mro__[1].__name__ if H_REAL else type(backend).__name__,
+    )
     comm.finalize()
     return got
 
@@ -87,8 +103,10 @@ def test_new_comm_from_a_torch_store_with_timeout_and_hints():
         2,
         rank_env=lambda r: {"TORCHCOMM_RANK": str(r), "TORCHCOMM_SIZE": "2", "RANK": "9"},
     )
-    hints = {"rcclx_allreduce_algo": "ring"}
-    assert [r.value for r in results] == [(0, 3.0, 20.0, hints), (1, 3.0, 20.0, hints)]
+    hints = {"rcclx_allreduce_algo": "ring", "persistent_store": "true"}
+    assert [r.value for r in results] == [
+        (r, 3.0, 20.0, hints, "ring", "TorchCommRCCLX") for r in range(2)
+    ]
 
 
 def test_importing_the_package_imports_no_torch():
@@ -133,7 +151,7 @@ def test_new_comm_refuses_what_it_cannot_run(monkeypatch):
     with pytest.raises(rcclx_core.InvalidArgumentError, match="'meta' is not supported"):
         tc.new_comm("rcclx", torch.device("meta"), "x")
     with pytest.raises(TypeError, match=r"hints\['RCCLX_ALLREDUCE_ALGO'\] must be a string"):
-        _setup.normalize_hints({"RCCLX_ALLREDUCE_ALGO": 3})
+        _hints.comm_knobs({"RCCLX_ALLREDUCE_ALGO": 3}, "new_comm")
     with pytest.raises(rcclx_core.InvalidArgumentError, match="timeout must be"):
         tc.new_comm("rcclx", "cpu", "x", timeout=-1)
     monkeypatch.delenv("MASTER_ADDR", raising=False)
@@ -174,3 +192,28 @@ def test_reduce_ops_map_to_the_core():
     for bad in (torch.ones(2), "2", None, True):
         with pytest.raises(TypeError, match="factor must be"):
             tc.ReduceOp.PREMUL_SUM(bad)
+
+
+def test_hints_rcclx_knows_are_applied_and_others_ignored_once(monkeypatch):
+    """torchcomms' contract: a backend reads the hints it knows and ignores the rest, so a
+    program tuned for another backend runs unchanged; each ignored name is logged once."""
+    logged = []
+    monkeypatch.setattr(_hints.ctran, "log_info", logged.append)
+    monkeypatch.setattr(_hints, "_logged", set())
+    hints = {"rcclx_allreduce_algo": "ring", "RCCLX_TIMEOUT_MS": "5000", "nccl_algo": "tree"}
+    for _ in range(3):
+        assert _hints.comm_knobs(hints, "new_comm") == {
+            "RCCLX_ALLREDUCE_ALGO": "ring",
+            "RCCLX_TIMEOUT_MS": "5000",
+        }
+    assert _hints.call_options("all_reduce", {"algo": "ring", "low_precision": "1"}) == (
+        "ring",
+        True,
+    )
+    for _ in range(2):
+        assert _hints.call_options("broadcast", {"algo": "ring", "hint_key": "x"}) == (None, None)
+    assert _hints.call_options("all_gather", {"RCCL_LOW_PRECISION_ENABLE": "0"}) == (None, False)
+    assert len(logged) == 3 and all("ignored" in line for line in logged), logged
+    assert "'nccl_algo'" in logged[0] and "new_comm" in logged[0]
+    with pytest.raises(rcclx_core.InvalidArgumentError, match=r"hints\['low_precision'\]='x'"):
+        _hints.call_options("all_reduce", {"low_precision": "x"})

@@ -1,7 +1,9 @@
 """Bad input gets an error naming the argument and its value (wrong device, non-contiguous,
-unsupported dtype, sizes, list lengths, roots, ops, hints), before anything runs; calls after
-finalize or abort raise; finalize is safe twice and from __del__; timeouts raise (or abort the
-process when asked), a per-call one within its bound and the communicator's through the core."""
+unsupported dtype, sizes, list lengths, roots, ops, hint values), before anything runs, on the
+backend and through torchcomms (the real one where installed, else the stand-in) alike; hints
+rcclx does not know are ignored; calls after finalize or abort raise; finalize is safe twice and
+from __del__; timeouts raise (or abort the process when asked), a per-call one within its bound
+and the communicator's through the core."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import tc_helpers as H
 from launcher import launch
 
 torch = pytest.importorskip("torch")
+
+import torchcomms  # noqa: E402
 
 import rcclx_core  # noqa: E402
 import torchcomms_rcclx as tc  # noqa: E402
@@ -37,59 +41,100 @@ def test_tensors_are_checked_naming_the_argument(comm):
     SUM = tc.ReduceOp.SUM
     cases = [
         (lambda: comm.all_reduce(torch.ones(4, device="meta"), SUM), BadArg,
-         "all_reduce: tensor is on meta, but the communicator 'solo' runs on cpu"),
+         "all_reduce: tensor: .*Cannot pack tensors on meta"),
         (lambda: comm.all_reduce(torch.ones(4, 4).t(), SUM), BadArg,
          r"all_reduce: tensor must be contiguous, but has shape \(4, 4\) and strides \(1, 4\)"),
         (lambda: comm.all_reduce([1.0], SUM), TypeError,
          "all_reduce: tensor must be a torch.Tensor, got list"),
-        (lambda: comm.all_reduce(torch.ones(2, dtype=torch.complex64), SUM), BadArg,
-         "tensor has dtype torch.complex64"),
+        (lambda: comm.all_reduce(torch.ones(2, dtype=torch.complex64), tc.ReduceOp.MAX), BadArg,
+         "tensor has dtype torch.complex64, which ReduceOp.MAX cannot reduce"),
+        (lambda: comm.all_reduce(torch.ones(2, dtype=torch.bool), tc.ReduceOp.AVG), BadArg,
+         "tensor has dtype torch.bool, which ReduceOp.AVG cannot reduce"),
+        (lambda: comm.all_reduce(torch.ones(2, dtype=torch.int16), SUM), BadArg,
+         "tensor has dtype torch.int16, which rcclx moves but cannot reduce"),
         (lambda: comm.all_reduce(torch.ones(2), "SUMM"), TypeError, "op must be"),
-        (lambda: comm.all_reduce(torch.ones(2), SUM, hints={"fast": "1"}), BadArg,
-         "hint 'fast' is not one this call takes"),
         (lambda: comm.all_reduce(torch.ones(2), SUM, hints={"low_precision": "maybe"}), BadArg,
          "must be 1 or 0"),
         (lambda: comm.all_reduce(torch.ones(2), SUM, timeout=0), BadArg, "timeout must be"),
         (lambda: comm.broadcast(torch.ones(2), 1), BadArg,
-         "broadcast: root 1 is not a rank of the communicator 'solo' \\(1 ranks\\)"),
-        (lambda: comm.send(torch.ones(2), -1), BadArg, "send: dst -1"),
+         "broadcast: root 1 is out of range for a communicator of 1 ranks"),
+        (lambda: comm.send(torch.ones(2), -1), BadArg, "send: dst -1 is out of range"),
+        (lambda: comm.recv(torch.ones(2), 3), BadArg, "recv: src 3 is out of range"),
         (lambda: comm.all_gather_single(torch.ones(3), torch.ones(2)), BadArg,
          "all_gather_single: output has 3 elements but needs 2"),
         (lambda: comm.all_gather_single(torch.ones(2, dtype=torch.int32), torch.ones(2)), BadArg,
-         "output has dtype torch.int32 but input has torch.float32"),
+         "all_gather_single: input is float32 but output is int32"),
         (lambda: comm.all_gather([torch.ones(2)] * 2, torch.ones(2)), BadArg,
          "all_gather: tensor_list must be a list of 1 tensors \\(one per rank\\), got 2"),
+        (lambda: comm.all_gather(torch.ones(2), torch.ones(2)), TypeError,
+         "all_gather: tensor_list must be a list of 1 tensors \\(one per rank\\), got Tensor"),
         (lambda: comm.all_gather([torch.ones(3)], torch.ones(2)), BadArg,
          r"all_gather: tensor_list\[0\] has 3 elements but needs 2"),
         (lambda: comm.reduce_scatter_single(torch.ones(2), torch.ones(3)), BadArg,
          "reduce_scatter_single: input has 3 elements but needs 2"),
         (lambda: comm.reduce_scatter_v(torch.ones(2), [torch.ones(3)]), BadArg,
-         r"reduce_scatter_v: output has 2 elements but needs 3"),
+         r"reduce_scatter_v: output has 2 elements but needs 3 \(input_list\[rank\]\)"),
         (lambda: comm.all_to_all_single(torch.ones(3), torch.ones(2)), BadArg,
          "all_to_all_single: output has 3 elements but needs 2"),
-        (lambda: comm.all_to_all_v_single(torch.ones(2, 3), torch.ones(2, 3), [2], [3]), BadArg,
-         r"all_to_all_v_single: input_split_sizes \[3\] add up to 3 rows, but the tensor has 2"),
         (lambda: comm.all_to_all_v_single(torch.ones(2), torch.ones(2), [2, 0], [2]), BadArg,
-         "output_split_sizes must be 1 non-negative integers"),
+         "all_to_all_v_single: output_split_sizes has 2 entries for 1 ranks"),
+        (lambda: comm.all_to_all_v_single(torch.ones(2), torch.ones(2), [2], ["x"]), TypeError,
+         "all_to_all_v_single: input_split_sizes must be a sequence of integers"),
         (lambda: comm.all_to_all([torch.ones(2)], [torch.ones(2, dtype=torch.int32)]), BadArg,
          r"output_tensor_list\[0\] has dtype torch.float32"),
         (lambda: comm.gather_single(torch.ones(1), torch.ones(2), 0), BadArg,
          "gather_single: output has 1 elements but needs 2"),
+        (lambda: comm.gather([torch.ones(2)], torch.ones(2), 2), BadArg,
+         "gather: root 2 is out of range"),
         (lambda: comm.scatter(torch.ones(2), [torch.ones(1)], 0), BadArg,
          r"scatter: input_tensor_list\[0\] has 1 elements but needs 2"),
-        (lambda: comm.batch_op_create().send(torch.ones(2), 1), BadArg, "batch send: dst 1"),
-        (lambda: comm.split([0], "x", hints={"a": "b"}), BadArg, "split: hints="),
+        (lambda: _issue(comm, torch.ones(2), 1), BadArg, "batch issue: peer 1 is out of range"),
         (lambda: comm.split([0, 0], "x"), BadArg, r"split: ranks \[0, 0\] name \[0\] twice"),
         (lambda: comm.split([1], "x"), BadArg, "split: ranks\\[0\\] 1 is not a rank"),
+        (lambda: comm.split([0], "x", hints={"rcclx_allreduce_algo": "no"}), BadArg,
+         "RCCLX_ALLREDUCE_ALGO"),
         (lambda: comm.tensor_register(torch.ones(4, 4).t()), BadArg, "tensor_register: tensor"),
         (lambda: comm.set_timeout("soon"), BadArg, "set_timeout: timeout must be"),
     ]  # fmt: skip
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()
-    # Nothing above ran or broke the communicator.
+    # Nothing above ran or broke the communicator; hints rcclx does not know are ignored.
     t = torch.ones(3)
-    assert comm.all_reduce(t, tc.ReduceOp.SUM).is_completed() and t.tolist() == [1.0] * 3
+    assert comm.all_reduce(t, tc.ReduceOp.SUM, hints={"fast": "1", "algo": "ring"}) is None
+    assert t.tolist() == [1.0] * 3
+    child = comm.split([0], "x", hints={"nccl_cga_cluster_size": "4"})
+    child.broadcast(t, 0, hints={"hint_key": "value"})
+    child.finalize()
+
+
+def _issue(comm, tensor, peer):
+    batch = comm.batch_op_create()
+    batch.send(tensor, peer)  # recorded; checked when issued
+    return batch.issue()
+
+
+def test_errors_reach_torchcomms_users_as_they_are(monkeypatch):
+    """Through torchcomms' TorchComm (the real one's C++ included) an error keeps its type and
+    its message, which names the caller's argument."""
+    import torch.distributed as dist
+
+    monkeypatch.setenv("TORCHCOMM_RANK", "0")
+    monkeypatch.setenv("TORCHCOMM_SIZE", "1")
+    comm = torchcomms.new_comm("rcclx", torch.device("cpu"), "solo", store=dist.HashStore())
+    SUM = torchcomms.ReduceOp.SUM
+    with pytest.raises(BadArg, match="all_reduce: tensor must be contiguous"):
+        comm.all_reduce(torch.ones(4, 4).t(), SUM, False)
+    with pytest.raises(BadArg, match="all_gather_single: output has 3 elements but needs 2"):
+        comm.all_gather_single(torch.ones(3), torch.ones(2), False)
+    with pytest.raises(BadArg, match="all_to_all_v_single: output_split_sizes has 2 entries"):
+        comm.all_to_all_v_single(torch.ones(2), torch.ones(2), [2, 0], [2], False)
+    with pytest.raises(BadArg, match="torch.bool, which ReduceOp.PREMUL_SUM cannot reduce"):
+        comm.all_reduce(torch.ones(2, dtype=torch.bool), torchcomms.ReduceOp.PREMUL_SUM(2.0), False)
+    t = torch.ones(3)
+    comm.all_reduce(t, SUM, False, hints={"hint_key": "value"})  # another backend's hint
+    assert t.tolist() == [1.0] * 3
+    comm.finalize()
 
 
 def test_finalize_abort_and_calls_after_them(comm):
@@ -126,7 +171,9 @@ def test_abort_then_finalize_and_del(monkeypatch):
 
 
 def _timeout_rank(ctx, per_call: bool):
-    comm = H.comm_of(ctx, "late", timeout=None if per_call else 0.5)
+    # A per-call timeout is the backend's (torchcomms' Python-backend interface drops it).
+    make = H.backend_of if per_call else H.comm_of
+    comm = make(ctx, "late", timeout=None if per_call else 0.5)
     out = None
     if ctx.rank == 0:
         t = torch.ones(16)
@@ -135,7 +182,7 @@ def _timeout_rank(ctx, per_call: bool):
             if per_call:
                 comm.all_reduce(t, tc.ReduceOp.SUM, False, timeout=0.3)
             else:
-                comm.all_reduce(t, tc.ReduceOp.SUM, False)
+                comm.all_reduce(t, torchcomms.ReduceOp.SUM, False)
             out = "no error"
         except rcclx_core.TimeoutError as e:
             out = (type(e).__name__, str(e), time.monotonic() - start)
@@ -145,7 +192,8 @@ def _timeout_rank(ctx, per_call: bool):
             comm.all_reduce(torch.ones(16), tc.ReduceOp.SUM, False)
         comm.finalize()
     else:
-        comm.abort()
+        # torchcomms' Python-backend interface has no abort(): the backend's is reached directly.
+        comm.get_backend_impl().abort()
     return out
 
 
@@ -163,7 +211,7 @@ def test_timeouts_raise(per_call):
 
 
 def _abort_process_rank(ctx):
-    comm = H.comm_of(ctx, "fatal", abort_process_on_timeout_or_error=True)
+    comm = H.backend_of(ctx, "fatal", abort_process_on_timeout_or_error=True)
     if ctx.rank == 0:
         comm.all_reduce(torch.ones(4), tc.ReduceOp.SUM, False, timeout=0.2)
         return "still alive"

@@ -1,5 +1,6 @@
-"""Object collectives (torchcomms_rcclx.objcol) on 3 ranks: objects of different sizes per
-rank gathered, broadcast, scattered, sent and received; a tensor travels inside a dict."""
+"""Object collectives (``torchcomms.objcol``: the real torchcomms' where installed, else the
+stand-in's, torchcomms_rcclx.objcol) on 3 ranks: objects of different sizes per rank gathered,
+broadcast, scattered, sent and received; a tensor travels inside a dict."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _same(a, b) -> bool:
 
 
 def _objcol_rank(ctx):
-    from torchcomms_rcclx import objcol
+    from torchcomms import objcol
 
     comm = H.comm_of(ctx, "objects")
     n, me = comm.get_size(), comm.get_rank()
@@ -35,7 +36,7 @@ def _objcol_rank(ctx):
     objcol.broadcast_object_list(comm, lst, 2)
     out["broadcast_object_list"] = _same(lst[0], _obj(2)) and lst[1:] == ["two", 2]
     mine = [None]
-    objcol.scatter_object_list(comm, mine, [_obj(r) for r in range(n)] if me == 0 else None, 0)
+    objcol.scatter_object_list(comm, 0, mine, [_obj(r) for r in range(n)] if me == 0 else None)
     out["scatter_object_list"] = _same(mine[0], _obj(me))
     if me == 0:
         objcol.send_object_list(comm, [_obj(0), [1, 2]], 1)

@@ -108,7 +108,7 @@ def test_quick_start_runs_as_written(standin, nranks):
 # --- torchcomms' names ----------------------------------------------------------------------
 
 _SAME_AS = {
-    "TorchComm": "TorchCommRCCLX",
+    "TorchComm": "TorchComm",
     "TorchWork": "Work",
     "ReduceOp": "ReduceOp",
     "RedOpType": "RedOpType",

@@ -54,7 +54,7 @@ def _ring_case(comm, dtype, device="cpu"):
 
 
 def _ring_rank(ctx):
-    comm = H.comm_of(ctx, "win", timeout=10)
+    comm = H.backend_of(ctx, "win", timeout=10)
     out = {}
     for dtype in H.DTYPES:
         win, want, problems = _ring_case(comm, dtype)
@@ -90,7 +90,7 @@ def _counting_rank(ctx):
     releases a retry of it. Rank 0 also puts into itself and reads its own window back."""
     import rcclx_core
 
-    comm = H.comm_of(ctx, "count", timeout=1)  # the third wait runs into it
+    comm = H.backend_of(ctx, "count", timeout=1)  # the third wait runs into it
     win = comm.new_window()
     t = torch.zeros(16, dtype=torch.int32)
     base = t.untyped_storage().data_ptr()
@@ -142,7 +142,7 @@ def test_signals_count(transport):
 def _map_rank(ctx, transport):
     import rcclx_core
 
-    comm = H.comm_of(ctx, "map", timeout=10)
+    comm = H.backend_of(ctx, "map", timeout=10)
     n, me = comm.get_size(), comm.get_rank()
     win = comm.new_window()
     win.tensor_register(torch.full((6, 4), float(me), dtype=torch.float32))
@@ -183,7 +183,7 @@ def _split_rank(ctx):
     meets only its own ranks. Tensors taken from a window outlive its deregistration."""
     import gc
 
-    comm = H.comm_of(ctx, "parent", timeout=10)
+    comm = H.backend_of(ctx, "parent", timeout=10)
     me = comm.get_rank()
     pair = comm.split([0, 1] if me < 2 else [2], "child")
     solo = comm.split([2] if me == 2 else [1, 0], "child")  # the same name again
@@ -229,7 +229,7 @@ def _raises(out, key, fn, error, *words):
 def _errors_rank(ctx):
     import rcclx_core as rc
 
-    comm = H.comm_of(ctx, "errors")
+    comm = H.backend_of(ctx, "errors")
     win = comm.new_window()
     out = {}
     f32 = torch.zeros(4, dtype=torch.float32)
@@ -286,7 +286,7 @@ def test_errors_name_the_argument():
 def _dead_peer_rank(ctx):
     import rcclx_core
 
-    comm = H.comm_of(ctx, "dead", timeout=4)
+    comm = H.backend_of(ctx, "dead", timeout=4)
     win = comm.new_window()
     win.tensor_register(torch.zeros(8))
     if comm.get_rank() == 1:
@@ -312,7 +312,7 @@ def test_dead_peer_is_an_error(transport):
 
 
 def _gpu_rank(ctx):
-    comm = H.comm_of(ctx, "win_gpu", device="cuda")
+    comm = H.backend_of(ctx, "win_gpu", device="cuda")
     out = {}
     for dtype in (torch.float32, torch.bfloat16):
         win, want, problems = _ring_case(comm, dtype, device=comm.get_device())
@@ -360,7 +360,7 @@ def test_gpu_ring_put_signal_wait(nranks):
 def _gpu_silent_peer_rank(ctx):
     """Rank 1 never signals: rank 0's wait kernel gives up at the timeout and the stream
     reports an error (the GPU does not hang)."""
-    comm = H.comm_of(ctx, "win_gpu_silent", device="cuda")
+    comm = H.backend_of(ctx, "win_gpu_silent", device="cuda")
     win = comm.new_window()
     win.tensor_register(torch.zeros(16, device=comm.get_device()))
     outcome = "rank 1"
@@ -395,7 +395,7 @@ def test_gpu_wait_without_signal_is_an_error():
 def _gpu_graph_rank(ctx):
     """put + signal + wait_signal captured once in a CUDA graph and replayed: the sequence
     numbers live in device memory, so every replay matches the peer's next signal."""
-    comm = H.comm_of(ctx, "win_graph", device="cuda", timeout=20)
+    comm = H.backend_of(ctx, "win_graph", device="cuda", timeout=20)
     dev = comm.get_device()
     n, me = comm.get_size(), comm.get_rank()
     nxt, prv = (me + 1) % n, (me - 1) % n

@@ -1,10 +1,16 @@
-"""RCCLX for PyTorch: a torchcomms-style communicator over ``rcclx_core``.
+"""RCCLX for PyTorch: the ``"rcclx"`` backend of torchcomms and of torch.distributed.
 
-``new_comm("rcclx", torch.device("cpu"), "my_comm")`` returns a :class:`TorchCommRCCLX` with
-torchcomms' names (``get_rank``, ``all_reduce``, ``all_to_all_v_single``, ``split``...). The
-only RCCLX package that imports torch; it checks tensors, takes the current stream and hands the
-tensors to ``rcclx_core``. The names below load on first use, so importing this package touches
-nothing of torch (torch itself may import it while it initialises).
+One class, :class:`TorchCommRCCLX`, implements the backend; every way in reaches it:
+
+- with torchcomms installed: ``torchcomms.new_comm("rcclx", device, name=...)`` (registered
+  through this distribution's entry points; ``comm.get_backend_impl()`` is the backend);
+- without it: ``torchcomms_rcclx.new_comm("rcclx", device, "my_comm")`` returns the backend
+  itself, and the stand-in ``torchcomms`` module wraps it in :class:`TorchComm`;
+- ``torch.distributed.init_process_group("rcclx")`` (the process group in ``c10d``, or through
+  torchcomms when torch routes process groups there).
+
+The only RCCLX package that imports torch. The names below load on first use, so importing this
+package touches nothing of torch (torch itself may import it while it initialises).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ _EXPORTS = {
     "P2POpType": "torchcomms_rcclx._batch",
     "RedOpType": "torchcomms_rcclx._ops",
     "ReduceOp": "torchcomms_rcclx._ops",
-    "TorchCommRCCLX": "torchcomms_rcclx._comm",
+    "TorchComm": "torchcomms_rcclx._comm",
+    "TorchCommRCCLX": "torchcomms_rcclx._backend",
     "Work": "torchcomms_rcclx._work",
     "new_comm": "torchcomms_rcclx._create",
 }

@@ -112,11 +112,22 @@ def _describe(x) -> str:
 
 
 def as_reduce_op(op, what: str) -> ReduceOp:
-    """`op` as a ReduceOp: ours, or a torch.distributed.ReduceOp / RedOpType of the same name."""
+    """`op` as a ReduceOp: ours, torchcomms' own (the real package's, PREMUL_SUM's factor
+    included), or a torch.distributed.ReduceOp / RedOpType of the same name."""
     if type(op) is ReduceOp:
         return op
     if isinstance(op, RedOpType) and op is not RedOpType.PREMUL_SUM:
         return getattr(ReduceOp, op.name)
+    kind = getattr(op, "type", None)  # torchcomms' ReduceOp: its RedOpType
+    if kind is not None and not isinstance(op, RedOpType):
+        name = getattr(kind, "name", None)
+        if name == "PREMUL_SUM":
+            from torchcomms_rcclx._premul_factor import premul_factor
+
+            return ReduceOp.PREMUL_SUM(premul_factor(op, what))
+        found = getattr(ReduceOp, name, None) if isinstance(name, str) else None
+        if isinstance(found, ReduceOp):
+            return found
     name = getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
     name = {"PRODUCT": "PRODUCT", "PROD": "PRODUCT"}.get(name, name)
     found = getattr(ReduceOp, name, None) if isinstance(name, str) else None

@@ -26,13 +26,56 @@ RANK_SIZE_VARIABLES = (
 
 @dataclasses.dataclass
 class CommOptions:
-    """What a communicator was created with (``get_options()``)."""
+    """What a communicator was created with (``get_options()``): torchcomms' CommOptions, plus
+    ``high_priority_stream``. ``timeout=None`` is the RCCLX_TIMEOUT_MS knob's value."""
 
     abort_process_on_timeout_or_error: bool = True
-    timeout: datetime.timedelta = datetime.timedelta(milliseconds=300000)
+    timeout: datetime.timedelta | None = None
     high_priority_stream: bool = False
     store: Any = None
     hints: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        seconds = as_seconds(self.timeout, "new_comm")
+        self.timeout = datetime.timedelta(
+            seconds=default_timeout_seconds() if seconds is None else seconds
+        )
+        self.abort_process_on_timeout_or_error = bool(self.abort_process_on_timeout_or_error)
+        self.high_priority_stream = bool(self.high_priority_stream)
+        self.hints = dict(self.hints or {})
+
+
+def comm_options(options) -> CommOptions:
+    """`options` (ours, torchcomms' CommOptions, or None) as ours."""
+    if isinstance(options, CommOptions):
+        return options
+    if options is None:
+        return CommOptions()
+    abort = getattr(options, "abort_process_on_timeout_or_error", None)
+    return CommOptions(
+        abort_process_on_timeout_or_error=True if abort is None else abort,
+        timeout=getattr(options, "timeout", None),
+        store=getattr(options, "store", None),
+        hints=dict(getattr(options, "hints", None) or {}),
+    )
+
+
+def default_timeout_seconds() -> float:
+    """The RCCLX_TIMEOUT_MS knob's value (from the environment, else its default), in seconds."""
+    for knob in rcclx_core.config_dump():
+        if knob["name"] == "RCCLX_TIMEOUT_MS":
+            return int(knob["value"]) / 1000
+    raise LookupError("RCCLX_TIMEOUT_MS is not in rcclx_core's knob registry")
+
+
+def with_timeout(knobs: dict, timeout: datetime.timedelta | None) -> dict:
+    """`knobs` with `timeout` as the communicator's RCCLX_TIMEOUT_MS (the deadline of every wait
+    for a peer), unless the hints or the environment set that knob: those win, so a job's
+    RCCLX_TIMEOUT_MS holds for communicators that torchcomms or torch.distributed create with
+    their own default timeouts."""
+    if timeout is not None and "RCCLX_TIMEOUT_MS" not in os.environ:
+        knobs.setdefault("RCCLX_TIMEOUT_MS", str(max(1, round(timeout.total_seconds() * 1000))))
+    return knobs
 
 
 def rank_and_size(env: Mapping[str, str] | None = None) -> tuple[int, int]:
@@ -89,21 +132,6 @@ def resolve_device(device, rank: int):
             f"new_comm: device {str(dev)!r}: this process sees {count} GPU(s)"
         )
     return torch.device("cuda", index)
-
-
-def normalize_hints(hints: Mapping[str, str] | None, what: str = "new_comm") -> dict:
-    """hints with knob names upper-cased (``rcclx_allreduce_algo`` is
-    ``RCCLX_ALLREDUCE_ALGO``); keys and values must be strings."""
-    out: dict[str, str] = {}
-    for key, value in (hints or {}).items():
-        if not isinstance(key, str):
-            raise TypeError(f"{what}: hints keys must be strings, got {key!r}")
-        if not isinstance(value, str):
-            raise TypeError(
-                f"{what}: hints[{key!r}] must be a string, got {type(value).__name__} {value!r}"
-            )
-        out[key.upper()] = value
-    return out
 
 
 def as_seconds(timeout, what: str) -> float | None:

@@ -1,37 +1,40 @@
-"""TorchCommRCCLX.split: a new communicator of some of this one's ranks, made collectively
-over it; it keeps this communicator's device, options and hints."""
+"""TorchCommRCCLX.split: a new communicator of some of this one's ranks, made collectively over
+it. It keeps this communicator's device, options and knobs; hints (knob names, see _hints) and
+a timeout override them. From torchcomms both come in its CommOptions (whose timeout is
+torchcomms' own default unless the caller gave one), from the other front ends as arguments
+(no timeout: this communicator's)."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+
 import rcclx_core
 from torchcomms_rcclx import _setup
+from torchcomms_rcclx._hints import comm_knobs
 
 
-def split(comm, ranks, name: str, hints=None, timeout=None):
+def split(comm, ranks, name: str, options, hints, timeout):
     """See TorchCommRCCLX.split."""
     what = "split"
     core = comm._usable(what)
-    if hints:
-        raise rcclx_core.InvalidArgumentError(
-            "split: hints= is not supported (the new communicator keeps this one's)"
-        )
-    ranks = list(ranks)
-    for i, r in enumerate(ranks):
-        comm._check_peer(what, f"ranks[{i}]", r)
-    if len(set(ranks)) != len(ranks):
-        dup = sorted({r for r in ranks if ranks.count(r) > 1})
-        raise rcclx_core.InvalidArgumentError(f"split: ranks {ranks} name {dup} twice")
-    if ranks and comm._rank not in ranks:
-        raise rcclx_core.InvalidArgumentError(
-            f"split: ranks {ranks} leave out this rank ({comm._rank}); pass [] on ranks "
-            "that join no new communicator"
-        )
     if not isinstance(name, str) or not name:
         raise rcclx_core.InvalidArgumentError(
             f"split: name must be a non-empty string, got {name!r}"
         )
+    ranks = _member_ranks(comm, ranks)
+    if options is not None:
+        given = _setup.comm_options(options)
+        hints = {**given.hints, **(hints or {})}
+        timeout = given.timeout if timeout is None else timeout
+    seconds = _setup.as_seconds(timeout, what)
+    knobs = comm_knobs(hints, what)
+    new_options = dataclasses.replace(comm._options, hints={**comm._options.hints, **knobs})
+    if seconds is not None:
+        new_options.timeout = datetime.timedelta(seconds=seconds)
+        _setup.with_timeout(knobs, new_options.timeout)
     color, key = (min(ranks), ranks.index(comm._rank)) if ranks else (-1, None)
-    child = core.split(color, key)
+    child = core.split(color, key, knobs or None)
     if child is None:
         return None
     if child.size != len(ranks) or child.rank != key:
@@ -40,12 +43,27 @@ def split(comm, ranks, name: str, hints=None, timeout=None):
             f"split: rank {comm._rank} passed ranks {ranks}, but {child.size} rank(s) "
             "joined it (every member must pass the same list)"
         )
-    options = _setup.CommOptions(
-        abort_process_on_timeout_or_error=comm._options.abort_process_on_timeout_or_error,
-        timeout=comm._options.timeout,
-        store=comm._options.store,
-        hints=dict(comm._options.hints),
-    )
-    from torchcomms_rcclx._comm import TorchCommRCCLX  # the module that imports this one
+    return type(comm)()._attach(child, comm._device, name, new_options)
 
-    return TorchCommRCCLX(child, comm._device, name, options)
+
+def _member_ranks(comm, ranks) -> list[int]:
+    """`ranks` checked: ranks of `comm`, none twice, this rank among them unless empty."""
+    try:
+        ranks = list(ranks)
+    except TypeError:
+        raise TypeError(f"split: ranks must be a sequence of ranks, got {ranks!r}") from None
+    for i, r in enumerate(ranks):
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < comm._size:
+            raise rcclx_core.InvalidArgumentError(
+                f"split: ranks[{i}] {r!r} is not a rank of the communicator '{comm._name}' "
+                f"({comm._size} ranks)"
+            )
+    if len(set(ranks)) != len(ranks):
+        dup = sorted({r for r in ranks if ranks.count(r) > 1})
+        raise rcclx_core.InvalidArgumentError(f"split: ranks {ranks} name {dup} twice")
+    if ranks and comm._rank not in ranks:
+        raise rcclx_core.InvalidArgumentError(
+            f"split: ranks {ranks} leave out this rank ({comm._rank}); pass [] on ranks "
+            "that join no new communicator"
+        )
+    return ranks

@@ -27,7 +27,7 @@ from torch.distributed import distributed_c10d as c10d
 
 import rcclx_core
 from torchcomms_rcclx import c10d as _registration  # noqa: F401 - registers "rcclx"
-from torchcomms_rcclx._comm import TorchCommRCCLX
+from torchcomms_rcclx._backend import TorchCommRCCLX
 from torchcomms_rcclx.c10d.process_group import ProcessGroupRcclx
 
 _BACKEND = "rcclx"
@@ -54,6 +54,12 @@ def _register(comm: TorchCommRCCLX, group_name: str, ranks: list[int]) -> Proces
     world.pg_to_tag[pg] = tag
     c10d._register_process_group(group_name, pg)
     return pg
+
+
+def _backend(comm):
+    """The rcclx backend of `comm` (a TorchComm of the stand-in, or the backend itself)."""
+    backend = comm.get_backend_impl() if hasattr(comm, "get_backend_impl") else comm
+    return backend if isinstance(backend, TorchCommRCCLX) else None
 
 
 def _check(mesh_dim_comms, mesh_dim_names, global_comm) -> None:
@@ -90,17 +96,20 @@ def _check(mesh_dim_comms, mesh_dim_names, global_comm) -> None:
 
 
 def init_device_mesh(
-    mesh_dim_comms: tuple[TorchCommRCCLX, ...],
+    mesh_dim_comms: tuple,
     mesh_dim_names: tuple[str, ...],
-    _global_comm: TorchCommRCCLX | None = None,
+    _global_comm=None,
 ) -> dist.DeviceMesh:
-    """A DeviceMesh whose dimension i is carried by ``mesh_dim_comms[i]``.
+    """A DeviceMesh whose dimension i is carried by ``mesh_dim_comms[i]`` (rcclx
+    communicators: the stand-in's TorchComm, or the backend).
 
     The mesh is row-major over the global ranks: the rank at mesh coordinates (i0, i1, ...)
     is ``i0 * size1 * size2 ... + i1 * size2 ... + ...``, and each communicator's rank must be
     this rank's coordinate along its dimension (split the global communicator so). One
     communicator alone may stand for the whole mesh (then it is the global one too).
     """
+    mesh_dim_comms = tuple(_backend(c) or c for c in mesh_dim_comms or ())
+    _global_comm = None if _global_comm is None else _backend(_global_comm) or _global_comm
     _check(mesh_dim_comms, mesh_dim_names, _global_comm)
     shape = tuple(c.get_size() for c in mesh_dim_comms)
     mesh = torch.arange(math.prod(shape), dtype=torch.int).view(shape)

@@ -1,4 +1,5 @@
-"""Object collectives on a :class:`TorchCommRCCLX`, as torchcomms' ``objcol``: picklable Python
+"""Object collectives on an rcclx communicator, as torchcomms' ``objcol`` (the same argument
+lists, so a program runs on the stand-in and on the real torchcomms alike): picklable Python
 objects gathered, broadcast, scattered, sent and received, through byte tensors on the
 communicator's device. Objects are written with ``torch.save`` and read with ``torch.load``
 (``weights_only=True`` by default: plain containers, numbers, strings and tensors). Every
@@ -82,8 +83,8 @@ def broadcast_object_list(comm, object_list: list, root: int, timeout=None,
         object_list[:] = got
 
 
-def scatter_object_list(comm, scatter_object_output_list: list,
-                        scatter_object_input_list: list | None, root: int, timeout=None,
+def scatter_object_list(comm, root: int, scatter_object_output_list: list,
+                        scatter_object_input_list: list | None = None, timeout=None,
                         weights_only=True) -> None:  # fmt: skip
     """scatter_object_output_list[0] = root's scatter_object_input_list[rank]."""
     dev = comm.get_device()
@@ -135,3 +136,13 @@ def recv_object_list(comm, object_list: list, src: int, timeout=None, weights_on
             f"{len(got)} objects"
         )
     object_list[:] = got
+
+
+__all__ = [
+    "all_gather_object",
+    "broadcast_object_list",
+    "gather_object",
+    "recv_object_list",
+    "scatter_object_list",
+    "send_object_list",
+]

@@ -70,6 +70,9 @@ void registerConfig(py::module_& m) {
       },
       "Every declared knob with its effective value, in declaration order.");
   m.def("refresh_logging", &log::refresh, "Re-reads RCCLX_DEBUG.");
+  m.def(
+      "log_info", [](const std::string& message) { CTRAN_INFO(message); }, py::arg("message"),
+      "Writes `message` as an INFO line of RCCLX's log (shown when RCCLX_DEBUG is INFO or more).");
   m.def("built_with_cuda", &device::builtWithCuda, "True when the GPU code was compiled.");
   m.def("ucx_library", &ucxLibraryStatus,
         "(the UCX library the ucx transport uses, why it cannot be used): one of the two is "

@@ -21,7 +21,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ctran/bootstrap.hpp"
@@ -114,8 +116,10 @@ class Communicator {
   bool inGroup() const;
 
   /// Collective over this communicator: ranks passing the same color form a new communicator,
-  /// ordered by (key, rank), with this one's configuration; a negative color returns nullptr.
-  std::unique_ptr<Communicator> split(int color, int key);
+  /// ordered by (key, rank), with this one's configuration and `hints` (knob name -> value, in
+  /// any case) overriding its knobs; a negative color returns nullptr.
+  std::unique_ptr<Communicator> split(int color, int key,
+                                      const std::map<std::string, std::string>& hints = {});
   /// Collective: the listed ranks (in that order) form a new communicator; others get nullptr.
   std::unique_ptr<Communicator> splitRanks(const std::vector<int>& ranks);
   /// Collective over the listed ranks only (in that order; every one of them passes the same

@@ -76,10 +76,14 @@ class Communicator(_C.Communicator):
         hint_map = None if hints is None else dict(hints)
         return cls(_C.Communicator.from_store(store, rank, nranks, prefix, device, hint_map))
 
-    def split(self, color: int, key: int | None = None) -> Communicator | None:
+    def split(
+        self, color: int, key: int | None = None, hints: Mapping[str, str] | None = None
+    ) -> Communicator | None:
         """Collective: ranks passing the same ``color`` form a new communicator ordered by
-        ``(key, rank)``, with this one's device and hints; None for a negative color."""
-        return _adopt(type(self), super().split(color, key))
+        ``(key, rank)``, with this one's device and hints (``hints`` overriding them); None for
+        a negative color."""
+        hint_map = None if hints is None else dict(hints)
+        return _adopt(type(self), super().split(color, key, hint_map))
 
     def split_ranks(self, ranks: Sequence[int]) -> Communicator | None:
         """Collective: the listed ranks form a new communicator; None on the others."""

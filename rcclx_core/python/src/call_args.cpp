@@ -1,6 +1,8 @@
 // Implementation of call_args.hpp.
 #include "call_args.hpp"
 
+#include <climits>
+
 #include "ctran/checks.hpp"
 
 namespace rcclx::python {
@@ -21,6 +23,19 @@ std::optional<DataType> dtypeArg(const py::object& d) {
                       py::str(py::type::of(d).attr("__name__")).cast<std::string>()));
   }
   return checkDataType(code, "dtype");
+}
+
+int rankArg(const py::handle& obj, const char* op, const char* arg) {
+  if (!PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr())) {
+    throw py::type_error(
+        ctran::strCat(op, ": ", arg, " must be an int (a rank), got ",
+                      py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
+  }
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  CTRAN_CHECK(overflow == 0 && value >= INT_MIN && value <= INT_MAX, InvalidArgument, op, ": ", arg,
+              " ", py::str(obj).cast<std::string>(), " is not a rank of any communicator");
+  return static_cast<int>(value);
 }
 
 Buffer bufferArg(const py::handle& obj, const char* op, const char* arg,

@@ -24,6 +24,11 @@ std::optional<DataType> dtypeArg(const pybind11::object& d);
 Buffer bufferArg(const pybind11::handle& obj, const char* op, const char* arg,
                  std::optional<DataType> dtype, BufferView& view);
 
+/// A rank argument (root=, peer=): a Python int (not a bool), else a TypeError naming `arg` of
+/// `op`; one outside the range of int is an InvalidArgument naming it (the core checks that a
+/// rank is one of the communicator's).
+int rankArg(const pybind11::handle& obj, const char* op, const char* arg);
+
 /// The op= argument as a RedOp (validity for the type is the core's check).
 inline RedOp opArg(int op) { return static_cast<RedOp>(op); }
 

@@ -45,9 +45,10 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
           .c_str());
   cls.def(
       "reduce",
-      [](PC& c, py::object send, py::object recv, int root, int op, py::object scalar, bool async,
-         py::object dtype, Stream stream) {
+      [](PC& c, py::object send, py::object recv, py::object rootArg, int op, py::object scalar,
+         bool async, py::object dtype, Stream stream) {
         BufferView sv, rv;
+        const int root = rankArg(rootArg, "reduce", "root");
         const Buffer s = bufferArg(send, "reduce", "sendbuf", dtypeArg(dtype), sv);
         Buffer r = s;
         if (!recv.is_none() && c.comm().rank() == root)
@@ -61,9 +62,10 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
       doc("On root, recvbuf (sendbuf when None) = op over ranks of sendbuf.").c_str());
   cls.def(
       "broadcast",
-      [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+      [](PC& c, py::object send, py::object recv, py::object rootArg, bool async, py::object dtype,
          Stream stream) {
         BufferView sv, rv;
+        const int root = rankArg(rootArg, "broadcast", "root");
         const Buffer s = bufferArg(send, "broadcast", "sendbuf", dtypeArg(dtype), sv);
         const Buffer r =
             recv.is_none() ? s : bufferArg(recv, "broadcast", "recvbuf", dtypeArg(dtype), rv);
@@ -217,9 +219,10 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
       "finished. Host buffers raise from the call itself.");
   cls.def(
       "gather",
-      [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+      [](PC& c, py::object send, py::object recv, py::object rootArg, bool async, py::object dtype,
          Stream stream) {
         BufferView sv, rv;
+        const int root = rankArg(rootArg, "gather", "root");
         const Buffer s = bufferArg(send, "gather", "sendbuf", dtypeArg(dtype), sv);
         Buffer r;
         if (c.comm().rank() == root) r = bufferArg(recv, "gather", "recvbuf", dtypeArg(dtype), rv);
@@ -233,9 +236,10 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
           .c_str());
   cls.def(
       "scatter",
-      [](PC& c, py::object send, py::object recv, int root, bool async, py::object dtype,
+      [](PC& c, py::object send, py::object recv, py::object rootArg, bool async, py::object dtype,
          Stream stream) {
         BufferView sv, rv;
+        const int root = rankArg(rootArg, "scatter", "root");
         const Buffer r = bufferArg(recv, "scatter", "recvbuf", dtypeArg(dtype), rv);
         Buffer s;
         if (c.comm().rank() == root) s = bufferArg(send, "scatter", "sendbuf", dtypeArg(dtype), sv);
@@ -247,8 +251,9 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
       doc("recvbuf = block `rank` of root's sendbuf (sendbuf is ignored off the root).").c_str());
   cls.def(
       "send",
-      [](PC& c, py::object buf, int peer, bool async, py::object dtype, Stream stream) {
+      [](PC& c, py::object buf, py::object peerArg, bool async, py::object dtype, Stream stream) {
         BufferView v;
+        const int peer = rankArg(peerArg, "send", "peer");
         const Buffer b = bufferArg(buf, "send", "buf", dtypeArg(dtype), v);
         const CallOptions o = optionsOf(async, py::none(), py::none(), stream);
         return c.run({buf}, [&] { return c.comm().send(b, peer, o); });
@@ -260,8 +265,9 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
           .c_str());
   cls.def(
       "recv",
-      [](PC& c, py::object buf, int peer, bool async, py::object dtype, Stream stream) {
+      [](PC& c, py::object buf, py::object peerArg, bool async, py::object dtype, Stream stream) {
         BufferView v;
+        const int peer = rankArg(peerArg, "recv", "peer");
         const Buffer b = bufferArg(buf, "recv", "buf", dtypeArg(dtype), v);
         const CallOptions o = optionsOf(async, py::none(), py::none(), stream);
         return c.run({buf}, [&] { return c.comm().recv(b, peer, o); });

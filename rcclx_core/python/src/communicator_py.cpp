@@ -149,16 +149,18 @@ void registerCommunicator(py::module_& m) {
   registerCollectives(cls);
   cls.def(
          "split",
-         [](PC& c, int color, std::optional<int> key) {
+         [](PC& c, int color, std::optional<int> key, Hints hints) {
            std::unique_ptr<Communicator> sub;
            {
              py::gil_scoped_release nogil;
-             sub = c.comm().split(color, key.value_or(c.comm().rank()));
+             sub = c.comm().split(color, key.value_or(c.comm().rank()),
+                                  hints.value_or(Hints::value_type{}));
            }
            return wrap(std::move(sub));
          },
-         py::arg("color"), py::arg("key") = py::none(),
-         "Ranks with the same color form a new communicator (None for a negative color).")
+         py::arg("color"), py::arg("key") = py::none(), py::arg("hints") = py::none(),
+         "Ranks with the same color form a new communicator (None for a negative color), with "
+         "this one's device and knobs, `hints` (knob name -> value) overriding them.")
       .def(
           "split_ranks",
           [](PC& c, const std::vector<int>& ranks) {

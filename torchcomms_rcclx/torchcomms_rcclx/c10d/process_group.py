@@ -5,7 +5,7 @@ and every ``new_group``); each group gets its own communicator, rendezvousing in
 prefixed store. This layer only translates: torch's argument lists and options become one call
 of the torchcomms communicator, which checks the tensors (naming the argument), packs lists and
 runs the core call; its Work becomes a c10d Work. One group serves host and GPU tensors
-(``"cpu:rcclx,cuda:rcclx"``) through two views of one communicator (``on_device``).
+(``"cpu:rcclx,cuda:rcclx"``) with one communicator, which runs each call where its tensors are.
 
 Works follow torch.distributed's NCCL semantics. A synchronous operation runs in the call on
 host tensors and on the current stream for CUDA tensors. An asynchronous one runs on the
@@ -30,7 +30,7 @@ import torch.distributed as dist
 
 import rcclx_core as rc
 from torchcomms_rcclx import _setup
-from torchcomms_rcclx._comm import TorchCommRCCLX
+from torchcomms_rcclx._backend import TorchCommRCCLX
 from torchcomms_rcclx._ops import C10D_OPS as _C10D_OPS
 from torchcomms_rcclx._ops import ReduceOp, from_c10d
 from torchcomms_rcclx._packing import copy_out, packed_input
@@ -58,15 +58,6 @@ def _pick_device(rank: int) -> int | None:
     return _GROUP_DEVICE
 
 
-def _hints(timeout: datetime.timedelta | None) -> dict[str, str] | None:
-    """The group's timeout as the communicator's RCCLX_TIMEOUT_MS, unless the environment sets
-    that knob (the environment wins)."""
-    if timeout is None or "RCCLX_TIMEOUT_MS" in os.environ:
-        return None
-    ms = int(timeout.total_seconds() * 1000)
-    return {"RCCLX_TIMEOUT_MS": str(ms)} if ms > 0 else None
-
-
 def create_process_group(*args) -> ProcessGroupRcclx:
     """The backend's creator: ``(options, backend_options)`` with ``extended_api=True``
     (``_DistributedBackendOptions``: store, group_rank, group_size, timeout), or the plain
@@ -85,16 +76,20 @@ def _communicator(store, rank, size, timeout, name) -> TorchCommRCCLX:
     """A communicator of the group's ranks, meeting in the group's store; failures raise (a
     process group never aborts the process)."""
     device = _pick_device(rank)
-    core = rc.Communicator.from_store(
-        store, rank, size, prefix="rcclx", device=device, hints=_hints(timeout)
-    )
     options = _setup.CommOptions(
-        abort_process_on_timeout_or_error=False,
-        timeout=timeout or datetime.timedelta(minutes=30),
-        store=store,
+        abort_process_on_timeout_or_error=False, timeout=timeout, store=store
+    )
+    core = rc.Communicator.from_store(
+        store,
+        rank,
+        size,
+        prefix="rcclx",
+        device=device,
+        hints=_setup.with_timeout({}, timeout) or None,
     )
     where = _CPU if device is None else torch.device("cuda", device)
-    return TorchCommRCCLX(core, where, f"rcclx group {name}" if name else "rcclx", options)
+    name = f"rcclx group {name}" if name else "rcclx"
+    return TorchCommRCCLX()._attach(core, where, name, options)
 
 
 class ProcessGroupRcclx(dist.ProcessGroup):
@@ -117,10 +112,8 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         self._rank, self._size = comm.get_rank(), comm.get_size()
         self._group_name = group_name
         self._timeout = timeout.total_seconds() if timeout else None
-        self._owner = comm if owns else None  # finalized by shutdown
-        gpu = comm.get_device().type == "cuda"
-        self._gpu = (comm if owns else comm.on_device(comm.get_device())) if gpu else None
-        self._host = comm.on_device(_CPU) if gpu or not owns else comm
+        self._comm = comm
+        self._owns = owns  # finalized by shutdown
         self._pending: list[tuple[str, torch.Tensor, int, RcclxWork]] = []
         self._done = DoneWork([])  # the Work of every synchronous all_reduce (see allreduce)
 
@@ -154,28 +147,18 @@ class ProcessGroupRcclx(dist.ProcessGroup):
 
     @property
     def comm(self) -> TorchCommRCCLX:
-        """The torchcomms communicator of this group (for GPU tensors when it has a GPU)."""
-        return self._gpu or self._host
+        """The rcclx backend of this group."""
+        return self._comm
 
     @property
     def communicator(self) -> rc.Communicator:
         """The rcclx_core Communicator underneath this group."""
-        return self._host._core
+        return self._comm.get_core()
 
     def __repr__(self) -> str:
         return f"ProcessGroupRcclx(rank={self._rank}, size={self._size})"
 
     # --- shared machinery
-
-    def _on(self, what: str, arg: str, t) -> TorchCommRCCLX:
-        """The communicator view for `t`'s placement (its checks name `arg`)."""
-        if getattr(t, "is_cuda", False):
-            if self._gpu is None:
-                raise ValueError(
-                    f"rcclx {what}: {arg} is on {t.device}, but this process group has no GPU"
-                )
-            return self._gpu
-        return self._host
 
     @staticmethod
     def _one(what: str, arg: str, tensors) -> torch.Tensor:
@@ -201,8 +184,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
 
     def _p2p(self, kind: str, tensors, peer: int) -> RcclxWork:
         t = self._one(kind, "tensors", tensors)
-        comm = self._on(kind, "tensor", t)
-        comm._check(kind, "tensor", t)
+        self._comm._check(kind, "tensor", t)  # now: the batch that runs it comes later
         if not 0 <= peer < self._size or peer == self._rank:
             raise ValueError(
                 f"rcclx {kind}: peer {peer} is not another rank of this group of {self._size}"
@@ -219,7 +201,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
             return
         pending, self._pending = self._pending, []
         first = pending[0][1]
-        batch = self._on("batch_isend_irecv", "tensor", first).batch_op_create()
+        batch = self._comm.batch_op_create()
         for kind, t, peer, _ in pending:
             (batch.send if kind == "send" else batch.recv)(t, peer)
         work = batch.issue(async_op=not first.is_cuda)
@@ -242,7 +224,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         if self._pending:
             self._flush_p2p()
         t = self._one("all_reduce", "tensors", tensors)
-        comm = self._on("all_reduce", "tensor", t) if t.is_cuda else self._host
+        comm = self._comm
         async_op = getattr(opts, "asyncOp", True)
         if opts is None:
             op = ReduceOp.SUM
@@ -263,12 +245,9 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         self._start(opts)
         if not tensors:
             return self._work(what, [])
-        comm = self._on(what, "tensors[0]", tensors[0])
-        for i, t in enumerate(tensors):
-            comm._check(what, f"tensors[{i}]", t)
         flat = packed_input(tensors)
         # Synchronous: the result is copied back into the tensors when the call returns.
-        comm.all_reduce(flat, self._op(what, opts))
+        self._comm.all_reduce(flat, self._op(what, opts))
         if flat.untyped_storage().data_ptr() != tensors[0].untyped_storage().data_ptr():
             copy_out(flat, list(tensors), [t.numel() for t in tensors])()
         return self._work(what, list(tensors))
@@ -277,13 +256,13 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         t = self._one("broadcast", "tensors", tensors)
         root = opts.rootRank if opts is not None else 0
-        work = self._on("broadcast", "tensor", t).broadcast(t, root, async_op)
+        work = self._comm.broadcast(t, root, async_op)
         return self._work("broadcast", tensors, work)
 
     def reduce(self, tensors, opts=None):
         async_op = self._start(opts)
         t = self._one("reduce", "tensors", tensors)
-        comm = self._on("reduce", "tensor", t)
+        comm = self._comm
         op = self._op("reduce", opts)
         work = comm.reduce(t, opts.rootRank, op, async_op)
         return self._work("reduce", tensors, work)
@@ -292,7 +271,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         t = self._one("all_gather", "input_tensors", input_tensors)
         outs = self._one("all_gather", "output_tensors", output_tensors)
-        comm = self._on("all_gather", "tensor", t)
+        comm = self._comm
         work = comm.all_gather(outs, t, async_op)
         return self._work("all_gather", list(outs), work)
 
@@ -300,14 +279,14 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         works, outputs = [], []
         for outs, t in zip(output_lists, input_list, strict=True):
-            comm = self._on("all_gather_coalesced", "tensor", t)
+            comm = self._comm
             works.append(comm.all_gather(outs, t, async_op))
             outputs += outs
         return self._work("all_gather_coalesced", outputs, *works)
 
     def _allgather_base(self, output, input, opts=None):
         async_op = self._start(opts)
-        comm = self._on("all_gather_into_tensor", "input", input)
+        comm = self._comm
         work = comm.all_gather_single(output, input, async_op)
         return self._work("all_gather_into_tensor", [output], work)
 
@@ -315,7 +294,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         works = []
         for o, i in zip(outputs, inputs, strict=True):
-            comm = self._on("all_gather_into_tensor_coalesced", "input", i)
+            comm = self._comm
             works.append(comm.all_gather_single(o, i, async_op))
         return self._work("all_gather_into_tensor_coalesced", list(outputs), *works)
 
@@ -323,14 +302,14 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         out = self._one("reduce_scatter", "output_tensors", output_tensors)
         ins = self._one("reduce_scatter", "input_tensors", input_tensors)
-        comm = self._on("reduce_scatter", "output", out)
+        comm = self._comm
         op = self._op("reduce_scatter", opts)
         work = comm.reduce_scatter(out, ins, op, async_op)
         return self._work("reduce_scatter", output_tensors, work)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         async_op = self._start(opts)
-        comm = self._on("reduce_scatter_tensor", "input", input)
+        comm = self._comm
         op = self._op("reduce_scatter_tensor", opts)
         work = comm.reduce_scatter_single(output, input, op, async_op)
         return self._work("reduce_scatter_tensor", [output], work)
@@ -339,7 +318,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         async_op = self._start(opts)
         works = []
         for o, i in zip(outputs, inputs, strict=True):
-            comm = self._on("reduce_scatter_tensor_coalesced", "input", i)
+            comm = self._comm
             op = self._op("reduce_scatter_tensor_coalesced", opts)
             works.append(comm.reduce_scatter_single(o, i, op, async_op))
         return self._work("reduce_scatter_tensor_coalesced", list(outputs), *works)
@@ -356,7 +335,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         what = "all_to_all_single"
         async_op = self._start(opts)
-        comm = self._on(what, "input", input)
+        comm = self._comm
         if not output_split_sizes and not input_split_sizes:
             work = comm.all_to_all_single(output, input, async_op)
         else:
@@ -367,14 +346,14 @@ class ProcessGroupRcclx(dist.ProcessGroup):
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         async_op = self._start(opts)
-        comm = self._on("all_to_all", "input_tensor_list[0]", input_tensors[0])
+        comm = self._comm
         work = comm.all_to_all(output_tensors, input_tensors, async_op)
         return self._work("all_to_all", list(output_tensors), work)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         async_op = self._start(opts)
         t = self._one("gather", "input_tensors", input_tensors)
-        comm = self._on("gather", "tensor", t)
+        comm = self._comm
         root = opts.rootRank
         outs = self._one("gather", "output_tensors", output_tensors) if self._rank == root else None
         work = comm.gather(outs, t, root, async_op)
@@ -383,7 +362,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     def scatter(self, output_tensors, input_tensors, opts=None):
         async_op = self._start(opts)
         out = self._one("scatter", "output_tensors", output_tensors)
-        comm = self._on("scatter", "tensor", out)
+        comm = self._comm
         root = opts.rootRank
         ins = self._one("scatter", "input_tensors", input_tensors) if self._rank == root else None
         work = comm.scatter(out, ins, root, async_op)
@@ -394,11 +373,12 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         the current stream has finished too (a barrier on the stream, then a wait for the
         stream, as NCCL's barrier synchronises its device)."""
         async_op = self._start(opts)
-        if self._gpu is not None and torch.cuda.is_initialized():
-            self._gpu.barrier()
-            torch.cuda.current_stream(self._gpu.get_device()).synchronize()
+        comm = self._comm
+        if comm.get_device().type == "cuda" and torch.cuda.is_initialized():
+            comm.barrier()
+            torch.cuda.current_stream(comm.get_device()).synchronize()
             return self._work("barrier", [])
-        return self._work("barrier", [], self._host.barrier(async_op))
+        return self._work("barrier", [], comm.barrier(async_op))
 
     # --- lifetime
 
@@ -406,18 +386,13 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         """Finalizes the communicator (collective, as destroy_process_group is); one made by
         from_comm stays its owner's."""
         self._flush_p2p()
-        for comm in (self._gpu, self._host):
-            if comm is not None and comm is not self._owner:
-                comm.finalize()  # a view: detaches
-        if self._owner is not None:
-            self._owner.finalize()
+        if self._owns:
+            self._comm.finalize()
 
     def abort(self) -> None:
         """Releases the communicator without waiting for peers."""
         self._pending = []
-        for comm in (self._gpu, self._host, self._owner):
-            if comm is not None:
-                comm.abort()
+        self._comm.abort()
 
     # --- torch's names: older releases call the underscored / _base / _tensor names, torch
     # 2.13 the *_single ones; both reach the same methods.

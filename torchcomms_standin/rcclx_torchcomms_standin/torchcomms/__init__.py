@@ -1,10 +1,11 @@
 """RCCLX's stand-in for the ``torchcomms`` package, for machines where torchcomms is not
 installed: torchcomms' quick start runs on RCCLX as written.
 
-``torchcomms.new_comm("rcclx", device, name="my_comm")`` returns a ``torchcomms_rcclx``
-communicator; torchcomms' names map to RCCLX's (``TorchComm`` is ``TorchCommRCCLX``,
-``TorchWork`` is ``Work``, ...). ``"rcclx"`` is the only backend. ``STANDIN`` tells this module
-from the real one (which has no such attribute).
+``torchcomms.new_comm("rcclx", device, name="my_comm")`` returns a ``TorchComm`` over the rcclx
+backend (``torchcomms_rcclx.TorchCommRCCLX``, the class the real torchcomms registers too:
+``comm.get_backend_impl()``); torchcomms' other names map to RCCLX's (``TorchWork`` is
+``Work``, ...). ``"rcclx"`` is the only backend. ``STANDIN`` tells this module from the real one
+(which has no such attribute).
 
 It never takes a real torchcomms' place: its folder is appended to sys.path after
 site-packages (the distribution's .pth file), so a torchcomms on the path is found before it;
@@ -33,7 +34,7 @@ _EXPORTS = {
     "P2POp": ("torchcomms_rcclx", "P2POp"),
     "RedOpType": ("torchcomms_rcclx", "RedOpType"),
     "ReduceOp": ("torchcomms_rcclx", "ReduceOp"),
-    "TorchComm": ("torchcomms_rcclx", "TorchCommRCCLX"),
+    "TorchComm": ("torchcomms_rcclx", "TorchComm"),
     "TorchCommWindow": ("torchcomms_rcclx._window", "TorchCommWindowRCCLX"),
     "TorchWork": ("torchcomms_rcclx", "Work"),
 }
@@ -47,21 +48,46 @@ def is_backend_built(backend: str) -> bool:
     return backend in BACKENDS
 
 
-def new_comm(backend: str, device, name: str, **kwargs):
-    """torchcomms' ``new_comm`` for the one backend here, ``"rcclx"``: the arguments go to
-    ``torchcomms_rcclx.new_comm`` (rank and size from the launcher's environment, ``store=``,
-    ``timeout=``, ``hints=``, ``abort_process_on_timeout_or_error=``)."""
-    if backend not in BACKENDS:
-        import rcclx_core
+def new_comm(
+    backend: str,
+    device,
+    name: str,
+    abort_process_on_timeout_or_error: bool | None = None,
+    timeout=None,
+    is_high_priority_stream: bool | None = None,
+    store=None,
+    enable_reconfigure: bool = False,
+    hints=None,
+):
+    """torchcomms' ``new_comm`` (its argument list) for the one backend here, ``"rcclx"``: a
+    TorchComm over the backend ``torchcomms_rcclx.new_comm`` creates (rank and size from the
+    launcher's environment; see there for the arguments). ``enable_reconfigure`` is refused:
+    rcclx has no reconfigure."""
+    import rcclx_core
 
+    if backend not in BACKENDS:
         raise rcclx_core.InvalidArgumentError(
             f"torchcomms.new_comm: backend {backend!r} is not available: this torchcomms is "
             f"RCCLX's stand-in (package rcclx-torchcomms-standin), whose only backend is "
             f"'rcclx'; other backends need the real torchcomms installed"
         )
+    if enable_reconfigure:
+        raise rcclx_core.InvalidArgumentError(
+            "torchcomms.new_comm: enable_reconfigure=True, but rcclx has no reconfigure"
+        )
     import torchcomms_rcclx
 
-    return torchcomms_rcclx.new_comm(backend, device, name, **kwargs)
+    backend_comm = torchcomms_rcclx.new_comm(
+        backend,
+        device,
+        name,
+        abort_process_on_timeout_or_error=abort_process_on_timeout_or_error,
+        timeout=timeout,
+        is_high_priority_stream=is_high_priority_stream,
+        store=store,
+        hints=hints,
+    )
+    return torchcomms_rcclx.TorchComm(backend_comm)
 
 
 def __getattr__(name: str):
