@@ -3,7 +3,8 @@
 Every session installs the packages it needs into its own virtual environment under .nox/ from
 this checkout: ctran, rcclx_core and nccl_compat are native (scikit-build-core; each configures
 the one top-level CMake project, builds what it ships and installs only its own targets),
-torchcomms_rcclx and torchcomms_standin (the stand-in `torchcomms` module) are pure Python.
+torchcomms_rcclx, torchcomms_standin (the stand-in `torchcomms` module) and benchmarks (the
+workloads and benchmarks) are pure Python.
 Versions that must not drift (torch, the formatters) are pinned in constraints.txt.
 """
 
@@ -26,8 +27,16 @@ nox.options.sessions = ["lint", "tests"]
 ROOT = Path(__file__).resolve().parent
 CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
 
-# Dependency order: each package depends only on packages before it.
-PACKAGES = ("ctran", "rcclx_core", "nccl_compat", "torchcomms_rcclx", "torchcomms_standin")
+# Dependency order: each package depends only on packages before it. "benchmarks" (the
+# workloads and benchmarks, rcclx-benchmarks) stands beside the product, never inside it.
+PACKAGES = (
+    "ctran",
+    "rcclx_core",
+    "nccl_compat",
+    "torchcomms_rcclx",
+    "torchcomms_standin",
+    "benchmarks",
+)
 NATIVE_PACKAGES = frozenset({"ctran", "rcclx_core", "nccl_compat"})
 # Packages whose config_dump() feeds the knob table of the docs.
 KNOB_PACKAGES = ("ctran", "rcclx_core")
@@ -512,6 +521,7 @@ def _gpu_session_env() -> dict[str, str]:
         for p in (
             str(site),
             str(ROOT / "torchcomms_rcclx"),
+            str(ROOT / "benchmarks"),
             os.environ.get("PYTHONPATH"),
             str(ROOT / "torchcomms_standin" / "rcclx_torchcomms_standin"),
         )

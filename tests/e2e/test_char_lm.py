@@ -1,4 +1,4 @@
-"""The character-level LM of torchcomms_rcclx.e2e.char_lm: the corpus and the batches are
+"""The character-level LM of rcclx_benchmarks.e2e.char_lm: the corpus and the batches are
 deterministic functions of their arguments, shapes that do not split are refused naming the
 value, and the tensor-parallel copy gives the unsharded model's logits and, in each shard, the
 unsharded model's gradient slice, on 3 CPU processes over the "rcclx" backend."""
@@ -17,7 +17,7 @@ if importlib.util.find_spec("torch") is None:
 def test_corpus_and_batches_are_deterministic():
     import torch
 
-    from torchcomms_rcclx.e2e.char_lm import eval_batch, stdlib_corpus, train_batch
+    from rcclx_benchmarks.e2e.char_lm import eval_batch, stdlib_corpus, train_batch
 
     corpus = stdlib_corpus(1 << 16)
     assert corpus.shape == (1 << 16,) and corpus.dtype == torch.int64
@@ -34,7 +34,7 @@ def test_corpus_and_batches_are_deterministic():
 
 
 def test_heads_must_divide_width():
-    from torchcomms_rcclx.e2e.char_lm import CharLM, LmConfig
+    from rcclx_benchmarks.e2e.char_lm import CharLM, LmConfig
 
     with pytest.raises(ValueError, match="d_model 30 is not a multiple of n_heads 4"):
         CharLM(LmConfig(d_model=30))
@@ -45,7 +45,7 @@ def _tp_lm_rank(ctx, port):
     import torch.distributed as dist
 
     import torchcomms_rcclx.c10d  # noqa: F401 - registers "rcclx"
-    from torchcomms_rcclx.e2e.char_lm import CharLM, LmConfig
+    from rcclx_benchmarks.e2e.char_lm import CharLM, LmConfig
 
     torch.set_num_threads(1)
     dist.init_process_group(

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from torchcomms_rcclx.e2e import bench
+from rcclx_benchmarks.e2e import bench
 
 BACKENDS = ["rcclx", "rcclx-lp", "gloo"]
 PHASES = ["decode", "prefill", "moe"]
@@ -26,7 +26,7 @@ LP_BOUND = 0.10  # max |lp - gloo| / max |gloo| over every output element
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("e2e") / "rows.json"
-    cmd = [sys.executable, "-m", "torchcomms_rcclx.e2e.bench", "--ranks", "2", "--steps", "6"]
+    cmd = [sys.executable, "-m", "rcclx_benchmarks.e2e.bench", "--ranks", "2", "--steps", "6"]
     cmd += ["--preset", "tiny", "--kv", "64", "--tokens", "32", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

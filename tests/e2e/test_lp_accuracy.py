@@ -1,4 +1,4 @@
-"""Low precision's accuracy end to end on 2 processes (torchcomms_rcclx.e2e.accuracy): a
+"""Low precision's accuracy end to end on 2 processes (rcclx_benchmarks.e2e.accuracy): a
 character-level LM (d_model 32, 2 blocks, 4 heads, 32-byte context, 42,880 parameters) trained
 150 steps with DDP on the standard library's source, full precision vs FP8 gradient all_reduce
 from the same seeds, then sharded tensor-parallel over the 2 ranks for inference. On CPU in
@@ -37,8 +37,8 @@ def _accuracy_rank(ctx, port, device="cpu"):
     import torch.distributed as dist
 
     import torchcomms_rcclx.c10d  # noqa: F401 - registers "rcclx"
-    from torchcomms_rcclx.e2e.accuracy import AccuracyConfig, measure
-    from torchcomms_rcclx.e2e.char_lm import LmConfig
+    from rcclx_benchmarks.e2e.accuracy import AccuracyConfig, measure
+    from rcclx_benchmarks.e2e.char_lm import LmConfig
 
     torch.set_num_threads(1)  # two ranks on two cores
     dist.init_process_group(

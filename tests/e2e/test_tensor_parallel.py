@@ -1,4 +1,4 @@
-"""The tensor-parallel linear layers (torchcomms_rcclx.e2e.tensor_parallel) on 2 and 3 CPU
+"""The tensor-parallel linear layers (rcclx_benchmarks.e2e.tensor_parallel) on 2 and 3 CPU
 processes over the "rcclx" backend: a full nn.Linear sharded column-wise (local slice and
 gathered output) and row-wise gives the full layer's output within float rounding, a
 column -> row chain does too (and its gradients, of the input and of each shard, are the full
@@ -38,7 +38,7 @@ def _init(ctx, port):
 def _tp_rank(ctx, port):
     import torch
 
-    from torchcomms_rcclx.e2e.tensor_parallel import (
+    from rcclx_benchmarks.e2e.tensor_parallel import (
         ColumnParallelLinear,
         RowParallelLinear,
         shard_linear,

@@ -1,4 +1,4 @@
-"""The benchmark's tensor-parallel transformer block (torchcomms_rcclx.e2e.transformer_block) on
+"""The benchmark's tensor-parallel transformer block (rcclx_benchmarks.e2e.transformer_block) on
 2 CPU processes over "rcclx": its decode and prefill outputs equal, within float32 rounding, an
 unsharded float64 reference written here from the ranks' weight shards (rank r's heads and FFN
 block, in rank order), and the no-communication variant differs from it (so the all_reduces do
@@ -20,7 +20,7 @@ def _block_rank(ctx, port):
     import torch.distributed as dist
 
     import torchcomms_rcclx.c10d  # noqa: F401 - registers "rcclx"
-    from torchcomms_rcclx.e2e.transformer_block import BlockShape, TransformerBlock
+    from rcclx_benchmarks.e2e.transformer_block import BlockShape, TransformerBlock
 
     dist.init_process_group(
         "rcclx", init_method=f"tcp://127.0.0.1:{port}", rank=ctx.rank, world_size=ctx.nranks

@@ -103,6 +103,7 @@ class TorchCommRCCLX:
         self._call_timeout: float | None = None  # set_timeout's, for calls without timeout=
         self._internal = None  # the GPU stream of async_op=True calls, made on first use
         self._registered: dict = {}  # data_ptr -> SymmetricBuffer, or None across hosts
+        self._last_reduction: tuple = (None, None, None)  # see _reduction
 
     # --- creation and lifetime (torchcomms' backend interface) -----------------------------
 
@@ -322,11 +323,20 @@ class TorchCommRCCLX:
         return EventWork(event, keep, torch.device("cuda", self._index), self, what)
 
     def _reduction(self, what: str, name: str, tensor, op):
-        """(wire dtype, the core's operator, PREMUL_SUM's factor) of a reduction of `tensor`."""
-        if type(op) is not ReduceOp:
-            op = as_reduce_op(op, what)
-        (wire, _), code = for_reduction(what, name, tensor.dtype, op)
-        return wire, code, None if op.factor is None else op.scalar()
+        """(wire dtype, the core's operator, PREMUL_SUM's factor) of a reduction of `tensor`.
+        The last answer is kept with the operator object it was for (held, so no other object
+        takes its identity): a loop of calls with one operator, torchcomms' own included (whose
+        conversion costs a microsecond), asks once. A factor held in a tensor is read anew."""
+        last = self._last_reduction
+        dtype = tensor.dtype
+        if last[0] is op and last[1] is dtype:
+            return last[2]
+        ours = op if type(op) is ReduceOp else as_reduce_op(op, what)
+        (wire, _), code = for_reduction(what, name, dtype, ours)
+        found = (wire, code, None if ours.factor is None else ours.scalar())
+        if ours.factor is None or isinstance(ours.factor, (int, float)):
+            self._last_reduction = (op, dtype, found)
+        return found
 
     def _check_list(self, what: str, name: str, tensors, like=None, numel=None) -> None:
         """A list argument: one tensor per rank, all of `like`'s dtype (default: the first

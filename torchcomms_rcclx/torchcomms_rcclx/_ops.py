@@ -111,6 +111,13 @@ def _describe(x) -> str:
     return f"{type(x).__name__} {x!r}"
 
 
+# torch.distributed's RedOpType value -> ours, filled by from_c10d, and the same for torchcomms'
+# RedOpType (PREMUL_SUM never: its factor differs by call), filled by as_reduce_op; keyed by the
+# integer: asking an enum for its name, or hashing it, costs a microsecond a call.
+C10D_OPS: dict[int, ReduceOp] = {}
+TORCHCOMMS_OPS: dict[int, ReduceOp] = {}
+
+
 def as_reduce_op(op, what: str) -> ReduceOp:
     """`op` as a ReduceOp: ours, torchcomms' own (the real package's, PREMUL_SUM's factor
     included), or a torch.distributed.ReduceOp / RedOpType of the same name."""
@@ -120,6 +127,10 @@ def as_reduce_op(op, what: str) -> ReduceOp:
         return getattr(ReduceOp, op.name)
     kind = getattr(op, "type", None)  # torchcomms' ReduceOp: its RedOpType
     if kind is not None and not isinstance(op, RedOpType):
+        code = int(kind)
+        found = TORCHCOMMS_OPS.get(code)
+        if found is not None:
+            return found
         name = getattr(kind, "name", None)
         if name == "PREMUL_SUM":
             from torchcomms_rcclx._premul_factor import premul_factor
@@ -127,6 +138,7 @@ def as_reduce_op(op, what: str) -> ReduceOp:
             return ReduceOp.PREMUL_SUM(premul_factor(op, what))
         found = getattr(ReduceOp, name, None) if isinstance(name, str) else None
         if isinstance(found, ReduceOp):
+            TORCHCOMMS_OPS[code] = found
             return found
     name = getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
     name = {"PRODUCT": "PRODUCT", "PROD": "PRODUCT"}.get(name, name)
@@ -134,11 +146,6 @@ def as_reduce_op(op, what: str) -> ReduceOp:
     if isinstance(found, ReduceOp):
         return found
     raise TypeError(f"{what}: op must be a torchcomms_rcclx.ReduceOp, got {_describe(op)}")
-
-
-# torch.distributed's RedOpType value -> ours, filled by from_c10d (keyed by the integer:
-# hashing torch's enum costs microseconds).
-C10D_OPS: dict[int, ReduceOp] = {}
 
 
 def from_c10d(reduce_op, what: str) -> ReduceOp:

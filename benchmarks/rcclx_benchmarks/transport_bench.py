@@ -7,7 +7,7 @@ For each transport named (forced with RCCLX_TRANSPORT), two fresh processes meas
   - a float32 all_reduce of `--allreduce-bytes` through rcclx_core (when it is installed):
     median time of `--iters` calls after warm-up.
 
-    python tools/transport_bench.py --transports tcp,ucx --put-bytes 1M,16M --allreduce-bytes 1M
+    rcclx-transport-bench --transports tcp,ucx --put-bytes 1M,16M --allreduce-bytes 1M
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 
-from torchcomms_rcclx.local_ranks import run_local_ranks
+from rcclx_benchmarks.local_ranks import run_local_ranks
 
 LOW_PRECISION = {"low_precision": "1"}  # per call, whatever the size thresholds say
 PEERS = {"cpu": "gloo", "cuda": "nccl"}
@@ -140,8 +140,8 @@ def _build_steps(args, groups, reducers, device, dtype):
     ("floor-host", "moe") for the host-sync MoE path."""
     import torch
 
-    from torchcomms_rcclx.e2e.moe_block import MOE_PRESETS, MoeBlock
-    from torchcomms_rcclx.e2e.transformer_block import PRESETS, TransformerBlock
+    from rcclx_benchmarks.e2e.moe_block import MOE_PRESETS, MoeBlock
+    from rcclx_benchmarks.e2e.transformer_block import PRESETS, TransformerBlock
 
     shape, moe_shape = PRESETS[args.preset], MOE_PRESETS[args.moe_preset]
 
@@ -290,7 +290,7 @@ def main(argv=None) -> None:
         _rank_main(args)
         return
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = [sys.executable, "-m", "torchcomms_rcclx.e2e.bench", *argv]
+    command = [sys.executable, "-m", "rcclx_benchmarks.e2e.bench", *argv]
     sys.exit(run_local_ranks(command, args.ranks))
 
 

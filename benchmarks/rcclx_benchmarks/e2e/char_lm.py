@@ -18,7 +18,7 @@ import sysconfig
 import torch
 import torch.nn.functional as F
 
-from torchcomms_rcclx.e2e.tensor_parallel import shard_linear
+from rcclx_benchmarks.e2e.tensor_parallel import shard_linear
 
 __all__ = ["CharLM", "LmConfig", "stdlib_corpus", "train_batch", "eval_batch"]
 

@@ -19,7 +19,7 @@ max and mean absolute logits difference, top-1 agreement, and each one's top-1 a
 held-out text's next characters (what a flipped prediction costs); and the sharded full-precision
 logits against the unsharded model's, which checks the tensor-parallel code itself.
 
-``python -m torchcomms_rcclx.e2e.accuracy --ranks 2 --steps 200`` starts its own ranks and
+``python -m rcclx_benchmarks.e2e.accuracy --ranks 2 --steps 200`` starts its own ranks and
 prints the table; ``measure(cfg)`` is the per-rank entry for callers that start ranks
 themselves (the tests).
 """
@@ -35,8 +35,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-from torchcomms_rcclx.e2e.char_lm import CharLM, LmConfig, eval_batch, stdlib_corpus, train_batch
-from torchcomms_rcclx.local_ranks import run_local_ranks
+from rcclx_benchmarks.e2e.char_lm import CharLM, LmConfig, eval_batch, stdlib_corpus, train_batch
+from rcclx_benchmarks.local_ranks import run_local_ranks
 
 __all__ = ["AccuracyConfig", "measure", "main"]
 
@@ -421,7 +421,7 @@ def main(argv=None) -> None:
         _rank_main(args)
         return
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = [sys.executable, "-m", "torchcomms_rcclx.e2e.accuracy", *argv]
+    command = [sys.executable, "-m", "rcclx_benchmarks.e2e.accuracy", *argv]
     sys.exit(run_local_ranks(command, args.ranks))
 
 

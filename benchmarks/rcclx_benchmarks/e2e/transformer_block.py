@@ -54,7 +54,7 @@ class TransformerBlock(torch.nn.Module):
         # Imported here: the layers live in a sibling module of this package.
         import torch.distributed as dist
 
-        from torchcomms_rcclx.e2e.tensor_parallel import ColumnParallelLinear, RowParallelLinear
+        from rcclx_benchmarks.e2e.tensor_parallel import ColumnParallelLinear, RowParallelLinear
 
         tp = dist.get_world_size(group)
         for name, value in (("heads", shape.heads), ("kv_heads", shape.kv_heads)):
