@@ -300,3 +300,59 @@ def test_tensors_that_require_grad():
     """Tensors that require grad are moved as data (autograd does not see the collective), as
     with torch.distributed's backends."""
     checks.assert_cases(launch(_grad_rank, 2))
+
+
+def _dropped_inputs_rank(ctx):
+    """async_op=True calls whose inputs the caller drops before wait(): the call keeps them
+    alive until it completes (torchcomms' tests do the same)."""
+    import gc
+
+    comm = H.comm_of(ctx, "dropped")
+    n, me = comm.get_size(), comm.get_rank()
+    ins = [H.make(p, 4096, torch.float32, salt=6) for p in range(n)]
+    out = {}
+    gathered = _poisoned(n * 4096, torch.float32)
+    x = ins[me].clone()
+    w_gather = comm.all_gather_single(gathered, x, True)
+    scattered = _poisoned(4096 // n, torch.float32)
+    y = torch.cat([x[: (4096 // n) * n]])
+    w_rs = comm.reduce_scatter_single(scattered, y, H.op_of("SUM"), True)
+    z = ins[me].clone()
+    w_reduce = comm.all_reduce(z, H.op_of("SUM"), True)
+    del x, y, z
+    gc.collect()
+    for w in (w_gather, w_rs, w_reduce):
+        w.wait()
+    out["all_gather_single, input dropped"] = ("", H.compare(gathered, torch.cat(ins)))
+    block = slice(me * (4096 // n), (me + 1) * (4096 // n))
+    want = H.reference([i[: (4096 // n) * n] for i in ins], "SUM")[block]
+    out["reduce_scatter_single, input dropped"] = ("", H.compare(scattered, want))
+    comm.finalize()
+    return out
+
+
+def test_async_calls_whose_inputs_were_dropped():
+    checks.assert_cases(launch(_dropped_inputs_rank, 2), same_on_all_ranks=False)
+
+
+def _several_comms_rank(ctx):
+    """Three communicators alive at once, their async calls interleaved, each with its own
+    result."""
+    comms = [H.comm_of(ctx, f"live{k}") for k in range(3)]
+    n, me = ctx.nranks, ctx.rank
+    out = {}
+    tensors = [torch.full((1000,), float((me + 1) * (k + 1))) for k in range(3)]
+    works = [c.all_reduce(t, H.op_of("SUM"), True) for c, t in zip(comms, tensors)]
+    for w in reversed(works):
+        w.wait()
+    for k, t in enumerate(tensors):
+        want = torch.full((1000,), float((k + 1) * n * (n + 1) // 2))
+        out[f"communicator {k}"] = ("", H.compare(t, want))
+    for c in comms:
+        c.finalize()
+    return out
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_several_live_communicators(nranks):
+    checks.assert_cases(launch(_several_comms_rank, nranks))

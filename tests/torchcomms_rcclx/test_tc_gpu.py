@@ -29,7 +29,7 @@ def _gpu_rank(ctx):
                       else f"got {dev}")}  # fmt: skip
     for dtype in H.DTYPES:
         for op in H.OPS:
-            if op == "PREMUL_SUM" and not dtype.is_floating_point:
+            if not H.reducible(dtype, op):
                 continue
             for count in H.COUNTS:
                 inputs = [H.make(p, count, dtype, device=dev) for p in range(n)]
@@ -71,11 +71,14 @@ def _gpu_rank(ctx):
     t = torch.ones(8, device=dev)
     child.all_reduce(t, H.op_of("SUM"), False).wait()
     out["split"] = ("", H.compare(t, torch.full_like(t, float(n))))
+    host = torch.ones(4)  # a GPU communicator runs host tensors on the host
+    comm.all_reduce(host, H.op_of("SUM"), False)
+    out["host tensor"] = ("", H.compare(host, torch.full_like(host, float(n))))
     try:
-        comm.all_reduce(torch.ones(4), H.op_of("SUM"), False)
-        out["host tensor"] = ("", "did not raise")
+        comm.all_reduce(torch.ones(4, device=dev)[::2], H.op_of("SUM"), False)
+        out["strided GPU tensor"] = ("", "did not raise")
     except rcclx_core.InvalidArgumentError as e:
-        out["host tensor"] = ("", None if "tensor is on cpu" in str(e) else str(e))
+        out["strided GPU tensor"] = ("", None if "tensor must be contiguous" in str(e) else str(e))
     torch.cuda.synchronize()
     child.finalize()
     comm.finalize()

@@ -27,6 +27,14 @@ def _split_rank(ctx):
     out["child all_reduce"] = ("", H.compare(t, want))
     out["child rank"] = ("", None if child.get_rank() == group.index(me) else "wrong rank")
     out["child name"] = ("", None if child.get_name() == "child" else child.get_name())
+    # Ranks that are not neighbours: the even ranks together, the odd ones together.
+    evens_odds = [r for r in range(n) if r % 2 == me % 2]
+    parity = comm.split(evens_odds, "parity")
+    t = torch.full((2,), float(me + 1))
+    parity.all_reduce(t, H.op_of("SUM"), False)
+    want = torch.full((2,), float(sum(r + 1 for r in evens_odds)))
+    out["non-contiguous split all_reduce"] = ("", H.compare(t, want))
+    parity.finalize()
     # [] on every rank but rank 0, which forms a communicator of itself.
     solo = comm.split([0] if me == 0 else [], "solo")
     out["split []"] = ("", None if (solo is None) == (me != 0) else f"got {solo}")

@@ -8,10 +8,12 @@ Its methods take torchcomms' backend argument lists (``init(device, name, option
 torchcomms' Python-backend interface does not pass on. A call converts its tensors (dtype,
 operator, hints: _dtypes, _ops, _hints) and makes one rcclx_core call, which checks every
 argument and decides where the call runs: host tensors on the host, GPU tensors on this
-communicator's GPU, on the current stream. It returns None once the call is complete in stream
-order, or, with ``async_op=True``, a Work: host calls run on the communicator's worker, GPU
-calls on an internal stream that first waits for the current one. The core's errors name the
-caller's arguments (``tensor``, ``output``, ...), not the core's (``sendbuf``, ``recvbuf``).
+communicator's GPU, on the current stream. A host call returns None once it finished, or with
+``async_op=True`` a Work (it runs on the communicator's worker); a GPU call returns a Work of
+the current stream, or with ``async_op=True`` of an internal stream that first waits for the
+current one (wait() also raises a failure that ended the call's kernels early). The core's
+errors name the caller's arguments (``tensor``, ``output``, ...), not the core's (``sendbuf``,
+``recvbuf``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from torchcomms_rcclx._dtypes import for_move, for_reduction
 from torchcomms_rcclx._hints import call_options, comm_knobs
 from torchcomms_rcclx._ops import ReduceOp, as_reduce_op
 from torchcomms_rcclx._packing import copy_out, numel_list, packed, packed_input
-from torchcomms_rcclx._work import EventWork, HostWork, fail
+from torchcomms_rcclx._work import EventWork, HostWork, StreamWork, fail
 
 # torchcomms' collectives and point-to-point calls: every one a method of TorchCommRCCLX with
 # torchcomms' argument list; TorchComm forwards exactly these.
@@ -95,6 +97,7 @@ class TorchCommRCCLX:
         self._state = "new"  # "open", then "finalized" or "aborted"
         self._device = torch.device("cpu")
         self._index = None  # the GPU of the core communicator, None without one
+        self._cuda = None  # that GPU as a torch.device
         self._gpu = False  # the device given at creation is a GPU
         self._name = ""
         self._options = _setup.CommOptions()
@@ -143,6 +146,7 @@ class TorchCommRCCLX:
         self._device = device
         self._gpu = device.type == "cuda"
         self._index = core.device
+        self._cuda = None if core.device is None else torch.device("cuda", core.device)
         self._name = name
         self._options = options
         self._rank = core.rank
@@ -304,10 +308,11 @@ class TorchCommRCCLX:
 
     def _run_gpu(self, what, call, async_op, keep, finish):
         if not async_op or self._completes_in_call or self._index is None:
-            call(False, self._stream())
+            stream = self._stream()
+            call(False, stream)
             if finish is not None:
                 finish()
-            return None
+            return StreamWork(stream, self._cuda, self, what)
         if self._internal is None:
             self._internal = torch.cuda.Stream(device=self._index)
         internal = self._internal
@@ -320,7 +325,7 @@ class TorchCommRCCLX:
             t.record_stream(internal)
         event = torch.cuda.Event()
         event.record(internal)
-        return EventWork(event, keep, torch.device("cuda", self._index), self, what)
+        return EventWork(event, keep, self._cuda, self, what)
 
     def _reduction(self, what: str, name: str, tensor, op):
         """(wire dtype, the core's operator, PREMUL_SUM's factor) of a reduction of `tensor`.
@@ -418,7 +423,7 @@ class TorchCommRCCLX:
             except rcclx_core.RemoteError as e:
                 self._on_remote_error("all_reduce", e)
                 raise
-            return None
+            return StreamWork(stream, self._cuda, self, "all_reduce") if gpu else None
 
         def call(a, s):
             return core.all_reduce(tensor, None, code, algo, scalar, a, wire, s, lp)

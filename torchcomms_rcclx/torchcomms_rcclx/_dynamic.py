@@ -85,7 +85,7 @@ def alltoallv_dynamic(
             "cannot do; capture with checked=False (errors then raise from the next call)"
         )
     ran = comm._run(what, call, gpu, async_op, timeout, arrays)
-    if ran is None:
+    if not async_op:
         # An event recorded behind the call on the current stream marks its end, whatever that
         # stream is (the legacy default stream included).
         event = torch.cuda.Event()
@@ -94,5 +94,4 @@ def alltoallv_dynamic(
     work = CheckedWork(ran, core.check_alltoallv_dynamic)
     if not async_op:
         work.wait()
-        return None
     return work

@@ -1,20 +1,7 @@
 """torchcomms' object collectives (``torchcomms.objcol``) on RCCLX: those of
-``torchcomms_rcclx.objcol``, each taking the communicator first."""
+``torchcomms_rcclx.objcol``, each taking the communicator first (torchcomms' argument lists)."""
 
-from torchcomms_rcclx.objcol import (
-    all_gather_object,
-    broadcast_object_list,
-    gather_object,
-    recv_object_list,
-    scatter_object_list,
-    send_object_list,
-)
+from torchcomms_rcclx import objcol as _rcclx
+from torchcomms_rcclx.objcol import *  # noqa: F403 - the names of __all__ below
 
-__all__ = [
-    "all_gather_object",
-    "broadcast_object_list",
-    "gather_object",
-    "recv_object_list",
-    "scatter_object_list",
-    "send_object_list",
-]
+__all__ = list(_rcclx.__all__)
