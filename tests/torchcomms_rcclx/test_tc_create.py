@@ -217,3 +217,33 @@ def test_hints_rcclx_knows_are_applied_and_others_ignored_once(monkeypatch):
     assert "'nccl_algo'" in logged[0] and "new_comm" in logged[0]
     with pytest.raises(rcclx_core.InvalidArgumentError, match=r"hints\['low_precision'\]='x'"):
         _hints.call_options("all_reduce", {"low_precision": "x"})
+
+
+def _quick_start_rank(ctx):
+    """docs/torchcomms.rst's quick start, as written (torchcomms' own, backend "rcclx")."""
+    comm = torchcomms.new_comm("rcclx", torch.device("cpu"), name="my_comm")
+    rank = comm.get_rank()
+    world_size = comm.get_size()
+
+    t = torch.full((1024,), float(rank + 1), device=comm.get_device())
+    comm.all_reduce(t, torchcomms.ReduceOp.SUM, async_op=False)
+    after_sum = t[0].item()
+    work = comm.all_reduce(t, torchcomms.ReduceOp.PREMUL_SUM(0.5), async_op=True)
+    work.wait()
+
+    out = torch.empty(world_size * 1024, device=comm.get_device())
+    comm.all_gather_single(out, t, async_op=False)
+    comm.finalize()
+    return rank, world_size, after_sum, out.unique().tolist(), H_REAL
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_quick_start_runs_as_written(nranks):
+    """On whichever torchcomms is installed: the real one in nox -s tests' second pass."""
+    port = checks.free_port()
+    env = {"WORLD_SIZE": str(nranks), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    results = launch(_quick_start_rank, nranks, rank_env=lambda r: {**env, "RANK": str(r)})
+    total = nranks * (nranks + 1) / 2
+    assert [r.value for r in results] == [
+        (r, nranks, total, [total * nranks * 0.5], H_REAL) for r in range(nranks)
+    ]

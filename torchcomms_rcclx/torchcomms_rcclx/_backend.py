@@ -18,8 +18,6 @@ errors name the caller's arguments (``tensor``, ``output``, ...), not the core's
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 import rcclx_core
@@ -29,7 +27,7 @@ from torchcomms_rcclx._batch import BatchSendRecv
 from torchcomms_rcclx._dtypes import for_move, for_reduction
 from torchcomms_rcclx._hints import call_options, comm_knobs
 from torchcomms_rcclx._ops import ReduceOp, as_reduce_op
-from torchcomms_rcclx._packing import copy_out, numel_list, packed, packed_input
+from torchcomms_rcclx._packing import check_list, gathered, numel_list, packed_input, row_counts
 from torchcomms_rcclx._work import EventWork, HostWork, StreamWork, fail
 
 # torchcomms' collectives and point-to-point calls: every one a method of TorchCommRCCLX with
@@ -343,35 +341,6 @@ class TorchCommRCCLX:
             self._last_reduction = (op, dtype, found)
         return found
 
-    def _check_list(self, what: str, name: str, tensors, like=None, numel=None) -> None:
-        """A list argument: one tensor per rank, all of `like`'s dtype (default: the first
-        one's), each of `numel` elements when given."""
-        if isinstance(tensors, torch.Tensor) or not hasattr(tensors, "__len__"):
-            raise TypeError(
-                f"{what}: {name} must be a list of {self._size} tensors (one per rank), got "
-                f"{type(tensors).__name__}"
-            )
-        if len(tensors) != self._size:
-            raise rcclx_core.InvalidArgumentError(
-                f"{what}: {name} must be a list of {self._size} tensors (one per rank), got "
-                f"{len(tensors)}"
-            )
-        for i, t in enumerate(tensors):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(
-                    f"{what}: {name}[{i}] must be a torch.Tensor, got {type(t).__name__}"
-                )
-            like = t if like is None else like
-            if t.dtype != like.dtype:
-                raise rcclx_core.InvalidArgumentError(
-                    f"{what}: {name}[{i}] has dtype {t.dtype}, but the other tensors have "
-                    f"{like.dtype}"
-                )
-            if numel is not None and t.numel() != numel:
-                raise rcclx_core.InvalidArgumentError(
-                    f"{what}: {name}[{i}] has {t.numel()} elements but needs {numel}"
-                )
-
     def _check(self, what: str, name: str, t):
         """A tensor of a call the core does not check (windows, MoE routing): a contiguous
         torch.Tensor on the host or this communicator's GPU, detached when it requires grad."""
@@ -475,10 +444,10 @@ class TorchCommRCCLX:
         what = "all_gather"
         core = self._usable(what)
         tensor = plain(what, "tensor", tensor)
-        self._check_list(what, "tensor_list", tensor_list, tensor, tensor.numel())
+        check_list(what, self._size, "tensor_list", tensor_list, tensor, tensor.numel())
         wire, _ = for_move(tensor.dtype)
         lp = call_options("all_gather", hints)[1] if hints else None
-        flat, finish = self._gathered(tensor_list, tensor, [tensor.numel()] * self._size)
+        flat, finish = gathered(tensor_list, tensor, [tensor.numel()] * self._size)
 
         def call(a, s):
             return core.all_gather(tensor, flat, a, wire, s, lp)
@@ -491,11 +460,11 @@ class TorchCommRCCLX:
         what = "all_gather_v"
         core = self._usable(what)
         tensor = plain(what, "tensor", tensor)
-        self._check_list(what, "tensor_list", tensor_list, tensor)
+        check_list(what, self._size, "tensor_list", tensor_list, tensor)
         wire, scale = for_move(tensor.dtype)
         lp = call_options("all_gather", hints)[1] if hints else None
         counts = numel_list(tensor_list)
-        flat, finish = self._gathered(tensor_list, tensor, counts)
+        flat, finish = gathered(tensor_list, tensor, counts)
         wire_counts = [n * scale for n in counts]
 
         def call(a, s):
@@ -503,16 +472,6 @@ class TorchCommRCCLX:
 
         keep = (flat, tensor)
         return self._run(what, call, tensor.is_cuda, async_op, timeout, keep, finish, _GATHER_LIST)
-
-    @staticmethod
-    def _gathered(tensor_list, like, counts):
-        """The flat output of a list-form gather and what copies it out (None when the list
-        already lies packed in one storage)."""
-        flat = packed(tensor_list)
-        if flat is not None:
-            return flat, None
-        flat = like.new_empty(sum(counts))
-        return flat, copy_out(flat, tensor_list, counts)
 
     def reduce_scatter_single(
         self, output, input, op=ReduceOp.SUM, async_op=False, hints=None, timeout=None
@@ -538,7 +497,7 @@ class TorchCommRCCLX:
         what = "reduce_scatter"
         core = self._usable(what)
         output = plain(what, "output", output)
-        self._check_list(what, "input_list", input_list, output, output.numel())
+        check_list(what, self._size, "input_list", input_list, output, output.numel())
         wire, code, scalar = self._reduction(what, "output", output, op)
         lp = call_options("reduce_scatter", hints)[1] if hints else None
         flat = packed_input(input_list)
@@ -557,7 +516,7 @@ class TorchCommRCCLX:
         what = "reduce_scatter_v"
         core = self._usable(what)
         output = plain(what, "output", output)
-        self._check_list(what, "input_list", input_list, output)
+        check_list(what, self._size, "input_list", input_list, output)
         wire, code, scalar = self._reduction(what, "output", output, op)
         lp = call_options("reduce_scatter", hints)[1] if hints else None
         scale = for_move(output.dtype).scale
@@ -601,8 +560,8 @@ class TorchCommRCCLX:
         core = self._usable(what)
         output, input = plain(what, "output", output), plain(what, "input", input)
         wire, scale = for_move(input.dtype)
-        send = self._counts(what, "input_split_sizes", input_split_sizes, input, scale)
-        recv = self._counts(what, "output_split_sizes", output_split_sizes, output, scale)
+        send = row_counts(what, "input_split_sizes", input_split_sizes, input, scale)
+        recv = row_counts(what, "output_split_sizes", output_split_sizes, output, scale)
 
         def call(a, s):
             return core.all_to_all_v(input, output, send, recv, None, None, a, wire, s)
@@ -611,33 +570,20 @@ class TorchCommRCCLX:
             what, call, input.is_cuda, async_op, timeout, (output, input), None, _SPLITS
         )
 
-    @staticmethod
-    def _counts(what, name, splits, t, scale) -> list[int]:
-        """Rows per rank (dimension 0 of `t`) as the core's element counts (the core checks
-        how many there are and that they fit)."""
-        try:
-            rows = [int(s) for s in splits]
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"{what}: {name} must be a sequence of integers, got {splits!r}"
-            ) from None
-        per_row = (math.prod(t.shape[1:]) if t.dim() else 1) * scale
-        return [r * per_row for r in rows]
-
     def all_to_all(
         self, output_tensor_list, input_tensor_list, async_op=False, hints=None, timeout=None
     ):
         """input_tensor_list[p] goes to rank p, into its output_tensor_list[rank]."""
         what = "all_to_all"
         core = self._usable(what)
-        self._check_list(what, "input_tensor_list", input_tensor_list)
+        check_list(what, self._size, "input_tensor_list", input_tensor_list)
         like = input_tensor_list[0]
-        self._check_list(what, "output_tensor_list", output_tensor_list, like)
+        check_list(what, self._size, "output_tensor_list", output_tensor_list, like)
         wire, scale = for_move(like.dtype)
         send = packed_input(input_tensor_list)
         send_counts = [n * scale for n in numel_list(input_tensor_list)]
         recv_counts = numel_list(output_tensor_list)
-        recv, finish = self._gathered(output_tensor_list, send, recv_counts)
+        recv, finish = gathered(output_tensor_list, send, recv_counts)
         recv_counts = [n * scale for n in recv_counts]
 
         def call(a, s):
@@ -671,8 +617,8 @@ class TorchCommRCCLX:
         flat = finish = None
         if self._rank == root:
             n = input_tensor.numel()
-            self._check_list(what, "output_tensor_list", output_tensor_list, input_tensor, n)
-            flat, finish = self._gathered(output_tensor_list, input_tensor, [n] * self._size)
+            check_list(what, self._size, "output_tensor_list", output_tensor_list, input_tensor, n)
+            flat, finish = gathered(output_tensor_list, input_tensor, [n] * self._size)
 
         def call(a, s):
             return core.gather(input_tensor, flat, root, a, wire, s)
@@ -692,7 +638,7 @@ class TorchCommRCCLX:
         flat = None
         if self._rank == root:
             n = output_tensor.numel()
-            self._check_list(what, "input_tensor_list", input_tensor_list, output_tensor, n)
+            check_list(what, self._size, "input_tensor_list", input_tensor_list, output_tensor, n)
             flat = packed_input(input_tensor_list)
 
         def call(a, s):
