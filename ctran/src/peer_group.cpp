@@ -203,7 +203,14 @@ void PeerGroup::checkPeer(int peer, const std::function<bool()>& delivered) {
   raiseIfFailed(peer);
   if (kinds_[peer] == TransportKind::kSelf) return;
   try {
-    transport(kinds_[peer]).checkPeer(peer);
+    Transport& t = transport(kinds_[peer]);
+    t.checkPeer(peer);
+    // A peer that destroyed its group is no failure unless this rank waits on it for what it
+    // never sent: its messages are applied in order, and the departure after the last.
+    if (delivered && t.peerLeft(peer) && !delivered()) {
+      throw RemoteError(strCat("peer rank ", peer, " destroyed its communicator while rank ",
+                               topology_.rank, " waits on it (their calls do not match)"));
+    }
   } catch (const RemoteError& e) {
     // The transport applies a peer's messages in order and marks it gone after the last: what
     // it sent before leaving is visible by now.

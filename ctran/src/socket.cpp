@@ -42,6 +42,10 @@ void Socket::shutdown() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
+void Socket::shutdownWrite() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
 Socket Socket::connect(const SocketAddress& addr, const Deadline& deadline) {
   struct addrinfo hints = {};
   hints.ai_family = AF_UNSPEC;

@@ -37,6 +37,8 @@ class Socket {
   void close();
   /// Shuts both directions down (unblocks a thread reading it) without closing the fd.
   void shutdown();
+  /// Shuts the sending direction down: the peer reads what was sent, then an end of file.
+  void shutdownWrite();
 
   /// Writes all bytes; throws RemoteError when the peer is gone, or when a send timeout is set
   /// and no byte could be sent for that long. `whileStalled`, if set, is called each time a

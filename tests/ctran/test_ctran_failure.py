@@ -132,9 +132,9 @@ def _last_signal_then_leave(ctx, how):
     if ctx.rank == 1:
         win.signal(0, 0)
         if how == "exit":
-            os._exit(0)  # what shm notices of a peer that left: its process is gone
+            os._exit(0)  # its process is gone: no word of its departure reaches the waiter
         win.destroy()
-        group.destroy()  # over tcp: its connections close
+        group.destroy()  # over tcp: it says so on each connection before closing it
         return None
     win.wait_signal(0, 1, from_peer=1)
     # The peer is seen gone once the transport notices; until then check_peer passes without
@@ -160,7 +160,9 @@ def _last_signal_then_leave(ctx, how):
     return {"asked": len(asked), "without": without}
 
 
-@pytest.mark.parametrize(("transport", "how"), [("tcp", "destroy"), ("shm", "exit")])
+@pytest.mark.parametrize(
+    ("transport", "how"), [("tcp", "destroy"), ("tcp", "exit"), ("shm", "exit")]
+)
 def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
     # A peer may signal for the last time and leave before this rank's wait looks at it: the
     # waiter, finding it gone, asks whether what it awaited arrived before reporting a failure
@@ -171,7 +173,69 @@ def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
     assert res.ok, f"{res.error_type}: {res.error}\n{res.traceback}"
     assert res.value["asked"] >= 1, "the peer was never seen gone"
     kind, message = res.value["without"]
-    assert kind == "RemoteError" and "rank 1" in message, res.value
+    if how == "destroy":
+        # An orderly departure is no failure even to a caller that waits on nothing.
+        assert kind == "returned", res.value
+    else:
+        # A process that vanished is one, once nobody waits for something that arrived.
+        assert kind == "RemoteError" and "rank 1" in message, res.value
+
+
+def _late_traffic_to_a_peer_that_left(ctx):
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(1 << 16, num_signals=1)
+    group.bootstrap.barrier()
+    if ctx.rank == 1:
+        win.destroy()
+        group.destroy()
+        return None
+    # Rank 1 leaves while rank 0 still sends to it (a collective's last credits, say): those
+    # messages have no reader any more, and dropping them is no failure.
+    # Sending for a second makes sure most of it goes after rank 1 is gone.
+    import time
+
+    payload = bytes(4096)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        win.put(1, 0, payload)
+        win.signal(1, 0)
+        time.sleep(0.001)
+    group.check_failed()
+    win.destroy()
+    group.destroy()
+    return "ok"
+
+
+def test_sends_to_a_peer_that_destroyed_its_group_are_no_failure():
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+    results = launch(_late_traffic_to_a_peer_that_left, 2, env=env)
+    assert results[0].value == "ok"
+
+
+def _wait_on_a_peer_that_left_without_sending(ctx):
+    import ctran
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    win = group.create_window(4096, num_signals=1)
+    group.bootstrap.barrier()
+    if ctx.rank == 1:
+        win.destroy()
+        group.destroy()
+        return None
+    return _timed_wait(win, from_peer=1)
+
+
+def test_a_wait_on_a_peer_that_destroyed_its_group_raises_at_once():
+    # Mismatched calls: rank 0 waits for a signal rank 1 never sends, and rank 1 ends. The wait
+    # must not run to its timeout: the departure tells rank 0 nothing more will come.
+    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 20000}
+    results = launch(_wait_on_a_peer_that_left_without_sending, 2, env=env, timeout=60)
+    (kind, message), elapsed = results[0].value
+    assert kind == "RemoteError", message
+    assert "rank 1 destroyed its communicator" in message
+    assert elapsed < 10, elapsed
 
 
 def _timed_wait(win, from_peer):

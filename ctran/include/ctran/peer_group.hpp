@@ -51,6 +51,8 @@ class PeerGroup {
   /// here is reported to every rank, unless `delivered` (when given) says that what the caller
   /// waits for from it has arrived: a peer may send its last message and leave in an orderly
   /// way (destroy its communicator) before this rank looks, which is no failure of the group.
+  /// A peer whose transport saw it destroy its group (tcp) is no failure either, unless the
+  /// caller waits on it (`delivered` given) for what has not arrived: that raises at once.
   void checkPeer(int peer, const std::function<bool()>& delivered = nullptr);
   /// Marks the group failed for every rank (this rank's first report counts; later ones are
   /// ignored): `culprit` is the failed rank, or -1 when `cause` names it.

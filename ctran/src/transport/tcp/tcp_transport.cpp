@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -20,6 +22,10 @@ namespace {
 
 // How long releaseWindow waits for a put being received into the window to end.
 constexpr int64_t kReleaseWaitMs = 500;
+
+// How long a destroy waits for its peers to acknowledge its close message (their progress
+// threads answer at once; a stopped peer is not waited on for longer than this).
+constexpr auto kCloseWait = std::chrono::milliseconds(2000);
 
 // How long a failure report waits for room in one peer's socket before it is dropped for that
 // peer, and how long a message that was being sent when the failure was seen waits to be
@@ -36,6 +42,28 @@ constexpr uint64_t kDrainChunk = 1 << 20;
 
 // What the progress thread reads from one socket before it serves the others again.
 constexpr size_t kReadBudget = 4 << 20;
+
+// Sends `bytes` without blocking past `until` (a send timeout of 0 means none, and a destroy
+// must not wait forever on a stopped peer); false when they did not all go.
+bool sendBefore(int fd, const void* data, size_t bytes,
+                std::chrono::steady_clock::time_point until) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      bytes -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{fd, POLLOUT, 0};
+    ::poll(&pfd, 1, static_cast<int>(left.count()));
+  }
+  return true;
+}
 
 class TcpPeerWindow : public PeerWindow {
  public:
@@ -181,20 +209,45 @@ TcpTransport::~TcpTransport() {
   if (progress_.joinable()) progress_.join();
   ::close(wakeFds_[0]);
   ::close(wakeFds_[1]);
-  // What peers sent since the thread left (a late signal to a window released here) is read
-  // and dropped before the sockets close: closing a socket that holds unread data resets the
-  // connection, and a reset can discard what the peer had not read yet of this rank's last
-  // messages.
-  std::vector<char> sink(64 << 10);
+  closeOrderly();
+}
+
+void TcpTransport::closeOrderly() {
+  // After a failure the peers know this rank is gone; an end of file tells them the rest.
+  if (failure_ != nullptr && failure_->current().has_value()) return;
+  const auto until = std::chrono::steady_clock::now() + kCloseWait;
+  std::vector<pollfd> open;
   for (auto& c : conns_) {
-    if (!c) continue;
-    try {
-      bool closed = false;
-      while (!closed && c->socket.recvReady(sink.data(), sink.size(), &closed) > 0) {
-      }
-    } catch (const Error&) {
-      // The peer's side is gone already: nothing to protect.
+    if (!c || c->closed.load()) continue;
+    const MsgHeader h{static_cast<uint32_t>(MsgType::kClose), 0, kNoWindow, 0, 0};
+    // A peer that reads nothing is stopped or gone: it gets the end of file alone.
+    if (!sendBefore(c->socket.fd(), &h, sizeof(h), until)) continue;
+    c->socket.shutdownWrite();
+    open.push_back({c->socket.fd(), POLLIN, 0});
+  }
+  // Whatever the peers sent before they read the close message is read and dropped until
+  // their end of file: closing a socket with unread data resets the connection, and a reset
+  // may discard what the peer had not read yet of this rank's last messages.
+  std::vector<char> sink(64 << 10);
+  while (!open.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (::poll(open.data(), open.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      break;
     }
+    for (size_t i = open.size(); i-- > 0;) {
+      if (open[i].revents == 0) continue;
+      ssize_t n = 0;
+      while ((n = ::recv(open[i].fd, sink.data(), sink.size(), MSG_DONTWAIT)) > 0) {
+      }
+      const bool ended = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      if (ended) open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (!open.empty()) {
+    CTRAN_INFO("tcp transport: ", open.size(), " peer(s) did not acknowledge the close within ",
+               kCloseWait.count(), " ms");
   }
 }
 
@@ -235,7 +288,7 @@ void TcpTransport::releaseWindow(uint64_t windowId) {
 
 void TcpTransport::checkPeer(int peer) {
   auto& c = conns_[peer];
-  if (c && c->closed.load()) {
+  if (c && c->closed.load() && !c->left.load()) {
     throw RemoteError(
         strCat("peer rank ", peer, " closed its tcp connection (it exited or failed)"));
   }
@@ -243,12 +296,14 @@ void TcpTransport::checkPeer(int peer) {
 
 void TcpTransport::sendPut(int peer, uint64_t windowId, size_t offset, const void* src,
                            size_t bytes) {
+  if (conns_[peer]->left.load()) return;
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kPut), 0, windowId, offset, bytes};
   sendMessage(peer, {{&h, sizeof(h)}, {src, bytes}});
 }
 
 void TcpTransport::sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta) {
+  if (conns_[peer]->left.load()) return;
   checkPeer(peer);
   MsgHeader h{static_cast<uint32_t>(MsgType::kSignal), slot, windowId, 0, delta};
   sendMessage(peer, {{&h, sizeof(h)}});
@@ -292,6 +347,7 @@ void TcpTransport::sendMessage(int peer,
     c.closed.store(true);
     c.reportAfterMessage.reset();  // nothing follows a cut message
     if (failure) std::rethrow_exception(failure);
+    if (c.left.load()) return;  // the peer destroyed its communicator: it needs nothing more
     throw RemoteError(
         strCat("peer rank ", peer, " closed its tcp connection (it exited or failed): ", e.what()));
   }
@@ -432,9 +488,16 @@ bool TcpTransport::receiveReady(int peer, Connection& c) {
       if (in.stage == Inbound::Stage::kHeader) {
         n = c.socket.recvReady(reinterpret_cast<char*>(&in.header) + in.headerGot,
                                sizeof(MsgHeader) - in.headerGot, &closed);
-        if (closed && in.headerGot == 0) return false;  // between messages: an orderly close
+        if (closed && in.headerGot == 0) return false;  // between messages: the peer exited
         in.headerGot += n;
-        if (in.headerGot == sizeof(MsgHeader)) beginMessage(peer, c);
+        if (in.headerGot == sizeof(MsgHeader)) {
+          if (in.header.type == static_cast<uint32_t>(MsgType::kClose)) {
+            // Set before the caller sets `closed`, which checkPeer reads first.
+            c.left.store(true);
+            return false;
+          }
+          beginMessage(peer, c);
+        }
       } else {
         n = receivePayload(c, budget, &closed);
       }
@@ -481,7 +544,14 @@ void TcpTransport::progressLoop() {
       if (!open) {
         c.closed.store(true);
         fds[i].fd = -1;  // poll ignores negative fds
-        CTRAN_INFO("tcp transport: rank ", peer, " disconnected");
+        if (c.left.load()) {
+          // Nothing this rank sends may matter to a peer that destroyed its communicator; the
+          // end of file lets it close at once (a send under way ends, and is dropped).
+          c.socket.shutdownWrite();
+          CTRAN_INFO("tcp transport: rank ", peer, " destroyed its communicator");
+        } else {
+          CTRAN_INFO("tcp transport: rank ", peer, " disconnected");
+        }
       }
     }
   }

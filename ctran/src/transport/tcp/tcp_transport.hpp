@@ -1,5 +1,11 @@
 // The tcp transport: one socket per peer pair; puts and signals are messages that the
 // receiver's progress thread applies to its windows in arrival order.
+//
+// A destroy closes each connection in order: a close message, then an end of file, then it
+// reads until the peer's end of file. A peer that reads the close message knows the rank left
+// on purpose (destroy is not a barrier: it may still be finishing the last collective): it
+// drops what it would still send there and answers with its own end of file. An end of file
+// without the close message is a rank that exited or failed.
 #pragma once
 
 #include <atomic>
@@ -38,11 +44,15 @@ class TcpTransport : public Transport {
   /// Forgets the window; returns once no put is being received into its memory (a peer stopped
   /// in the middle of one has its connection shut down after 500 ms, which ends the receive).
   void releaseWindow(uint64_t windowId) override;
+  /// Throws RemoteError when the connection to `peer` broke; a peer that destroyed its
+  /// communicator (its close message came) is no failure.
   void checkPeer(int peer) override;
+  bool peerLeft(int peer) const override { return conns_[peer] && conns_[peer]->left.load(); }
 
-  /// Sends one put message (header then payload) to `peer`.
+  /// Sends one put message (header then payload) to `peer`; nothing once it destroyed its
+  /// communicator.
   void sendPut(int peer, uint64_t windowId, size_t offset, const void* src, size_t bytes);
-  /// Sends one signal message to `peer`.
+  /// Sends one signal message to `peer`; nothing once it destroyed its communicator.
   void sendSignal(int peer, uint64_t windowId, int slot, uint64_t delta);
   /// Tells every connected peer about `report` (best effort: a closed connection is skipped,
   /// and so is the one this thread is blocked sending on, whose peer is not reading).
@@ -53,7 +63,7 @@ class TcpTransport : public Transport {
   void setStallCheck(std::function<void(int peer)> check) { stallCheck_ = std::move(check); }
 
  private:
-  enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3 };
+  enum class MsgType : uint32_t { kPut = 1, kSignal = 2, kFailure = 3, kClose = 4 };
   // A failure message: `slot` is the culprit, `offset` the reporter, `windowId` 1 for a timeout,
   // `value` the cause's bytes.
   struct MsgHeader {
@@ -83,6 +93,7 @@ class TcpTransport : public Transport {
     std::mutex sendMu;
     std::atomic<std::thread::id> sender{};  // the thread holding sendMu to send a message
     std::atomic<bool> closed{false};
+    std::atomic<bool> left{false};  // the peer sent its close message: closed, and no failure
     // Under sendMu: the report this rank published from the stall check of the message being
     // sent here; it follows that message (broadcastFailure cannot wait for a lock it holds).
     std::optional<FailureReport> reportAfterMessage;
@@ -103,6 +114,9 @@ class TcpTransport : public Transport {
   void acceptLowerRanks(Listener& listener, std::vector<bool> expected, int count,
                         const JobSecret& secret, const Deadline& deadline);
   void progressLoop();
+  /// The destroy's side of the orderly close (see the top of this file), bounded by
+  /// kCloseWait; after a failure the connections just close.
+  void closeOrderly();
   /// Reads what `peer`'s socket holds (up to a budget, so one busy peer does not starve the
   /// others), applying each message it completes; false once the connection closed.
   bool receiveReady(int peer, Connection& c);
