@@ -7,10 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "ctran/checks.hpp"
 #include "ctran/config.hpp"
+#include "spinning.hpp"
 
 namespace ctran {
 namespace {
@@ -45,6 +47,9 @@ void futexWakeAll(SignalCell* cell) {
 }
 
 constexpr int64_t kSleepSliceNs = 2'000'000;  // re-check liveness and deadline every 2 ms
+// A spin yields its core from this long on: a peer the scheduler put on the same core can run
+// only then (without another task there, a yield returns at once).
+constexpr int64_t kYieldAfterUs = 5;
 
 }  // namespace
 
@@ -74,6 +79,7 @@ void throwTimeout(const Deadline& deadline, const std::string& what, int peer) {
 void Backoff::reset() {
   start_ = Clock::now();
   rounds_ = 0;
+  spinRanOut_ = false;
 }
 
 int64_t Backoff::waitedUs() const {
@@ -87,12 +93,18 @@ void Backoff::pause() {
     return;
   }
   // Read here, not per Backoff: most polls end before their first clock check.
-  if (spinUs_ < 0) spinUs_ = knob::RCCLX_SPIN_US();
+  if (spinUs_ < 0) spinUs_ = spinBudgetUs();
   int64_t waited = waitedUs();
   if (waited < spinUs_) {
     cpuRelax();
-  } else if (waited < spinUs_ + 1000) {
-    sched_yield();
+    return;
+  }
+  if (!spinRanOut_) {
+    spinRanOut_ = true;
+    spinRanOut();
+  }
+  if (waited < spinUs_ + 1000) {
+    yieldCore();
   } else {
     // Naps grow with the wait, capped at 200 us, so a long wait costs little CPU.
     int64_t napUs = std::min<int64_t>(200, 10 + waited / 100);
@@ -112,7 +124,7 @@ uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
                     int peer) {
   uint64_t v = cell->value.load(std::memory_order_acquire);
   if (v >= target) return v;
-  const int64_t spinUs = knob::RCCLX_SPIN_US();
+  const int64_t spinUs = spinBudgetUs();
   auto start = Clock::now();
   uint32_t rounds = 0;
   // Phase 1: spin (and yield once past half the spin budget).
@@ -125,8 +137,9 @@ uint64_t signalWait(SignalCell* cell, uint64_t target, const Deadline& deadline,
     }
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
     if (us >= spinUs) break;
-    if (us >= spinUs / 2) sched_yield();
+    if (us >= std::min<int64_t>(spinUs / 2, kYieldAfterUs)) yieldCore();
   }
+  spinRanOut();
   // Phase 2: sleep on the futex in slices, checking peers and the deadline between slices.
   for (;;) {
     cell->waiters.fetch_add(1, std::memory_order_seq_cst);

@@ -121,6 +121,9 @@ def test_peers_that_cannot_run_print_a_dash_and_their_reason_once(tmp_path):
         (["--strict-targets"], "--strict-targets needs --targets FILE"),
         (["--targets", "no_such_targets"], "--targets 'no_such_targets': no such file"),
         (["--redop", "max", "--collective", "gather"], "--redop max does not apply to gather"),
+        (["--repeat", "0"], "--repeat 0 must be at least 1"),
+        (["--repeat", "3", "--targets", "cpu"], "--repeat 3 does not take --targets cpu"),
+        (["--repeat", "2", "--plot", "x.png"], "--repeat 2 does not take --plot x.png"),
     ],
 )
 def test_bad_command_lines_exit_2_naming_the_option(capsys, args, message):
@@ -160,3 +163,51 @@ def test_plot_draws_busbw_against_size(tmp_path):
     _, out = perf(tmp_path, "-b", "64", "-e", "1K", "-n", "2", "--algo", "all", "--plot", "p.png")
     assert "# wrote p.png" in out
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_repeat_runs_the_sweep_in_fresh_processes_and_reports_the_spread(tmp_path):
+    args = ["-b", "1K", "-e", "4K", "-n", "3", "-w", "1", "--median", "--algo", "all"]
+    _, out, doc = perf_json(tmp_path, *args, "--repeat", "3", "--compare", "gloo")
+    assert out.count("exit 0") == 3 and "Stability over 3 runs, each in fresh processes" in out
+    assert doc["repeat"] == 3 and len(doc["runs"]) == 3
+    columns = {(r["size"], r["column"]) for r in doc["stability"]}
+    assert {(1024, "ring"), (1024, "dda_flat"), (4096, "peer:gloo")} <= columns
+    for r in doc["stability"]:
+        assert len(r["runs"]) == 3
+        assert r["min"] <= r["median"] <= r["max"]
+        assert r["spread"] == pytest.approx(r["max"] / r["min"])
+    assert [s["size"] for s in doc["per_size"]] == [1024, 4096]
+    for s in doc["per_size"]:
+        assert s["best_peer"] == "gloo" and s["ratio"] == pytest.approx(s["time"] / s["peer_time"])
+        assert s["best"] != "auto" and not s["best"].startswith("auto(")
+
+
+def _run_doc(times: dict) -> dict:
+    """A run's JSON as rcclx-perf writes it, reduced to what --repeat reads: {(size, algo):
+    time}, with a gloo time of 100 per size."""
+    rows = []
+    for (size, algo), t in times.items():
+        row = {"size": size, "algo": algo, "time": t, "peers": {"gloo": {"time": 100.0}}}
+        if algo == "auto":
+            row["selected"] = "ring" if t > 5 else "dda_flat"
+        rows.append(row)
+    return {"rows": rows}
+
+
+def test_repeat_tables_from_given_runs():
+    from rcclx_core.perf import repeat
+
+    runs = [
+        _run_doc({(64, "ring"): 4.0, (64, "auto"): 3.0}),
+        _run_doc({(64, "ring"): 12.0, (64, "auto"): 9.0}),
+        _run_doc({(64, "ring"): 5.0, (64, "auto"): 4.0}),
+    ]
+    rows = repeat.stability(runs)
+    ring = next(r for r in rows if r["column"] == "ring")
+    assert ring["runs"] == [4.0, 12.0, 5.0] and ring["median"] == 5.0 and ring["spread"] == 3.0
+    auto = next(r for r in rows if r["column"] == "auto")
+    assert auto["label"] == "auto(dda_flat|ring)"  # the selector chose differently across runs
+    assert [r["column"] for r in rows] == ["ring", "auto", "peer:gloo"]  # ours, then the peers
+    (size,) = repeat.per_size(rows)
+    assert size["best"] == "ring" and size["time"] == 5.0  # auto counts only when alone
+    assert size["ratio"] == pytest.approx(0.05) and size["peer_spread"] == 1.0

@@ -1,6 +1,7 @@
 // Waiting on peers without burning a core and without hanging forever.
 //
-// Ranks may outnumber cores (CI has 2), so a wait spins for RCCLX_SPIN_US, then yields, then
+// Ranks may outnumber cores (CI has 2), so a wait spins (for RCCLX_SPIN_US, or RCCLX_SPIN_BUSY_US
+// while the machine has more runnable threads than cores: spin_budget.hpp), then yields, then
 // sleeps: on a futex when it waits on one SignalCell, in short naps when it polls several
 // conditions. Every wait carries a Deadline; when it passes, the wait throws TimeoutError with a
 // message naming what (and whom) it waited for.
@@ -47,8 +48,9 @@ class Backoff {
 
  private:
   std::chrono::steady_clock::time_point start_;
-  int64_t spinUs_ = -1;  ///< RCCLX_SPIN_US, read at the first pause that looks at the clock
+  int64_t spinUs_ = -1;  ///< the spin budget, read at the first pause that looks at the clock
   uint32_t rounds_ = 0;
+  bool spinRanOut_ = false;  ///< whether this wait has told spinRanOut() yet
 };
 
 /// A 64-bit counter in (possibly shared) memory that peers bump and a waiter sleeps on.

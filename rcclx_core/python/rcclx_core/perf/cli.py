@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from rcclx_core.perf import device, launch
+from rcclx_core.perf import device, launch, repeat
 from rcclx_core.perf import targets as targets_file
 from rcclx_core.perf.peers import PEERS
 from rcclx_core.perf.spec import (
@@ -100,6 +100,14 @@ def _sizes_and_iterations(p: argparse.ArgumentParser) -> None:
         default=1,
         help="passes over every column per size, every second in reverse order, each column "
         "keeping its best (1)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="R",
+        help="run the whole sweep R times, each in fresh processes, and print per size and "
+        "column the median over runs and the spread (slowest / fastest run) (1)",
     )
 
 
@@ -229,6 +237,11 @@ def _check_numbers(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
         p.error(f"--warmup_iters {a.warmup_iters} must be at least 0")
     if a.passes < 1:
         p.error(f"--passes {a.passes} must be at least 1")
+    if a.repeat < 1:
+        p.error(f"--repeat {a.repeat} must be at least 1")
+    if a.repeat > 1 and (a.targets or a.plot):
+        option = f"--targets {a.targets}" if a.targets else f"--plot {a.plot}"
+        p.error(f"--repeat {a.repeat} does not take {option} (they judge or draw one run)")
     if a.nranks is not None and a.nranks < 1:
         p.error(f"--nranks {a.nranks} must be at least 1")
     if a.hosts < 1 or (a.nranks is not None and a.hosts > a.nranks):
@@ -269,9 +282,11 @@ def _check_tools(p: argparse.ArgumentParser, a: argparse.Namespace) -> list:
         p.error(str(e))
 
 
-def config_from_args(argv: list[str] | None = None) -> tuple[Config, int | None, int, list]:
+def config_from_args(
+    argv: list[str] | None = None,
+) -> tuple[Config, int | None, int, list, int]:
     """The run's Config, the requested --nranks (None: not given), the GPUs of this host for the
-    run and the targets; exits 2 on a bad line."""
+    run, the targets and --repeat; exits 2 on a bad line."""
     p = build_parser()
     a = p.parse_args(argv)
     _check_collective_options(p, a)
@@ -315,11 +330,11 @@ def config_from_args(argv: list[str] | None = None) -> tuple[Config, int | None,
         plot_path=a.plot,
         hosts=a.hosts,
     )
-    return cfg, a.nranks, choice.ngpus, target_list
+    return cfg, a.nranks, choice.ngpus, target_list, a.repeat
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg, nranks, ngpus, target_list = config_from_args(argv)
+    cfg, nranks, ngpus, target_list, repeats = config_from_args(argv)
     if launch.under_torchrun():
         world_size = int(os.environ["WORLD_SIZE"])
         if nranks is not None and nranks != world_size:
@@ -336,6 +351,15 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+        if repeats > 1:
+            print(
+                f"rcclx-perf: error: --repeat {repeats} starts its own ranks; under torchrun run "
+                "the command several times instead",
+                file=sys.stderr,
+            )
+            return 2
         return launch.run_torchrun(cfg, ngpus, target_list)
     default_ranks = ngpus if cfg.device == "cuda" else 2
+    if repeats > 1:
+        return repeat.run_repeated(cfg, nranks or default_ranks, ngpus, repeats)
     return launch.launch_local(cfg, nranks or default_ranks, ngpus, target_list)
