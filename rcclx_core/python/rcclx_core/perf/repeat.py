@@ -33,8 +33,9 @@ def _child_config(cfg: Config, json_path: str) -> dict:
 
 
 def _config_from(doc: dict) -> Config:
-    fields = {f.name: f for f in dataclasses.fields(Config)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in fields}
+    """The Config a run's spec file holds (JSON has lists where the Config has tuples)."""
+    names = {f.name for f in dataclasses.fields(Config)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in names}
     return Config(**values)
 
 
