@@ -461,7 +461,12 @@ def soak(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def gpu(session: nox.Session) -> None:
-    """On a GPU machine: build with the GPU code, run the GPU tests, then a short rcclx-perf."""
+    """On a GPU machine: build with the GPU code, run the GPU tests, then a short rcclx-perf.
+
+    Where the driver has NVIDIA MPS and no daemon serves this environment, one of this
+    session's own runs throughout (pipe and log folders under the session's temp dir), so ranks
+    sharing a GPU run their kernels at once; it is always stopped. ``nox -s gpu -- --no-mps``
+    opts out; other arguments go to rcclx-perf."""
     if not visible_gpus():
         session.error("nox -s gpu needs a GPU: nvidia-smi lists none on this machine")
     missing = [m for m in GPU_PREINSTALLED if importlib.util.find_spec(m) is None]
@@ -493,9 +498,29 @@ def gpu(session: nox.Session) -> None:
         "no:cacheprovider",
         "--durations=8",
     ]
-    session.run(*pytest, "tests", env=env, external=True)
-    perf = [sys.executable, "-m", "rcclx_core.perf", *(session.posargs or GPU_SWEEP_ARGS)]
-    session.run(*perf, env=env, external=True)
+    perf_args = [a for a in session.posargs if a != "--no-mps"]
+    mps = _mps_module()
+    daemon = None
+    if "--no-mps" not in session.posargs and mps.control_binary() and not mps.active():
+        daemon = mps.Daemon(root=session.create_tmp()).start()
+        session.log(f"MPS: a daemon of this session's own at {mps.pipe_dir()}")
+    session.log(f"ranks sharing a GPU: {mps.describe()}")
+    try:
+        session.run(*pytest, "tests", env=env, external=True)
+        perf = [sys.executable, "-m", "rcclx_core.perf", *(perf_args or GPU_SWEEP_ARGS)]
+        session.run(*perf, env=env, external=True)
+    finally:
+        if daemon is not None:
+            daemon.stop()
+
+
+def _mps_module():
+    """rcclx_core.perf.mps from the checkout (standard library only: no build needed)."""
+    path = ROOT / "rcclx_core" / "python" / "rcclx_core" / "perf" / "mps.py"
+    spec = importlib.util.spec_from_file_location("rcclx_perf_mps", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # Fails the gpu session early when the build left the GPU code out (nvcc not found, say).

@@ -306,4 +306,8 @@ void CommunicatorTesting::setGpuTuning(Communicator& comm, const std::string& sp
   comm.impl_->gpu->setTuning(spec);
 }
 
+std::string CommunicatorTesting::gpuSharing(const Communicator& comm) {
+  return comm.impl_->gpu ? comm.impl_->gpu->gpuSharing() : "";
+}
+
 }  // namespace rcclx

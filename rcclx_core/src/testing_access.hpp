@@ -30,6 +30,8 @@ struct CommunicatorTesting {
   static size_t graphRegistrations(Communicator& comm);
   /// Replaces the GPU allreduce kernels' launch shapes (RCCLX_GPU_TUNING syntax).
   static void setGpuTuning(Communicator& comm, const std::string& spec);
+  /// How the ranks share GPUs and what that does to launches ("" without a device).
+  static std::string gpuSharing(const Communicator& comm);
 };
 
 }  // namespace rcclx

@@ -116,6 +116,7 @@ def test_peers_that_cannot_run_print_a_dash_and_their_reason_once(tmp_path):
         (["--inplace", "--collective", "all_to_all_v"], "--inplace does not apply to all_to_all_v"),
         (["--tuning", "pdl=0"], "--tuning 'pdl=0' needs --device cuda"),
         (["--symmetric"], "--symmetric needs --device cuda"),
+        (["--mps"], "--mps needs --device cuda, but this run is on cpu"),
         (["--passes", "0"], "--passes 0 must be at least 1"),
         (["--graph", "0"], "--graph 0 must be at least 1"),
         (["--strict-targets"], "--strict-targets needs --targets FILE"),

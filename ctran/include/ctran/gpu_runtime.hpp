@@ -11,6 +11,8 @@
 // message names the call, the runtime's own error text and the caller's context.
 #pragma once
 
+#include <string>
+
 #if defined(RCCLX_HAVE_HIP) || defined(__HIP_PLATFORM_AMD__)
 #define RCCLX_GPU_HIP 1
 #include <hip/hip_runtime.h>
@@ -167,6 +169,43 @@ inline gpuError_t gpuHostDevicePointer(void** device, void* host) {
 #else
   return cudaHostGetDevicePointer(device, host, 0);
 #endif
+}
+
+/// Blocks of `kernel` with `threads` threads each (no dynamic shared memory) that one SM holds
+/// at once (the occupancy API); 0 when the query fails (the error is cleared).
+template <typename Kernel>
+int gpuBlocksPerSm(Kernel kernel, int threads) {
+  int blocks = 0;
+#if RCCLX_GPU_HIP
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0) != hipSuccess) {
+    (void)hipGetLastError();
+    return 0;
+  }
+#else
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+#endif
+  return blocks;
+}
+
+/// The PCI bus id of GPU `device` ("" when the query fails; the error is cleared): the same for
+/// every process that uses the GPU, whatever it numbers it.
+inline std::string gpuBusId(int device) {
+  char id[64] = {};
+#if RCCLX_GPU_HIP
+  if (hipDeviceGetPCIBusId(id, sizeof(id), device) != hipSuccess) {
+    (void)hipGetLastError();
+    return "";
+  }
+#else
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+#endif
+  return id;
 }
 
 /// Whether work enqueued on `stream` is being captured into a graph (false when the query

@@ -6,12 +6,14 @@
   reduce_scatter, broadcast and reduce;
 - ``symmetric_calls(comm)``, ``graph_registrations(comm)``: zero-copy counters of GPU calls;
 - ``set_gpu_tuning(comm, spec)``: the GPU allreduce kernels' launch shapes;
+- ``gpu_sharing(comm)``: how the ranks share GPUs and the launch bound that follows;
 - ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy;
 - ``open_ipc_mappings()``: peers' GPU memory mappings this process's communicators hold open.
 """
 
 from rcclx_core._C._testing import (
     collective_selection,
+    gpu_sharing,
     graph_registrations,
     low_precision_decision,
     lp_dequantize,
@@ -27,6 +29,7 @@ from rcclx_core._C._testing import (
 
 __all__ = [
     "collective_selection",
+    "gpu_sharing",
     "graph_registrations",
     "low_precision_decision",
     "lp_dequantize",

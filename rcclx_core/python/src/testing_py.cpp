@@ -95,6 +95,11 @@ void registerCommunicatorHooks(py::module_& m) {
       py::arg("comm"), py::arg("spec"),
       "Replaces the GPU allreduce kernels' launch shapes ('name=value,...', as "
       "RCCLX_GPU_TUNING); for tuning tools.");
+  m.def(
+      "gpu_sharing", [](PC& c) { return CommunicatorTesting::gpuSharing(c.comm()); },
+      py::arg("comm"),
+      "How the communicator's ranks share GPUs and the launch bound that follows (one line; "
+      "'' without a device).");
   m.def("open_ipc_mappings", &ctran::device::openIpcMappings,
         "Peers' GPU memory mappings (cudaIpcOpenMemHandle) this process's communicators hold "
         "open; 0 once every communicator that opened them is destroyed (a leak check).");

@@ -179,6 +179,7 @@ class GpuBackend final : public DeviceBackend {
     return g ? g->held() : 0;
   }
   void setTuning(const std::string& spec) override { resources_->setTuning(spec); }
+  std::string gpuSharing() const override { return resources_->coResidency().describe(); }
 
   void reportKernelTimeout() override { resources_->reportKernelTimeout(); }
 

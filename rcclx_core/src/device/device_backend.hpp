@@ -89,6 +89,8 @@ class DeviceBackend {
   virtual size_t graphRegistrations() = 0;
   /// Replaces the allreduce kernels' launch shapes (RCCLX_GPU_TUNING syntax).
   virtual void setTuning(const std::string& spec) = 0;
+  /// How the communicator's ranks share GPUs and what that does to launches (one line).
+  virtual std::string gpuSharing() const = 0;
 
   /// Reports to the group, once, a wait of this communicator's kernels that ran out of time
   /// (recorded in device-visible memory; the watch thread reports it too, within a poll

@@ -1,12 +1,52 @@
 // Implementation of device_resources.hpp.
 #include "device/device_resources.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "device/allreduce/launch.hpp"
+#include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
+#include "device/collectives/channel_plan.hpp"
+#include "device/lp/lp_gpu_launch.hpp"
 
 namespace rcclx::gpu {
+namespace {
+
+/// What this rank tells the others about its GPU (co_residency.hpp).
+GpuShareReport shareReport(int device) {
+  ctran::GpuDeviceGuard guard(device, "reading how GPU kernels fit");
+  GpuShareReport r;
+  r.gpu = ctran::gpuBusId(device);
+  if (r.gpu.empty()) r.gpu = ctran::strCat("device-", device);
+  CTRAN_GPU_CHECK(gpuDeviceGetAttribute(&r.sms, gpuDevAttrMultiProcessorCount, device),
+                  "reading the multiprocessor count of GPU ", device);
+  r.mpsThreadPercent = mpsThreadPercent(std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+  auto at = [&r](WaitingKernel k) -> int& { return r.threadsPerSm[static_cast<int>(k)]; };
+  at(WaitingKernel::kFlatLl) = flatLlThreadsPerSm();
+  at(WaitingKernel::kLines) = std::min(flatLinesThreadsPerSm(), treeLinesThreadsPerSm());
+  at(WaitingKernel::kTwoShot) = twoShotThreadsPerSm();
+  at(WaitingKernel::kChannels) = std::min(copyBlocksThreadsPerSm(), reduceBlocksThreadsPerSm());
+  at(WaitingKernel::kLowPrecision) =
+      std::min(lp::lpAllReduceThreadsPerSm(), lp::lpExchangeThreadsPerSm());
+  at(WaitingKernel::kAllToAllvDynamic) = allToAllvDynamicThreadsPerSm();
+  return r;
+}
+
+/// Every rank's report, agreed into one answer that every rank computes alike.
+CoResidency agreeCoResidency(ctran::PeerGroup& group, int device) {
+  const auto all = group.bootstrap().allGather(shareReport(device).serialize());
+  std::vector<GpuShareReport> reports;
+  reports.reserve(all.size());
+  for (size_t r = 0; r < all.size(); ++r)
+    reports.push_back(GpuShareReport::parse(all[r], static_cast<int>(r)));
+  return CoResidency::agree(reports);
+}
+
+}  // namespace
 
 DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings)
     : group_(&group), device_(device), rank_(group.rank()), nranks_(group.nranks()) {
@@ -22,6 +62,8 @@ DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Sett
   pdlCapable_ = major >= 9;
   linesAvailable_ = true;
 #endif
+  coResidency_ = agreeCoResidency(group, device);
+  if (coResidency_.shared() && rank_ == 0) CTRAN_INFO("GPU launches: ", coResidency_.describe());
   if (settings.gpuGraphRegister)
     graphOutputs_ = std::make_unique<GraphRegistrations>(group, device);
 }

@@ -14,6 +14,7 @@
 
 #include "ctran/device_window.hpp"
 #include "device/allreduce/tuning.hpp"
+#include "device/co_residency.hpp"
 #include "device/failure_watch.hpp"
 #include "device/graph_registration.hpp"
 #include "settings.hpp"
@@ -30,8 +31,9 @@ constexpr int kNumStagings = 4;
 
 class DeviceResources {
  public:
-  /// Collective over `group` (every rank on one host): the graph registrations (when
-  /// RCCLX_GPU_GRAPH_REGISTER is on) and the launch shapes of `settings`; windows come on demand.
+  /// Collective over `group` (every rank on one host): how the ranks share GPUs, the graph
+  /// registrations (when RCCLX_GPU_GRAPH_REGISTER is on) and the launch shapes of `settings`;
+  /// windows come on demand.
   DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings);
   ~DeviceResources();
   DeviceResources(const DeviceResources&) = delete;
@@ -48,6 +50,9 @@ class DeviceResources {
   bool pdlCapable() const { return pdlCapable_; }
   /// The line kernels run here: whole-line arrival is an NVLink property (NVIDIA builds).
   bool linesAvailable() const { return linesAvailable_; }
+  /// How the group's ranks share GPUs, agreed by all of them: the bound on every launch of a
+  /// kernel that waits on peers.
+  const CoResidency& coResidency() const { return coResidency_; }
 
   /// Collective: the window staging `which` (`bytes` of data, `signals` signals per rank),
   /// made on the first ask; the same window afterwards. Throws InvalidUsage after destroy().
@@ -94,6 +99,7 @@ class DeviceResources {
   ctran::WaitBound bound_;
   bool pdlCapable_ = false;
   bool linesAvailable_ = false;
+  CoResidency coResidency_;
   bool released_ = false;
   std::unique_ptr<ctran::DeviceWindow> windows_[kNumStagings];
   std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;

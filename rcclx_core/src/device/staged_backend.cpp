@@ -332,7 +332,10 @@ class StagedBackend final : public DeviceBackend {
   uint64_t symmetricCalls() const override { return 0; }
   size_t graphRegistrations() override { return 0; }
   void setTuning(const std::string&) override {}  // no kernels to tune
-  void reportKernelTimeout() override {}          // no kernels that wait
+  std::string gpuSharing() const override {
+    return "staged through the host: no kernel waits on a peer";
+  }
+  void reportKernelTimeout() override {}  // no kernels that wait
 
   void destroy(bool) override { staging_.release(); }
 

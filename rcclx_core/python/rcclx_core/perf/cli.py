@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from rcclx_core.perf import device, launch, repeat
+from rcclx_core.perf import device, launch, mps, repeat
 from rcclx_core.perf import targets as targets_file
 from rcclx_core.perf.peers import PEERS
 from rcclx_core.perf.spec import (
@@ -170,6 +170,13 @@ def _where_and_how(p: argparse.ArgumentParser) -> None:
         help="all_reduce in place on a comm.alloc_symmetric buffer (GPUs)",
     )
     p.add_argument(
+        "--mps",
+        action="store_true",
+        help="start an NVIDIA MPS control daemon for the run and stop it after, so ranks "
+        "sharing a GPU run their kernels at once (GPUs; a daemon already serving this "
+        "environment is used as it is)",
+    )
+    p.add_argument(
         "--compare",
         type=_peers,
         default=(),
@@ -256,6 +263,7 @@ def _check_device_options(p, a, choice: device.DeviceChoice) -> None:
         (a.graph is not None, f"--graph {a.graph} needs --device cuda (CUDA graphs), but {on}"),
         (a.tuning is not None, f"--tuning '{a.tuning}' needs --device cuda, but {on}"),
         (a.symmetric, f"--symmetric needs --device cuda, but {on}"),
+        (a.mps, f"--mps needs --device cuda, but {on}"),
     ]
     for bad, message in gpu_only:
         if bad and choice.kind != "cuda":
@@ -264,6 +272,8 @@ def _check_device_options(p, a, choice: device.DeviceChoice) -> None:
         p.error(f"--tuning '{a.tuning}' is not 'name=value,...' (as RCCLX_GPU_TUNING)")
     if a.symmetric and a.collective != "all_reduce":
         p.error(f"--symmetric applies to all_reduce only (not --collective {a.collective})")
+    if a.mps and mps.control_binary() is None and not mps.active():
+        p.error(f"--mps: this machine has no {mps.CONTROL} (NVIDIA's MPS)")
 
 
 def _check_tools(p: argparse.ArgumentParser, a: argparse.Namespace) -> list:
@@ -329,6 +339,7 @@ def config_from_args(
         json_path=a.json,
         plot_path=a.plot,
         hosts=a.hosts,
+        mps=a.mps,
     )
     return cfg, a.nranks, choice.ngpus, target_list, a.repeat
 
@@ -358,8 +369,20 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+        if cfg.mps:
+            print(
+                "rcclx-perf: error: --mps starts a daemon for the ranks it starts; under torchrun "
+                "start MPS before torchrun",
+                file=sys.stderr,
+            )
+            return 2
         return launch.run_torchrun(cfg, ngpus, target_list)
     default_ranks = ngpus if cfg.device == "cuda" else 2
-    if repeats > 1:
-        return repeat.run_repeated(cfg, nranks or default_ranks, ngpus, repeats)
-    return launch.launch_local(cfg, nranks or default_ranks, ngpus, target_list)
+    daemon = mps.Daemon().start() if cfg.mps and not mps.active() else None
+    try:
+        if repeats > 1:
+            return repeat.run_repeated(cfg, nranks or default_ranks, ngpus, repeats)
+        return launch.launch_local(cfg, nranks or default_ranks, ngpus, target_list)
+    finally:
+        if daemon is not None:
+            daemon.stop()

@@ -79,6 +79,15 @@ def gpu_for_rank(rank: int, ngpus: int) -> int:
     return rank % max(1, ngpus)
 
 
+def sharing(comm) -> str:
+    """The header's line on ranks sharing GPUs: the launch bound the communicator agreed on and
+    whether MPS runs their kernels at once."""
+    from rcclx_core import _testing
+    from rcclx_core.perf import mps
+
+    return f"{_testing.gpu_sharing(comm)}; {mps.describe()}"
+
+
 def torchrun_gpu(ngpus: int) -> tuple[int, bool]:
     """Under torchrun: this process's GPU (LOCAL_RANK % GPUs) and whether ranks share GPUs."""
     local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")))

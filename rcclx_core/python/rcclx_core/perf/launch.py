@@ -43,7 +43,9 @@ def under_torchrun() -> bool:
 def _run_rank(cfg: Config, world: runner.World, target_list: list) -> int:
     report = None
     if world.rank == 0:
-        report = Report(cfg, world.nranks, world.description, target_list=target_list)
+        report = Report(
+            cfg, world.nranks, world.description, target_list=target_list, sharing=world.gpu_sharing
+        )
         report.header()
     code = runner.run(cfg, world, report)
     if report is not None:
@@ -104,15 +106,17 @@ def _local_rank(
         where = f" on {ngpus} GPUs, rank r on GPU r % {ngpus}" if cfg.device == "cuda" else ""
         if cfg.hosts > 1:
             where += f" on {cfg.hosts} pretend hosts (RCCLX_HOST_ID)"
+        comm = rcclx_core.Communicator.from_unique_id(uid, rank, nranks, device=gpu)
         world = runner.World(
             rank,
             nranks,
-            rcclx_core.Communicator.from_unique_id(uid, rank, nranks, device=gpu),
+            comm,
             ctran.Bootstrap.from_store(store, rank, nranks, _CONTROL_PREFIX),
             functools.partial(_dist_init, rank, nranks, os.path.join(tmpdir, "dist_store"), gpu),
-            "local processes" + where + (" (shared: times mean nothing)" if gpus_shared else ""),
+            "local processes" + where,
             gpu,
             gpus_shared,
+            device.sharing(comm) if gpus_shared else "",
         )
         code = _run_rank(cfg, world, target_list)
     except UsageError as e:
@@ -224,6 +228,7 @@ def run_torchrun(cfg: Config, ngpus: int = 0, target_list: list | None = None) -
         "torchrun" + (f", GPU LOCAL_RANK % {ngpus}" if gpu is not None else ""),
         gpu,
         gpus_shared and gpu is not None,
+        device.sharing(comm) if gpus_shared and gpu is not None else "",
     )
     try:
         return _run_rank(cfg, world, target_list or [])

@@ -54,8 +54,10 @@ class Report:
         description: str,
         out: TextIO | None = None,
         target_list: list | None = None,
+        sharing: str = "",
     ):
         self.cfg, self.nranks, self.description = cfg, nranks, description
+        self.sharing = sharing
         self.out = out or sys.stdout
         self.rows: list[dict] = []
         self.targets = target_list or []
@@ -94,6 +96,7 @@ class Report:
             f"rcclx-perf: {cfg.collective}, type {cfg.datatype}, op {op}, {self.nranks} ranks "
             f"({self.description}), algo {','.join(cfg.algos)}",
             f"device: {cfg.device} ({cfg.device_reason})",
+            *([f"ranks share GPUs: {self.sharing}"] if self.sharing else []),
             *_mode_lines(cfg),
             f"layout: {layout}",
         ]

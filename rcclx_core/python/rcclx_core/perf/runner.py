@@ -30,7 +30,8 @@ class World:
     ``control`` (a ctran bootstrap over a store) carries the statistics between ranks, so that
     no result of the check travels through the collectives being checked. ``dist_init(backend)``
     joins torch.distributed ("gloo" or "nccl") for ``--compare``. ``gpu`` is this rank's GPU
-    (None on host memory); ``gpus_shared`` whether ranks share GPUs (peers then cannot run).
+    (None on host memory); ``gpus_shared`` whether ranks share GPUs (NCCL then cannot run),
+    and ``gpu_sharing`` what the header says about it.
     """
 
     rank: int
@@ -41,6 +42,7 @@ class World:
     description: str = ""
     gpu: int | None = None
     gpus_shared: bool = False
+    gpu_sharing: str = ""
 
 
 def _time(column, ws, timer) -> dict:

@@ -210,6 +210,7 @@ class Config:
     plot_path: str | None = None
     seed: int = 1234
     hosts: int = 1  # local ranks spread over this many pretend hosts (RCCLX_HOST_ID), in blocks
+    mps: bool = False  # start an MPS control daemon for the run (--mps)
 
     @property
     def dtype(self) -> DTypeSpec:

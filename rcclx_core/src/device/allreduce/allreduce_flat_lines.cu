@@ -11,6 +11,7 @@
 // half e % 2 is reused by call e + 2, by which time every peer has finished call e.
 // The batch loops repeat allreduce_tree_lines.cu's on purpose: as shared helpers they changed the
 // register allocation (more registers, int8 spills) and both kernels ran 2-4% slower.
+#include "ctran/gpu_runtime.hpp"
 #include "device/allreduce/lines.cuh"
 
 namespace rcclx::gpu {
@@ -164,6 +165,10 @@ void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape) {
                  args.pdl, a);
   });
   checkLaunch("dda_flat (lines)", shape.blocks, shape.threads);
+}
+
+int flatLinesThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(flatLinesKernel<float, Op::kSum>, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

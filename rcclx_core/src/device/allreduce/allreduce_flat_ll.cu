@@ -9,6 +9,7 @@
 // one-way NVLink trip, no fence and no second exchange: the flags travel with the data. The LL
 // slots of parity half e % 2 are reused by call e + 2, by which time every peer has finished e.
 // PREMUL_SUM scales the input as it is loaded, so peers receive it scaled.
+#include "ctran/gpu_runtime.hpp"
 #include "device/allreduce/kernel_common.cuh"
 
 namespace rcclx::gpu {
@@ -93,6 +94,10 @@ void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape) {
                  args.pdl, a);
   });
   checkLaunch("dda_flat", shape.blocks, shape.threads);
+}
+
+int flatLlThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(ddaFlatKernel<float, Op::kSum>, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

@@ -13,6 +13,7 @@
 // The line region of parity half e % 2 is reused by call e + 2, by which time every peer has
 // finished call e. In place is safe: a word of my output is written only after the word was
 // read (the result depends on it causally).
+#include "ctran/gpu_runtime.hpp"
 #include "device/allreduce/lines.cuh"
 
 namespace rcclx::gpu {
@@ -215,6 +216,10 @@ void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape) {
                  args.pdl, a);
   });
   checkLaunch("dda_tree (lines)", shape.blocks, shape.threads);
+}
+
+int treeLinesThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(treeLinesKernel<float, Op::kSum>, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

@@ -25,6 +25,7 @@
 // A peer stores round k + 2 into a slot only after it got my round k + 1 RS flag, which I send
 // after finishing round k; so two slots suffice with no extra acknowledgement. Flag values are
 // (epoch << 32) | (k + 1): they grow in every flag, so waits test ">=".
+#include "ctran/gpu_runtime.hpp"
 #include "device/allreduce/kernel_common.cuh"
 
 namespace rcclx::gpu {
@@ -257,6 +258,10 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroC
                  args.pdl, a);
   });
   checkLaunch(what, shape.blocks, shape.threads);
+}
+
+int twoShotThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(twoShotKernel<float, Op::kSum>, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

@@ -100,6 +100,7 @@ void GpuAllReduce::run(AllReduceAlgo algo, const void* send, void* recv, size_t 
   in.pdlCapable = res_.pdlCapable();
   in.layout = layout_;
   in.tuning = res_.tuning();
+  in.coResidency = res_.coResidency();
   in.symmetricOutput = res_.symmetricOutputs(recv, count * dataTypeSize(type), a.peerRecv);
   GpuAllReducePlan plan = planGpuAllReduce(in);
   if (plan.kernel == GpuKernel::kNone) {

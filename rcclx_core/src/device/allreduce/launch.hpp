@@ -174,4 +174,11 @@ void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape);
 void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroCopy,
                    const char* what);
 
+/// Threads of each kernel one SM holds at once (the occupancy API at kMaxThreads per block),
+/// for co_residency.hpp; defined with the kernels, so in builds with GPU code only.
+int flatLlThreadsPerSm();
+int flatLinesThreadsPerSm();
+int treeLinesThreadsPerSm();
+int twoShotThreadsPerSm();
+
 }  // namespace rcclx::gpu

@@ -15,6 +15,8 @@
 // block waits for a flag others keep NVLink busy; any size streams through the fixed staging.
 #include "device/allreduce/plan.hpp"
 
+#include <algorithm>
+
 #include "ctran/checks.hpp"
 
 namespace rcclx::gpu {
@@ -29,15 +31,16 @@ size_t segmentUnits(size_t count, DataType type, int nranks) {
 }
 
 /// The flat LL kernel's grid for `units` units: one thread per unit, only the warps needed,
-/// up to flatThreads threads and flatMaxBlocks blocks.
-LaunchShape flatLlShape(size_t units, const Tuning& tu) {
+/// up to flatThreads threads and flatMaxBlocks blocks (and `maxBlocks`).
+LaunchShape flatLlShape(size_t units, const Tuning& tu, int maxBlocks) {
   const size_t needThreads = divUp(units, kWarpThreads) * kWarpThreads;
   LaunchShape s;
   s.threads = static_cast<int>(needThreads < static_cast<size_t>(tu.flatThreads) ? needThreads
                                                                                  : tu.flatThreads);
   const size_t want = divUp(units, static_cast<size_t>(s.threads));
-  s.blocks =
-      static_cast<int>(want < static_cast<size_t>(tu.flatMaxBlocks) ? want : tu.flatMaxBlocks);
+  const size_t most =
+      static_cast<size_t>(tu.flatMaxBlocks < maxBlocks ? tu.flatMaxBlocks : maxBlocks);
+  s.blocks = static_cast<int>(want < most ? want : most);
   return s;
 }
 
@@ -47,8 +50,8 @@ TwoShotShape treeTwoShot(const GpuPlanInput& in, size_t seg) {
   const size_t rawBytes = in.layout.rawBytes;
   const size_t minUnits = tu.treeMinBlockUnits > 0 ? tu.treeMinBlockUnits : 1;
   const size_t want = divUp(seg, minUnits);
-  const size_t maxBlocks =
-      static_cast<size_t>(tu.treeMaxBlocks < kMaxBlocks ? tu.treeMaxBlocks : kMaxBlocks);
+  const size_t maxBlocks = static_cast<size_t>(in.coResidency.fit(
+      WaitingKernel::kTwoShot, std::min(tu.treeMaxBlocks, kMaxBlocks), tu.treeThreads));
   TwoShotShape s;
   s.blocks = static_cast<int>(want < 1 ? 1 : (want > maxBlocks ? maxBlocks : want));
   s.threads = tu.treeThreads;
@@ -75,8 +78,8 @@ TwoShotShape treeTwoShot(const GpuPlanInput& in, size_t seg) {
 TwoShotShape largeTwoShot(const GpuPlanInput& in, size_t seg) {
   const Tuning& tu = in.tuning;
   const size_t rawBytes = in.layout.rawBytes;
-  const size_t maxBlocks =
-      static_cast<size_t>(tu.largeBlocks < kMaxBlocks ? tu.largeBlocks : kMaxBlocks);
+  const size_t maxBlocks = static_cast<size_t>(in.coResidency.fit(
+      WaitingKernel::kTwoShot, std::min(tu.largeBlocks, kMaxBlocks), tu.largeThreads));
   TwoShotShape s;
   s.blocks = static_cast<int>(seg < maxBlocks ? (seg < 1 ? 1 : seg) : maxBlocks);
   s.threads = tu.largeThreads;
@@ -121,7 +124,8 @@ void planFlat(const GpuPlanInput& in, bool pdl, GpuAllReducePlan& p) {
     p.kernel = GpuKernel::kFlatLines;
     p.why = PlanReason::kFlatLines;
     p.limit = tu.flatLinesMinBytes;
-    p.shape = linesGrid(messageLines(p.bytes), tu);
+    p.shape = linesGrid(messageLines(p.bytes), tu,
+                        in.coResidency.maxBlocks(WaitingKernel::kLines, tu.linesThreads));
     p.pdl = pdl;
     return;
   }
@@ -135,8 +139,9 @@ void planFlat(const GpuPlanInput& in, bool pdl, GpuAllReducePlan& p) {
     p.pieceCount = piece;
   }
   const size_t lastCount = p.count - (p.pieces - 1) * p.pieceCount;
-  p.shape = flatLlShape(divUp(p.pieceCount, perUnit), tu);
-  p.lastShape = flatLlShape(divUp(lastCount, perUnit), tu);
+  const int most = in.coResidency.maxBlocks(WaitingKernel::kFlatLl, tu.flatThreads);
+  p.shape = flatLlShape(divUp(p.pieceCount, perUnit), tu, most);
+  p.lastShape = flatLlShape(divUp(lastCount, perUnit), tu, most);
   // Pieces launch plainly: overlapped launches let all of a call's pieces be scheduled at
   // once, each waiting on the one before (1.3-1.5x slower at 4-256 MiB, measured).
   p.pdl = pdl && p.pieces == 1;
@@ -158,7 +163,8 @@ void planTree(const GpuPlanInput& in, bool pdl, GpuAllReducePlan& p) {
     p.kernel = GpuKernel::kTreeLines;
     p.why = PlanReason::kTreeLines;
     p.limit = tu.treeLinesMaxBytes;
-    p.shape = linesGrid(segLines, tu);
+    p.shape =
+        linesGrid(segLines, tu, in.coResidency.maxBlocks(WaitingKernel::kLines, tu.linesThreads));
     return;
   }
   if (linesFit) {
@@ -185,6 +191,11 @@ void planLarge(const GpuPlanInput& in, bool pdl, GpuAllReducePlan& p) {
   p.registrationPays = !in.symmetricOutput;
   p.pdl = pdl;
   p.twoShot = largeTwoShot(in, segmentUnits(p.count, p.type, in.nranks));
+}
+
+/// The blocks of the plan's (first) launch.
+int launchBlocks(const GpuAllReducePlan& p) {
+  return p.kernel == GpuKernel::kTwoShot ? p.twoShot.blocks : p.shape.blocks;
 }
 
 }  // namespace
@@ -224,11 +235,10 @@ const char* planReasonText(PlanReason reason) {
   return "?";
 }
 
-LaunchShape linesGrid(size_t lines, const Tuning& tu) {
+LaunchShape linesGrid(size_t lines, const Tuning& tu, int most) {
   const size_t minLines = tu.linesMinWarpLines > 0 ? tu.linesMinWarpLines : 1;
   const size_t warps = divUp(lines, minLines);
-  const size_t maxBlocks =
-      static_cast<size_t>(tu.linesMaxBlocks < kMaxLineBlocks ? tu.linesMaxBlocks : kMaxLineBlocks);
+  const size_t maxBlocks = static_cast<size_t>(std::min({tu.linesMaxBlocks, kMaxLineBlocks, most}));
   const size_t blocks = warps < 1 ? 1 : (warps < maxBlocks ? warps : maxBlocks);
   const size_t maxWarpsPerBlock = static_cast<size_t>(tu.linesThreads) / kWarpThreads;
   size_t perBlock = divUp(warps, blocks);
@@ -257,12 +267,20 @@ GpuAllReducePlan planGpuAllReduce(const GpuPlanInput& in) {
     p.why = in.inPlace ? PlanReason::kOneRankInPlace : PlanReason::kOneRankCopy;
     return p;
   }
-  const bool pdl = in.tuning.pdl && in.pdlCapable;
+  // Ranks sharing the GPU launch plainly: see co_residency.hpp.
+  p.sharedGpu = in.coResidency.shared();
+  const bool pdl = in.tuning.pdl && in.pdlCapable && !p.sharedGpu;
   switch (in.family) {
     case AllReduceAlgo::kDdaFlat: planFlat(in, pdl, p); break;
     case AllReduceAlgo::kDdaTree: planTree(in, pdl, p); break;
     case AllReduceAlgo::kDdaLarge: planLarge(in, pdl, p); break;
     default: p.why = PlanReason::kNotOnGpu; break;
+  }
+  if (p.sharedGpu && p.kernel != GpuKernel::kNone && p.kernel != GpuKernel::kCopy) {
+    GpuPlanInput alone = in;
+    alone.coResidency = CoResidency();
+    const GpuAllReducePlan unshared = planGpuAllReduce(alone);
+    if (launchBlocks(unshared) != launchBlocks(p)) p.unsharedBlocks = launchBlocks(unshared);
   }
   return p;
 }
@@ -296,7 +314,10 @@ std::string GpuAllReducePlan::describe() const {
     case GpuKernel::kNone:
     case GpuKernel::kCopy: return s;
   }
-  s += pdl ? ", pdl" : ", no pdl";
+  if (unsharedBlocks > 0)
+    s += ctran::strCat(", shrunk from ", unsharedBlocks,
+                       " blocks to fit beside the ranks sharing the GPU");
+  s += pdl ? ", pdl" : (sharedGpu ? ", no pdl (ranks share the GPU)" : ", no pdl");
   return s;
 }
 

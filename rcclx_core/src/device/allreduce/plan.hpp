@@ -10,6 +10,7 @@
 
 #include "device/allreduce/launch.hpp"
 #include "device/allreduce/tuning.hpp"
+#include "device/co_residency.hpp"
 #include "rcclx/types.hpp"
 #include "selector.hpp"
 
@@ -66,6 +67,8 @@ struct GpuPlanInput {
   bool pdlCapable = false;  ///< the GPU has programmatic dependent launch (sm_90 and later)
   StagingLayout layout;
   Tuning tuning;
+  /// Whether ranks share GPUs: grids then fit beside the peers' and launches are plain.
+  CoResidency coResidency;
 };
 
 /// How one call runs. Counts and types are the kernels' (kernelType(): bitwise operators run
@@ -93,6 +96,11 @@ struct GpuAllReducePlan {
   LaunchShape lastShape;
   TwoShotShape twoShot;  ///< kTwoShot's shape
   bool pdl = false;      ///< launch with programmatic dependent launch
+  /// Ranks share the GPU (coResidency): the grid may have been shrunk and pdl is off.
+  bool sharedGpu = false;
+  /// The blocks the kernel would have had on a GPU of its own, when sharing shrank its grid
+  /// (0: not shrunk).
+  int unsharedBlocks = 0;
 
   /// One line for the log: the family, the kernel and why, the numbers, the launch shape.
   std::string describe() const;
@@ -102,7 +110,8 @@ struct GpuAllReducePlan {
 GpuAllReducePlan planGpuAllReduce(const GpuPlanInput& in);
 
 /// Grid of a line kernel that moves `lines` lines per pass: one warp per linesMinWarpLines
-/// lines, spread over up to linesMaxBlocks blocks of up to linesThreads threads.
-LaunchShape linesGrid(size_t lines, const Tuning& tuning);
+/// lines, spread over up to linesMaxBlocks blocks (and `maxBlocks`) of up to linesThreads
+/// threads.
+LaunchShape linesGrid(size_t lines, const Tuning& tuning, int maxBlocks = CoResidency::kNoLimit);
 
 }  // namespace rcclx::gpu

@@ -28,7 +28,7 @@ using ctran::device::signalAcquire;
 using ctran::device::signalRelease;
 using ctran::device::signalWait;
 
-constexpr int kThreads = 512;
+constexpr int kThreads = kDynamicThreads;
 constexpr uint64_t kInvalid = 0xFFFFFFFFull;
 constexpr uint64_t kDone = 0xFFFFFFFFull;
 
@@ -267,6 +267,10 @@ void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
   const int blocks = 2 * args.window.nranks * args.lanes + args.selfBlocks;
   allToAllvDynamicKernel<<<blocks, kThreads, 0, static_cast<gpuStream_t>(stream)>>>(args);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
+}
+
+int allToAllvDynamicThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(allToAllvDynamicKernel, kThreads) * kThreads;
 }
 
 }  // namespace rcclx::gpu

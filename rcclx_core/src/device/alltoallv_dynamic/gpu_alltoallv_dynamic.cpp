@@ -22,8 +22,13 @@ GpuAllToAllvDynamic::GpuAllToAllvDynamic(DeviceResources& res, size_t slotBytes,
   CTRAN_CHECK(nranks_ <= ctran::kMaxDeviceRanks && 2 * nranks_ <= ctran::kMaxEpochSlots,
               ctran::InvalidArgument, "alltoallv_dynamic: ", nranks_,
               " ranks on GPU buffers; at most ", ctran::kMaxDeviceRanks, " are supported");
-  lanes_ = std::min(kLanes, ctran::kMaxEpochSlots / (2 * nranks_));
-  selfBlocks_ = std::max(1, std::min(kSelfBlocks, ctran::kMaxEpochSlots - blocks()));
+  // Where ranks share the GPU the grid fits beside theirs (co_residency.hpp): the transfers
+  // take at most half of the blocks that fit, the self copy the rest.
+  const int room = res.coResidency().maxBlocks(WaitingKernel::kAllToAllvDynamic, kDynamicThreads);
+  lanes_ =
+      std::max(1, std::min({kLanes, ctran::kMaxEpochSlots / (2 * nranks_), room / (4 * nranks_)}));
+  selfBlocks_ =
+      std::max(1, std::min({kSelfBlocks, ctran::kMaxEpochSlots - blocks(), room - blocks()}));
   slotBytes_ = std::max<size_t>(16, slotBytes / lanes_ / 16 * 16);
   window_ = &res.staging(Staging::kAllToAllvDynamic, 2 * nranks_ * lanes_ * slotBytes_,
                          nranks_ * (1 + 2 * lanes_) + 1, "alltoallv_dynamic");

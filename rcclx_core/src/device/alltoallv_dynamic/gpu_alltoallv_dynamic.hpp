@@ -38,6 +38,9 @@ struct DynamicStatus {
   int64_t capacity = 0;  ///< the receiver's capacity / the sender's input rows
 };
 
+/// Threads per block of the kernel.
+constexpr int kDynamicThreads = 512;
+
 /// The kernel's arguments: trivially copyable, the same for every replay of a graph.
 struct DynamicKernelArgs {
   ctran::DeviceWindowHandle window;
@@ -51,6 +54,8 @@ struct DynamicKernelArgs {
 
 /// Enqueues the kernel (2 x nranks x lanes + selfBlocks blocks) on `stream`.
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream);
+/// Threads of the kernel one SM holds at once (the occupancy API), for co_residency.hpp.
+int allToAllvDynamicThreadsPerSm();
 
 class GpuAllToAllvDynamic {
  public:

@@ -12,9 +12,8 @@ namespace {
 size_t roundUp(size_t x, size_t to) { return (x + to - 1) / to * to; }
 size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 
-/// Self copies take one block per this many bytes, up to kMaxSelfBlocks.
+/// Self copies take one block per this many bytes, up to ChannelBlocks::self.
 constexpr size_t kSelfBlockBytes = size_t{256} << 10;
-constexpr int kMaxSelfBlocks = 32;
 
 }  // namespace
 
@@ -31,15 +30,24 @@ ChannelLayout ChannelLayout::of(int nranks, size_t perPeerBytes) {
   return l;
 }
 
-LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes) {
+ChannelBlocks channelBlocks(const CoResidency& coResidency) {
+  const int unshared = kChannelBlockBudget + kMaxSelfBlocks;
+  const int fits = coResidency.fit(WaitingKernel::kChannels, unshared, kMaxThreads);
+  if (fits == unshared) return {};
+  ChannelBlocks b;
+  b.self = std::max(fits / 5, 1);
+  b.transfers = std::max(fits - b.self, 1);
+  return b;
+}
+
+LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes, int blockBudget) {
   LaneShape s;
   if (bytes == 0) {
     if (token) s = {1, 0, 1};
     return s;
   }
   const int pairs = 2 * std::max(nranks - 1, 1);
-  const size_t maxLanes =
-      static_cast<size_t>(std::clamp(kChannelBlockBudget / pairs, 1, kMaxLanes));
+  const size_t maxLanes = static_cast<size_t>(std::clamp(blockBudget / pairs, 1, kMaxLanes));
   size_t lanes = std::min(maxLanes, divUp(bytes, kLaneMinBytes));
   s.chunkBytes = std::min(roundUp(divUp(bytes, lanes), 16), slotBytes);
   s.chunks = divUp(bytes, s.chunkBytes);
@@ -48,7 +56,8 @@ LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes) {
 }
 
 PlanBuilder::PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayout& layout,
-                         ctran::WaitBound bound) {
+                         ctran::WaitBound bound, ChannelBlocks blocks)
+    : blocks_(blocks) {
   plan_.win = win;
   plan_.layout = layout;
   plan_.bound = bound;
@@ -65,7 +74,8 @@ void PlanBuilder::add(const ExchangeRole& role) {
 }
 
 void PlanBuilder::send(int peer, const void* src, size_t bytes, bool token) {
-  const LaneShape s = laneShape(bytes, token, plan_.win.nranks, plan_.layout.slotBytes);
+  const LaneShape s =
+      laneShape(bytes, token, plan_.win.nranks, plan_.layout.slotBytes, blocks_.transfers);
   ExchangeRole r;
   r.kind = RoleKind::kSend;
   r.peer = peer;
@@ -78,7 +88,8 @@ void PlanBuilder::send(int peer, const void* src, size_t bytes, bool token) {
 }
 
 void PlanBuilder::recv(int peer, void* dst, size_t bytes, bool token) {
-  const LaneShape s = laneShape(bytes, token, plan_.win.nranks, plan_.layout.slotBytes);
+  const LaneShape s =
+      laneShape(bytes, token, plan_.win.nranks, plan_.layout.slotBytes, blocks_.transfers);
   ExchangeRole r;
   r.kind = RoleKind::kRecv;
   r.peer = peer;
@@ -94,7 +105,8 @@ void PlanBuilder::self(const void* src, void* dst, size_t bytes) {
   if (bytes == 0 || src == dst) return;
   ExchangeRole r;
   r.kind = RoleKind::kSelf;
-  r.blocks = static_cast<int>(std::min<size_t>(kMaxSelfBlocks, divUp(bytes, kSelfBlockBytes)));
+  r.blocks = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(blocks_.self), divUp(bytes, kSelfBlockBytes)));
   r.chunkBytes = roundUp(divUp(bytes, static_cast<size_t>(r.blocks)), 16);
   r.blocks = static_cast<int>(divUp(bytes, r.chunkBytes));
   r.bytes = bytes;
@@ -104,7 +116,8 @@ void PlanBuilder::self(const void* src, void* dst, size_t bytes) {
 }
 
 void PlanBuilder::reduce(const void* own, void* dst, size_t bytes, int avgDivisor) {
-  const LaneShape s = laneShape(bytes, false, plan_.win.nranks, plan_.layout.slotBytes);
+  const LaneShape s =
+      laneShape(bytes, false, plan_.win.nranks, plan_.layout.slotBytes, blocks_.transfers);
   ExchangeRole r;
   r.kind = RoleKind::kReduce;
   r.blocks = s.lanes;

@@ -24,6 +24,7 @@
 
 #include "ctran/device_window.hpp"
 #include "device/allreduce/launch.hpp"
+#include "device/co_residency.hpp"
 
 namespace rcclx::gpu {
 
@@ -37,7 +38,8 @@ constexpr int kMaxRoles = 2 * ctran::kMaxDeviceRanks + 2;
 /// A transfer takes one lane per this many bytes (up to the lane limit).
 constexpr size_t kLaneMinBytes = size_t{16} << 10;
 /// Thread blocks of all send / receive roles of one kernel stay near this many, so that every
-/// block of both ranks' kernels can be resident at once (they wait on each other).
+/// block of both ranks' kernels can be resident at once (they wait on each other), each rank on
+/// a GPU of its own; channelBlockBudget() lowers it where ranks share one.
 constexpr int kChannelBlockBudget = 128;
 /// Signal flags of a channel window: READY by source rank and ACK by destination rank.
 constexpr int kChannelSignals = 2 * ctran::kMaxDeviceRanks * kMaxLanes;
@@ -82,8 +84,22 @@ struct LaneShape {
   size_t chunks = 0;
 };
 
-/// The shape both ends of a transfer use: a function of the bytes and the rank count only.
-LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes);
+/// Most blocks of a self copy.
+constexpr int kMaxSelfBlocks = 32;
+
+/// The blocks one kernel's roles may take (the same on every rank).
+struct ChannelBlocks {
+  int transfers = kChannelBlockBudget;  ///< all send / receive (and reduce) roles together
+  int self = kMaxSelfBlocks;            ///< a self copy
+};
+/// ChannelBlocks on GPUs of their own; where ranks share a GPU, fewer, so that the whole grid
+/// fits beside the peers' (a fifth of it for the self copy).
+ChannelBlocks channelBlocks(const CoResidency& coResidency);
+
+/// The shape both ends of a transfer use: a function of the bytes, the rank count and the
+/// transfers' block budget (the same on every rank) only.
+LaneShape laneShape(size_t bytes, bool token, int nranks, size_t slotBytes,
+                    int blockBudget = kChannelBlockBudget);
 
 enum class RoleKind : int { kSend = 0, kRecv = 1, kReduce = 2, kSelf = 3 };
 
@@ -125,7 +141,7 @@ struct ExchangePlan {
 class PlanBuilder {
  public:
   PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayout& layout,
-              ctran::WaitBound bound);
+              ctran::WaitBound bound, ChannelBlocks blocks = {});
   /// Push `bytes` from `src` to `peer`; `token`: one empty chunk even when bytes is 0.
   void send(int peer, const void* src, size_t bytes, bool token = false);
   /// Receive `bytes` from `peer` into `dst`.
@@ -145,6 +161,7 @@ class PlanBuilder {
   void add(const ExchangeRole& r);
   ExchangePlan plan_;
   size_t maxChunk_ = 0;
+  ChannelBlocks blocks_;
 };
 
 /// Enqueues the copy kernel (send, receive and self roles) of `plan` on `stream`.
@@ -152,5 +169,10 @@ void launchCopyBlocks(const ExchangePlan& plan, void* stream);
 /// Enqueues the reduce kernel (send roles and one reduce role) of `plan` on `stream`; (type, op)
 /// passed gpuSupports(). Bitwise operators run on bytes (kernelType()).
 void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void* stream);
+
+/// Threads of each kernel one SM holds at once (the occupancy API at kMaxThreads per block),
+/// for co_residency.hpp; builds with GPU code only.
+int copyBlocksThreadsPerSm();
+int reduceBlocksThreadsPerSm();
 
 }  // namespace rcclx::gpu

@@ -3,6 +3,7 @@
 // plays one role of the plan (channel_plan.hpp): a lane of a send to a peer, a lane of a
 // receive from a peer, or a piece of a local copy. All of a call's transfers run concurrently
 // in one launch, so ranks that send to and receive from each other cannot deadlock.
+#include "ctran/gpu_runtime.hpp"
 #include "device/collectives/channel_device.cuh"
 
 namespace rcclx::gpu {
@@ -25,6 +26,10 @@ void launchCopyBlocks(const ExchangePlan& plan, void* stream) {
   copyBlocksKernel<<<plan.blocks, plan.threads, 0, static_cast<gpuStream_t>(stream)>>>(plan);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching copy_blocks (", plan.blocks, " blocks x ",
                   plan.threads, " threads, ", plan.nroles, " roles)");
+}
+
+int copyBlocksThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(copyBlocksKernel, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

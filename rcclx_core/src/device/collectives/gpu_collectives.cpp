@@ -29,7 +29,7 @@ GpuCollectives::GpuCollectives(DeviceResources& resources, size_t perPeerBytes)
 PlanBuilder GpuCollectives::builder(const char* what) const {
   CTRAN_CHECK(!res_.released(), ctran::InvalidUsage, what,
               " on GPU buffers: the GPU state was already released");
-  return PlanBuilder(window_->handle(), layout_, bound_);
+  return PlanBuilder(window_->handle(), layout_, bound_, channelBlocks(res_.coResidency()));
 }
 
 void GpuCollectives::launch(const ExchangePlan& plan, void* stream, const char* what) {

@@ -6,6 +6,7 @@
 // Every element is reduced by exactly one rank, so results are the same bits everywhere.
 // PREMUL_SUM scales this rank's input wherever it is loaded: in the send roles (so peers receive
 // it scaled) and for the reduce role's own values.
+#include "ctran/gpu_runtime.hpp"
 #include "device/allreduce/kernel_common.cuh"
 #include "device/collectives/channel_device.cuh"
 
@@ -131,6 +132,10 @@ void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void*
   });
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching reduce_blocks (", plan.blocks, " blocks x ",
                   plan.threads, " threads, ", dataTypeName(type), " ", redOpName(op), ")");
+}
+
+int reduceBlocksThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(reduceBlocksKernel<float, Op::kSum>, kMaxThreads) * kMaxThreads;
 }
 
 }  // namespace rcclx::gpu

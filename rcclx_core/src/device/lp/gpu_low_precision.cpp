@@ -38,6 +38,8 @@ GpuLowPrecision::GpuLowPrecision(gpu::DeviceResources& resources, size_t staging
   CTRAN_CHECK(nranks_ <= kLpMaxRanks, ctran::InvalidArgument,
               "low precision on GPU buffers: ", nranks_, " ranks exceed the ", kLpMaxRanks,
               "-rank limit");
+  // Where ranks share the GPU the grid fits beside theirs (co_residency.hpp).
+  maxBlocks_ = res_.coResidency().fit(gpu::WaitingKernel::kLowPrecision, maxBlocks, kLpThreads);
   bound_ = res_.waitBound();
   window_ =
       &res_.staging(gpu::Staging::kLowPrecision, 2 * halfBytes_, kLpNumSignals, "low precision");

@@ -16,6 +16,7 @@
 // chunk of round k + 1 after my reduce-scatter flag of round k + 1, which I send after decoding
 // round k.
 #include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
 #include "device/lp/lp_gpu_common.cuh"
 
 namespace rcclx::lp {
@@ -125,6 +126,10 @@ void launchLpAllReduce(const LpAllReduceArgs& args, void* stream) {
   }
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching the low-precision all_reduce (", s.blocks,
                   " blocks x ", s.threads, " threads)");
+}
+
+int lpAllReduceThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(lpAllReduceKernel<false>, kLpThreads) * kLpThreads;
 }
 
 }  // namespace rcclx::lp

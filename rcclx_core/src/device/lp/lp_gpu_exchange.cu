@@ -14,6 +14,7 @@
 //      after the receiver acknowledged round k.
 // In place works: block b writes only output chunks whose input chunks it has read.
 #include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
 #include "device/lp/lp_gpu_common.cuh"
 
 namespace rcclx::lp {
@@ -137,6 +138,10 @@ void launchLpExchange(const LpExchangeArgs& args, void* stream) {
   }
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching a low-precision exchange (", s.blocks, " blocks x ",
                   s.threads, " threads)");
+}
+
+int lpExchangeThreadsPerSm() {
+  return ctran::gpuBlocksPerSm(lpExchangeKernel<false>, kLpThreads) * kLpThreads;
 }
 
 }  // namespace rcclx::lp

@@ -75,4 +75,8 @@ struct LpExchangeArgs {
 };
 void launchLpExchange(const LpExchangeArgs& args, void* stream);
 
+/// Threads of each kernel one SM holds at once (the occupancy API), for co_residency.hpp.
+int lpAllReduceThreadsPerSm();
+int lpExchangeThreadsPerSm();
+
 }  // namespace rcclx::lp

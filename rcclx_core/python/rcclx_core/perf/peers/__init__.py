@@ -81,7 +81,9 @@ def open_peers(cfg, world, placement) -> PeerSet:
     modules = {"nccl": nccl, "symm_mem": symm_mem, "gloo": gloo}
     reasons = {p: modules[p].unavailable(cfg, world) for p in cfg.compare}
     runnable = [p for p in cfg.compare if reasons[p] is None]
-    backend = "gloo" if "gloo" in runnable else ("nccl" if runnable else None)
+    # Ranks sharing a GPU cannot form an NCCL group: symmetric memory rendezvouses over Gloo.
+    backend = "gloo" if "gloo" in runnable or world.gpus_shared else "nccl"
+    backend = backend if runnable else None
     if backend is not None:
         world.dist_init(backend)
     columns: list = []
@@ -89,6 +91,18 @@ def open_peers(cfg, world, placement) -> PeerSet:
         if reasons[peer] is not None:
             names = columns_of(peer, cfg.collective)
             columns += [Unavailable(c, reasons[peer]) for c in names]
+        elif world.gpus_shared:
+            columns += _shared_gpu_columns(modules[peer], peer, cfg, world, placement)
         else:
             columns += modules[peer].columns(cfg, world, placement)
     return PeerSet(columns, backend is not None)
+
+
+def _shared_gpu_columns(module, peer: str, cfg, world, placement) -> list:
+    """A peer's columns where ranks share a GPU, or its refusal: a peer made for one GPU per
+    rank may fail to set up there (its reason is printed instead of its times)."""
+    try:
+        return module.columns(cfg, world, placement)
+    except Exception as e:  # noqa: BLE001 - the peer's refusal, printed in its column
+        reason = f"fails with ranks sharing a GPU: {type(e).__name__}: {e}".splitlines()[0]
+        return [Unavailable(c, reason) for c in columns_of(peer, cfg.collective)]

@@ -29,8 +29,8 @@ def unavailable(cfg, world) -> str | None:
             "torch symmetric memory has all_reduce and all_to_all_vdev kernels only (not "
             f"{cfg.collective})"
         )
-    if world.gpus_shared:
-        return "ranks share a GPU, and symmetric memory (over NCCL's group) needs one per rank"
+    if world.gpus_shared and cfg.collective == "alltoallv_dynamic":
+        return "ranks share a GPU, and NVSHMEM (all_to_all_vdev) needs one per rank"
     try:
         import torch.distributed._symmetric_memory as symm_mem
     except ImportError as e:

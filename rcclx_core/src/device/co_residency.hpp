@@ -1,0 +1,91 @@
+// Co-residency: how many thread blocks one launch of a kernel that waits on peers may have, so
+// that the kernels of all ranks sharing a GPU can be resident at the same time.
+//
+// A kernel that waits on a peer makes progress only while the peer's kernel runs. Ranks on GPUs
+// of their own always have that. Ranks sharing a GPU run their kernels side by side under MPS
+// (or in time slices without it): there one rank's grid can take every SM, and a peer's kernel
+// that cannot get one leaves both waiting until the in-kernel timeout. So when ranks share a GPU
+// each launch is sized to its share: the kernel's occupancy (the threads one SM holds, from the
+// occupancy API; the kernels are register-bound, so that holds for any block size) divided by
+// the launch's block size, times the SMs a rank can count on (the GPU's SMs divided among the ranks
+// sharing it, and no more than CUDA_MPS_ACTIVE_THREAD_PERCENTAGE lets one process use).
+// Programmatic dependent launch is off there too: an early-launched kernel's blocks sit resident
+// while they wait for their predecessor, and a chain of them can fill the GPU before a peer's
+// kernel starts.
+//
+// Every rank reports its GPU and occupancies; agree() makes one answer of them that every rank
+// computes alike (launch shapes must match across ranks). Host-only; unit-tested on the CPU.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "ctran/store.hpp"
+
+namespace rcclx::gpu {
+
+/// The kernels that wait on peers, each with its own occupancy.
+enum class WaitingKernel : int {
+  kFlatLl = 0,        ///< allreduce_flat_ll.cu
+  kLines,             ///< allreduce_flat_lines.cu and allreduce_tree_lines.cu (the lower)
+  kTwoShot,           ///< allreduce_two_shot.cu
+  kChannels,          ///< copy_blocks.cu and reduce_blocks.cu (the lower)
+  kLowPrecision,      ///< lp_gpu_all_reduce.cu and lp_gpu_exchange.cu (the lower)
+  kAllToAllvDynamic,  ///< alltoallv_dynamic.cu
+};
+constexpr int kWaitingKernels = 6;
+
+/// "flat_ll", "lines", "two_shot", "channels", "low_precision", "alltoallv_dynamic".
+const char* waitingKernelName(WaitingKernel kernel);
+
+/// What one rank knows about its GPU, sent to every other rank.
+struct GpuShareReport {
+  std::string gpu;  ///< the GPU's PCI bus id: ranks with the same one share it
+  int sms = 0;      ///< its multiprocessors, as this process sees them
+  /// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of this process (1..100), 0 when unset.
+  int mpsThreadPercent = 0;
+  /// Threads of each WaitingKernel one SM holds at once (the occupancy API); 0 unknown.
+  std::array<int, kWaitingKernels> threadsPerSm{};
+
+  ctran::Bytes serialize() const;
+  /// Throws InvalidArgument naming `rank` when `bytes` is not a report.
+  static GpuShareReport parse(const ctran::Bytes& bytes, int rank);
+};
+
+/// The value of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as a percentage (1..100), 0 when unset or not
+/// a number in that range (MPS itself then ignores it).
+int mpsThreadPercent(const char* value);
+
+/// How the ranks of one communicator share GPUs, the same on every rank.
+class CoResidency {
+ public:
+  /// Ranks on GPUs of their own: no launch is limited.
+  CoResidency() = default;
+  /// From every rank's report (index = rank): the most ranks on any one GPU, the fewest SMs,
+  /// the smallest MPS percentage and the lowest occupancy of each kernel.
+  static CoResidency agree(const std::vector<GpuShareReport>& reports);
+
+  /// Most ranks of the communicator on one GPU (1: every rank has its own).
+  int ranksPerGpu() const { return ranksPerGpu_; }
+  bool shared() const { return ranksPerGpu_ > 1; }
+  /// SMs a rank's kernel can count on while every rank sharing its GPU runs one.
+  int smsPerRank() const;
+  /// Most blocks of `threads` threads one launch of `kernel` may have (at least one per SM a
+  /// rank counts on); kNoLimit when the GPU is not shared.
+  int maxBlocks(WaitingKernel kernel, int threads) const;
+  /// `wanted` blocks, or fewer when the GPU is shared and they would not fit beside the peers'.
+  int fit(WaitingKernel kernel, int wanted, int threads) const;
+  /// One line: "one rank per GPU", or the sharing, the SMs per rank and why.
+  std::string describe() const;
+
+  static constexpr int kNoLimit = 1 << 30;
+
+ private:
+  int ranksPerGpu_ = 1;
+  int sms_ = 0;
+  int mpsThreadPercent_ = 0;
+  std::array<int, kWaitingKernels> threadsPerSm_{};
+};
+
+}  // namespace rcclx::gpu
