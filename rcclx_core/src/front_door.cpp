@@ -316,13 +316,7 @@ WorkPtr Communicator::allToAllV(const Buffer& send, const Buffer& recv,
     c.gpu->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, send.type, at.stream);
     return nullptr;
   }
-  const int me = c.rank, n = c.nranks;
-  const void* in = send.data;
-  void* out = recv.data;
-  return c.host->exchange(
-      OpKind::kAllToAll,
-      [=] { return allToAllVExchange(me, n, in, sendCounts, sd, out, recvCounts, rd, elem); },
-      opts.async);
+  return c.host->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, elem, opts.async);
 }
 
 namespace {

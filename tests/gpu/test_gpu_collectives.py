@@ -214,7 +214,15 @@ def in_place_and_misaligned_copies(c: CollectiveCases):
             comm.broadcast(buf, root=1 % n, stream=s())
             return buf, xs[1 % n]
 
+        def a2a_inplace(xs=xs):
+            # as NCCL's ncclAlltoAll with sendbuff == recvbuff: the input is copied aside first
+            k = count // n
+            buf = xs[me][: n * k].clone()
+            comm.all_to_all(buf, buf, stream=s())
+            return buf, torch.cat([xs[p][me * k : (me + 1) * k] for p in range(n)])
+
         c.run(f"all_gather {name} n={count} in place", ag_inplace, same_on_all_ranks=True)
+        c.run(f"all_to_all {name} n={count} in place", a2a_inplace)
         c.run(f"all_gather {name} n={count} misaligned", ag_misaligned, same_on_all_ranks=True)
         c.run(f"broadcast {name} n={count} in place", bc_inplace, same_on_all_ranks=True)
 

@@ -238,7 +238,8 @@ def _a2av_counts(base: int, n: int) -> list[list[int]]:
 
 
 def all_to_all(comm, specs=H.SPECS, counts=H.COUNTS):
-    """all_to_all, and all_to_all_v with unequal blocks at gapped, reordered displacements."""
+    """all_to_all (also in place), and all_to_all_v with unequal blocks at gapped, reordered
+    displacements."""
     n, me = comm.size, comm.rank
     out = {}
     for spec in specs:
@@ -250,6 +251,9 @@ def all_to_all(comm, specs=H.SPECS, counts=H.COUNTS):
             comm.all_to_all(sends[me], recv, **kw)
             want = np.concatenate([sends[p][me * c : (me + 1) * c] for p in range(n)])
             out[_key("all_to_all", spec, c, " per rank")] = ("", same_bits(recv, want))
+            in_place = sends[me].copy()  # NCCL's ncclAlltoAll takes sendbuff == recvbuff
+            comm.all_to_all(in_place, in_place, **kw)
+            out[_key("all_to_all in place", spec, c, " per rank")] = ("", same_bits(in_place, want))
 
             sc = _a2av_counts(count // n if count > 1 else count, n)
             gap = 3

@@ -26,5 +26,5 @@ def _family_rank(ctx, family):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_data_movement(nranks, family):
     results = launch(_family_rank, nranks, family, env=H.CHUNK_ENV, timeout=120)
-    per_case = {"broadcast_gather_scatter": 3, "all_gather": 2, "all_to_all": 2}[family]
+    per_case = {"broadcast_gather_scatter": 3, "all_gather": 2, "all_to_all": 3}[family]
     checks.assert_cases(results, expect_cases=per_case * len(H.SPECS) * len(H.COUNTS))

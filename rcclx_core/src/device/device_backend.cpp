@@ -4,10 +4,12 @@
 // DeviceResources. Ranks on several hosts get the staged back-end instead (create()).
 #include "device/device_backend.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
 #include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "device/allreduce/gpu_allreduce.hpp"
@@ -124,8 +126,9 @@ class GpuBackend final : public DeviceBackend {
                                  request(lp::LpCollective::kAllToAll, total * dataTypeSize(type),
                                          type, RedOp::kSum, opts),
                                  "all_to_all on GPU")) {
+      const void* input = inputAside(send, recv, total * dataTypeSize(type), stream);
       lowPrecision(stream, "all_to_all")
-          .allToAll(plan->blockElems, send, recv, countPerRank, type, stream);
+          .allToAll(plan->blockElems, input, recv, countPerRank, type, stream);
       return;
     }
     std::vector<size_t> counts(nranks_, countPerRank), displs(nranks_);
@@ -137,14 +140,26 @@ class GpuBackend final : public DeviceBackend {
                  const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
                  const std::vector<size_t>& recvDispls, DataType type, void* stream) override {
     order_.enter(stream);
-    size_t moved = 0;
-    for (int p = 0; p < nranks_; ++p) moved += sendCounts[p] + recvCounts[p];
-    CTRAN_CHECK(moved == 0 || send != recv, ctran::InvalidArgument,
-                "all_to_all on GPU buffers: sendbuf and recvbuf are the same buffer (in place "
-                "is not supported; pass a separate output)");
+    size_t extent = 0;
+    for (int p = 0; p < nranks_; ++p)
+      extent = std::max(extent, (sendDispls[p] + sendCounts[p]) * dataTypeSize(type));
+    send = inputAside(send, recv, extent, stream);
     collectives_->run(allToAllVExchange(group_.rank(), nranks_, send, sendCounts, sendDispls, recv,
                                         recvCounts, recvDispls, dataTypeSize(type)),
                       "all_to_all", stream);
+  }
+
+  /// An all_to_all in place (send == recv) runs from a copy of its input's `bytes` (the blocks
+  /// received would overwrite blocks not yet sent: the kernels' roles run at once); `send`
+  /// otherwise.
+  const void* inputAside(const void* send, void* recv, size_t bytes, void* stream) {
+    if (send != recv || bytes == 0) return send;
+    void* copy = resources_->scratch(bytes, stream, "all_to_all in place on GPU buffers");
+    ctran::GpuDeviceGuard guard(resources_->device(), "all_to_all in place");
+    CTRAN_GPU_CHECK(gpuMemcpyAsync(copy, send, bytes, gpuMemcpyDeviceToDevice,
+                                   static_cast<gpuStream_t>(stream)),
+                    "all_to_all in place: copying the input aside");
+    return copy;
   }
 
   void allToAllvDynamic(const DynamicCall& call, void* stream) override {

@@ -80,6 +80,29 @@ ctran::DeviceWindow& DeviceResources::staging(Staging which, size_t bytes, int s
   return *w;
 }
 
+void* DeviceResources::scratch(size_t bytes, void* stream, const char* what) {
+  CTRAN_CHECK(!released_, ctran::InvalidUsage, what,
+              " on GPU buffers: the GPU state was already released");
+  if (bytes <= scratchBytes_) return scratch_;
+  CTRAN_CHECK(!ctran::gpuStreamCapturing(static_cast<gpuStream_t>(stream)), ctran::InvalidUsage,
+              what, ": the call needs ", bytes,
+              " bytes of GPU scratch, which cannot be allocated during graph capture; make one "
+              "call of this size before capturing");
+  ctran::GpuDeviceGuard guard(device_, what);
+  if (scratch_ != nullptr) {
+    // Calls queued before (on any stream) may still read the old scratch: it goes once the GPU
+    // is done with them. Growth is rare: the largest call so far sets the size.
+    CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "waiting for the calls using the old scratch (",
+                    what, ")");
+    CTRAN_GPU_CHECK(gpuFree(scratch_), "freeing the old scratch (", what, ")");
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+  }
+  CTRAN_GPU_CHECK(gpuMalloc(&scratch_, bytes), "", bytes, " bytes of GPU scratch (", what, ")");
+  scratchBytes_ = bytes;
+  return scratch_;
+}
+
 void DeviceResources::setTuning(const std::string& spec) {
   Tuning t;
   t.apply(spec);
@@ -99,6 +122,11 @@ void DeviceResources::destroy(bool collective) {
   }
   // After the windows' destroy waited for this GPU (collective): no kernel stores through them.
   if (graphOutputs_) graphOutputs_->destroy();
+  if (scratch_ != nullptr) {
+    (void)gpuFree(scratch_);  // the GPU is idle for this communicator (above); nothing to report
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+  }
   graphOutputs_.reset();
   watch_->stop();  // before the group goes
 }

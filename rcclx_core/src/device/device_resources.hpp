@@ -60,6 +60,11 @@ class DeviceResources {
   /// Whether `which` has its window (asked for and not released).
   bool hasStaging(Staging which) const { return windows_[static_cast<int>(which)] != nullptr; }
 
+  /// Device memory of at least `bytes` for a call's temporary copy (an in-place all_to_all's
+  /// input), kept and grown across calls. Growing allocates, which a graph capture cannot: then
+  /// InvalidUsage naming `what` and the size (one such call before capturing makes it).
+  void* scratch(size_t bytes, void* stream, const char* what);
+
   /// Symmetric buffers (see Communicator::allocSymmetric and its neighbours).
   void* allocSymmetric(size_t bytes);
   void registerSymmetric(void* ptr, size_t bytes);
@@ -105,6 +110,8 @@ class DeviceResources {
   std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;
   std::unique_ptr<GraphRegistrations> graphOutputs_;
   Tuning tuning_;
+  void* scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
 };
 
 }  // namespace rcclx::gpu

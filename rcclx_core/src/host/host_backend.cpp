@@ -1,8 +1,10 @@
 // Implementation of host_backend.hpp.
 #include "host/host_backend.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
@@ -18,6 +20,15 @@ namespace rcclx {
 namespace {
 
 constexpr uint64_t kSeqMask = (uint64_t{1} << 56) - 1;
+
+/// An all_to_all in place (send == recv) runs from a copy of its input's `bytes`, kept in
+/// `aside`: blocks received would overwrite blocks not yet sent. `send` otherwise.
+const void* inputAside(const void* send, const void* recv, size_t bytes, std::vector<char>& aside) {
+  if (send != recv || bytes == 0) return send;
+  const char* in = static_cast<const char*>(send);
+  aside.assign(in, in + bytes);
+  return aside.data();
+}
 
 // PREMUL_SUM: a scaled copy of this rank's input (owned by the returned buffer); AVG and
 // PREMUL_SUM then combine as SUM.
@@ -334,19 +345,43 @@ WorkPtr HostBackend::allToAll(const void* send, void* recv, size_t countPerRank,
     lp_->checkFits(plan->blockElems, "all_to_all");
     const uint64_t tag = nextTag(OpKind::kAllToAll);
     lp::HostLowPrecision* lp = lp_.get();
+    const size_t bytes = total * dataTypeSize(type);
     return submit(
-        OpKind::kAllToAll, tag, [=] { lp->allToAll(*plan, send, recv, countPerRank, type, tag); },
+        OpKind::kAllToAll, tag,
+        [=] {
+          std::vector<char> aside;
+          const void* in = inputAside(send, recv, bytes, aside);
+          lp->allToAll(*plan, in, recv, countPerRank, type, tag);
+        },
         opts.async);
   }
   std::vector<size_t> counts(nranks_, countPerRank);
   std::vector<size_t> displs(nranks_);
   for (int p = 0; p < nranks_; ++p) displs[p] = p * countPerRank;
+  return allToAllV(send, recv, counts, displs, counts, displs, dataTypeSize(type), opts.async);
+}
+
+WorkPtr HostBackend::allToAllV(const void* send, void* recv, const std::vector<size_t>& sendCounts,
+                               const std::vector<size_t>& sendDispls,
+                               const std::vector<size_t>& recvCounts,
+                               const std::vector<size_t>& recvDispls, size_t elem, bool async) {
+  size_t extent = 0;
+  for (int p = 0; p < nranks_; ++p)
+    extent = std::max(extent, (sendDispls[p] + sendCounts[p]) * elem);
+  const uint64_t tag = nextTag(OpKind::kAllToAll);
+  Channels* ch = channels_.get();
   const int me = rank_, n = nranks_;
-  const size_t elem = dataTypeSize(type);
-  return exchange(
-      OpKind::kAllToAll,
-      [=] { return allToAllVExchange(me, n, send, counts, displs, recv, counts, displs, elem); },
-      opts.async);
+  return submit(
+      OpKind::kAllToAll, tag,
+      [=] {
+        std::vector<char> aside;
+        const void* in = inputAside(send, recv, extent, aside);
+        runExchange(*ch,
+                    allToAllVExchange(me, n, in, sendCounts, sendDispls, recv, recvCounts,
+                                      recvDispls, elem),
+                    tag);
+      },
+      async);
 }
 
 WorkPtr HostBackend::exchange(OpKind kind, std::function<Exchange()> build, bool async) {

@@ -57,10 +57,16 @@ class HostBackend {
   WorkPtr reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
                          const std::vector<size_t>& displs, DataType type, RedOp op,
                          const CallOptions& opts);
-  /// Low precision when planned, else the all_to_all_v exchange of equal blocks.
+  /// Low precision when planned, else the all_to_all_v exchange of equal blocks. Both, and
+  /// allToAllV, take send == recv (in place, as NCCL does): they run from a copy of the input.
   WorkPtr allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
                    const CallOptions& opts);
-  /// all_to_all_v, gather, scatter, barrier: one exchange (transfer_plan.hpp).
+  /// all_to_all_v: one exchange (transfer_plan.hpp); counts and displacements in elements of
+  /// `elem` bytes.
+  WorkPtr allToAllV(const void* send, void* recv, const std::vector<size_t>& sendCounts,
+                    const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
+                    const std::vector<size_t>& recvDispls, size_t elem, bool async);
+  /// gather, scatter, barrier: one exchange (transfer_plan.hpp).
   WorkPtr exchange(OpKind kind, std::function<Exchange()> build, bool async);
   /// allToAllvDynamic: the counts are read when the call runs.
   WorkPtr allToAllvDynamic(const DynamicCall& call, bool async);
