@@ -7,6 +7,7 @@
 #include "bootstrap_id.hpp"
 #include "create.hpp"
 #include "ctran/config.hpp"
+#include "ctran/device.hpp"
 #include "ctran/logging.hpp"
 #include "gpu.hpp"
 #include "groups.hpp"
@@ -161,10 +162,19 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
     CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, "comm is NULL");
     CTRAN_CHECK(ndev >= 1, ctran::InvalidArgument, "ndev ", ndev, " must be at least 1");
     const bool gpus = nccl::gpu::currentDevice() >= 0;
+    const int visible = gpus ? ctran::device::count() : 0;
     std::vector<int> devices(ndev, -1);
+    // Every device is checked before any rank starts: a rank that failed on its device would
+    // leave the others of this call waiting for it until the bootstrap timeout.
     for (int i = 0; i < ndev && gpus; ++i) {
       devices[i] = devlist != nullptr ? devlist[i] : i;
-      CTRAN_CHECK(devices[i] >= 0, ctran::InvalidArgument, "devlist[", i, "] is ", devices[i]);
+      if (devices[i] >= 0 && devices[i] < visible) continue;
+      const std::string which = devlist != nullptr
+                                    ? ctran::strCat("devlist[", i, "]")
+                                    : ctran::strCat("rank ", i, "'s device (devlist is NULL)");
+      throw ctran::InvalidArgument(ctran::strCat(which, " is ", devices[i],
+                                                 ", but this process sees ", visible,
+                                                 visible == 1 ? " GPU" : " GPUs"));
     }
     // Always a fresh id of this process (NCCL_COMM_ID names a job-wide address, not this clique).
     const ctran::UniqueId id = ctran::createUniqueId();

@@ -63,6 +63,11 @@ def test_graph_capture_of_every_collective():
     check_ranks(run_ranks(_gpu_build("graph_capture.c"), 2, env=_env(), timeout=600))
 
 
+def test_init_all_over_a_gpu_this_process_lacks_fails_at_once():
+    results = run_ranks(_gpu_build("init_modes.c"), 1, ("initall_missing_gpu",), env=_env())
+    check_ranks(results)
+
+
 @pytest.mark.parametrize("mode", ["initall", "group"])
 def test_one_process_on_every_visible_gpu(mode):
     ngpu = max(1, launcher.gpu_count())

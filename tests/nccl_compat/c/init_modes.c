@@ -5,6 +5,8 @@
  *   nonblocking  every rank a process; blocking = 0
  *   group        one process (RANK 0) initialising NRANKS ranks in one group
  *   initall      one process: ncclCommInitAll of NRANKS
+ *   initall_missing_gpu  one process: ncclCommInitAll over one GPU more than it sees fails at
+ *                once with ncclInvalidArgument naming the device (GPU builds of the program)
  *   two_per_process  NRANKS / 2 processes, process RANK driving ranks 2 RANK and 2 RANK + 1
  *   abort        every rank a process; a second thread aborts the communicator
  *   dead_peer    2 processes; rank 1 exits after initialising, rank 0's allreduce fails (set
@@ -173,6 +175,23 @@ static void mode_initall(int nranks) {
   for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
 }
 
+static void mode_initall_missing_gpu(void) {
+#ifdef NCCL_TEST_GPU
+  int ngpu = 0;
+  EXPECT(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu >= 1 && ngpu < 8, "%d GPUs", ngpu);
+  ncclComm_t comms[9] = {0};
+  const double start = now_ms();
+  const ncclResult_t res = ncclCommInitAll(comms, ngpu + 1, NULL);
+  const double took = now_ms() - start;
+  EXPECT(res == ncclInvalidArgument, "ncclCommInitAll of %d ranks on %d GPUs returned %d",
+         ngpu + 1, ngpu, (int)res);
+  EXPECT(took < 2000.0, "ncclCommInitAll took %.0f ms to fail", took);
+  const char* why = ncclGetLastError(NULL);
+  EXPECT(strstr(why, "device") != NULL && strstr(why, "sees") != NULL, "last error: %s", why);
+  for (int r = 0; r <= ngpu; ++r) EXPECT(comms[r] == NULL, "comms[%d] was set", r);
+#endif
+}
+
 struct Watchdog {
   ncclComm_t comm;
   volatile int stop;
@@ -324,6 +343,8 @@ int main(int argc, char** argv) {
     mode_group(nranks);
   else if (strcmp(mode, "initall") == 0)
     mode_initall(nranks);
+  else if (strcmp(mode, "initall_missing_gpu") == 0)
+    mode_initall_missing_gpu();
   else if (strcmp(mode, "two_per_process") == 0)
     mode_two_per_process(rank, nranks);
   else if (strcmp(mode, "abort") == 0)
