@@ -112,6 +112,21 @@ TEST_CASE("co-residency: blocks per launch from the threads one SM holds") {
   CHECK(contains(ranksOn({"a", "a"}, 50).describe(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"));
 }
 
+TEST_CASE("co-residency: early launch only where no rank can take a peer's SMs") {
+  CHECK(CoResidency().earlyLaunchSafe());
+  CHECK(ranksOn({"a", "b"}).earlyLaunchSafe());
+  CHECK(!ranksOn({"a", "a"}).earlyLaunchSafe());           // no SM limit
+  CHECK(ranksOn({"a", "a"}, 50).earlyLaunchSafe());        // MPS splits the SMs
+  CHECK(!ranksOn({"a", "a", "a"}, 50).earlyLaunchSafe());  // 150 %: they overlap
+  CHECK(ranksOn({"a", "a", "a"}, 33).earlyLaunchSafe());
+  CHECK(contains(ranksOn({"a", "a"}).describe(), "no early launch"));
+  GpuAllReducePlan p =
+      planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "a"}, 50)));
+  CHECK(p.pdl);
+  p = planGpuAllReduce(call(AllReduceAlgo::kDdaLarge, 64 * kMiB, 2, ranksOn({"a", "a"}, 50)));
+  CHECK(p.pdl && p.twoShot.blocks == 66);
+}
+
 TEST_CASE("co-residency: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as MPS reads it") {
   using rcclx::gpu::mpsThreadPercent;
   CHECK_EQ(mpsThreadPercent(nullptr), 0);

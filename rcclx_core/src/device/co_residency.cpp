@@ -73,6 +73,10 @@ int CoResidency::smsPerRank() const {
   return std::max(share, 1);
 }
 
+bool CoResidency::earlyLaunchSafe() const {
+  return !shared() || (mpsThreadPercent_ > 0 && mpsThreadPercent_ * ranksPerGpu_ <= 100);
+}
+
 int CoResidency::maxBlocks(WaitingKernel kernel, int threads) const {
   if (!shared()) return kNoLimit;
   const int perSm = std::max(threadsPerSm_[static_cast<int>(kernel)] / std::max(threads, 1), 1);
@@ -88,7 +92,8 @@ std::string CoResidency::describe() const {
   std::string s = ctran::strCat(ranksPerGpu_, " ranks share a GPU of ", sms_, " SMs");
   if (mpsThreadPercent_ > 0)
     s += ctran::strCat(" (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", mpsThreadPercent_, ")");
-  s += ctran::strCat(": ", smsPerRank(), " SMs per rank; threads per SM");
+  s += ctran::strCat(": ", smsPerRank(), " SMs per rank, ",
+                     earlyLaunchSafe() ? "early launch on" : "no early launch", "; threads per SM");
   for (int k = 0; k < kWaitingKernels; ++k)
     s += ctran::strCat(k == 0 ? " " : ", ", waitingKernelName(static_cast<WaitingKernel>(k)), " ",
                        threadsPerSm_[k]);

@@ -9,9 +9,10 @@
 // occupancy API; the kernels are register-bound, so that holds for any block size) divided by
 // the launch's block size, times the SMs a rank can count on (the GPU's SMs divided among the ranks
 // sharing it, and no more than CUDA_MPS_ACTIVE_THREAD_PERCENTAGE lets one process use).
-// Programmatic dependent launch is off there too: an early-launched kernel's blocks sit resident
-// while they wait for their predecessor, and a chain of them can fill the GPU before a peer's
-// kernel starts.
+// Programmatic dependent launch is off there too, unless that percentage splits the SMs among
+// the sharers: an early-launched kernel's blocks sit resident while they wait for their
+// predecessor, and a chain of them can fill every SM a process may use before a peer's kernel
+// starts.
 //
 // Every rank reports its GPU and occupancies; agree() makes one answer of them that every rank
 // computes alike (launch shapes must match across ranks). Host-only; unit-tested on the CPU.
@@ -71,6 +72,10 @@ class CoResidency {
   bool shared() const { return ranksPerGpu_ > 1; }
   /// SMs a rank's kernel can count on while every rank sharing its GPU runs one.
   int smsPerRank() const;
+  /// Whether kernels may launch early (programmatic dependent launch): no rank's resident
+  /// blocks can then take the SMs a peer needs. True for ranks on GPUs of their own, and where
+  /// the MPS percentage splits the SMs among the sharers (percentage x ranks <= 100).
+  bool earlyLaunchSafe() const;
   /// Most blocks of `threads` threads one launch of `kernel` may have (at least one per SM a
   /// rank counts on); kNoLimit when the GPU is not shared.
   int maxBlocks(WaitingKernel kernel, int threads) const;

@@ -267,9 +267,9 @@ GpuAllReducePlan planGpuAllReduce(const GpuPlanInput& in) {
     p.why = in.inPlace ? PlanReason::kOneRankInPlace : PlanReason::kOneRankCopy;
     return p;
   }
-  // Ranks sharing the GPU launch plainly: see co_residency.hpp.
+  // Ranks sharing the GPU launch plainly unless MPS splits its SMs: see co_residency.hpp.
   p.sharedGpu = in.coResidency.shared();
-  const bool pdl = in.tuning.pdl && in.pdlCapable && !p.sharedGpu;
+  const bool pdl = in.tuning.pdl && in.pdlCapable && in.coResidency.earlyLaunchSafe();
   switch (in.family) {
     case AllReduceAlgo::kDdaFlat: planFlat(in, pdl, p); break;
     case AllReduceAlgo::kDdaTree: planTree(in, pdl, p); break;

@@ -96,7 +96,8 @@ struct GpuAllReducePlan {
   LaunchShape lastShape;
   TwoShotShape twoShot;  ///< kTwoShot's shape
   bool pdl = false;      ///< launch with programmatic dependent launch
-  /// Ranks share the GPU (coResidency): the grid may have been shrunk and pdl is off.
+  /// Ranks share the GPU (coResidency): the grid may have been shrunk, and pdl is off unless
+  /// MPS splits the SMs among them.
   bool sharedGpu = false;
   /// The blocks the kernel would have had on a GPU of its own, when sharing shrank its grid
   /// (0: not shrunk).
