@@ -431,7 +431,7 @@ FAMILIES = {
     "v_variants": (v_variants, 2 * 3 * 2 + 5 * 2),
     "in_place_and_misaligned": (
         lambda c: (in_place_and_misaligned_copies(c), in_place_and_misaligned_reductions(c)),
-        2 * 3 + 1 + 4 + 3,
+        2 * 4 + 1 + 4 + 3,
     ),
     "point_to_point": (lambda c: point_to_point(c, COUNTS), 2 * len(COUNTS) + 2),
     "errors": (errors, 4),
