@@ -37,9 +37,19 @@ GpuShareReport h200(const std::string& gpu, int mpsPercent = 0) {
   return r;
 }
 
-CoResidency ranksOn(const std::vector<std::string>& gpus, int mpsPercent = 0) {
+CoResidency ranksOn(const std::vector<std::string>& gpus) {
   std::vector<GpuShareReport> reports;
-  for (const std::string& g : gpus) reports.push_back(h200(g, mpsPercent));
+  for (const std::string& g : gpus) reports.push_back(h200(g));
+  return CoResidency::agree(reports);
+}
+
+/// Ranks under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=`percent`, each seeing `sms` SMs.
+CoResidency ranksOnShare(const std::vector<std::string>& gpus, int percent, int sms) {
+  std::vector<GpuShareReport> reports;
+  for (const std::string& g : gpus) {
+    reports.push_back(h200(g, percent));
+    reports.back().sms = sms;
+  }
   return CoResidency::agree(reports);
 }
 
@@ -85,12 +95,17 @@ TEST_CASE("co-residency: the most ranks on one GPU count, on every rank alike") 
 TEST_CASE("co-residency: the SMs divided among the sharers, and no more than MPS allows") {
   CHECK_EQ(ranksOn({"a", "a"}).smsPerRank(), 66);
   CHECK_EQ(ranksOn({"a", "a", "a"}).smsPerRank(), 44);
-  CHECK_EQ(ranksOn({"a", "a"}, 50).smsPerRank(), 66);
-  CHECK_EQ(ranksOn({"a", "a"}, 25).smsPerRank(), 33);
-  CHECK_EQ(ranksOn({"a", "a", "a"}, 50).smsPerRank(), 44);
-  // The smallest percentage any rank runs with.
+  // Under an MPS percentage each process sees that share of the 132 SMs (66 at 50 %, as an
+  // H200 reports it): two ranks at 50 % have theirs apart, three overlap.
+  CHECK_EQ(ranksOnShare({"a", "a"}, 50, 66).smsPerRank(), 66);
+  CHECK_EQ(ranksOnShare({"a", "a"}, 25, 33).smsPerRank(), 33);
+  CHECK_EQ(ranksOnShare({"a", "a", "a"}, 50, 66).smsPerRank(), 44);
+  CHECK_EQ(ranksOnShare({"a", "a", "a"}, 33, 44).smsPerRank(), 44);
+  // The smallest percentage any rank runs with, with the SMs it sees.
   std::vector<GpuShareReport> mixed = {h200("a", 0), h200("a", 30), h200("a", 60)};
-  CHECK_EQ(CoResidency::agree(mixed).smsPerRank(), 40);  // 30 % of 132, rounded up
+  mixed[1].sms = 40;
+  mixed[2].sms = 80;
+  CHECK_EQ(CoResidency::agree(mixed).smsPerRank(), 40);
   // The fewest SMs any rank sees, and the lowest occupancy.
   mixed = {h200("a"), h200("a")};
   mixed[1].sms = 100;
@@ -109,21 +124,23 @@ TEST_CASE("co-residency: blocks per launch from the threads one SM holds") {
   CHECK_EQ(c.fit(WaitingKernel::kTwoShot, 32, 512), 32);
   CHECK_EQ(c.fit(WaitingKernel::kTwoShot, 128, 512), 66);
   CHECK(contains(c.describe(), "2 ranks share a GPU of 132 SMs: 66 SMs per rank"));
-  CHECK(contains(ranksOn({"a", "a"}, 50).describe(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"));
+  CHECK(contains(ranksOnShare({"a", "a"}, 50, 66).describe(),
+                 "each process sees 66 SMs under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"));
 }
 
 TEST_CASE("co-residency: early launch only where no rank can take a peer's SMs") {
   CHECK(CoResidency().earlyLaunchSafe());
   CHECK(ranksOn({"a", "b"}).earlyLaunchSafe());
-  CHECK(!ranksOn({"a", "a"}).earlyLaunchSafe());           // no SM limit
-  CHECK(ranksOn({"a", "a"}, 50).earlyLaunchSafe());        // MPS splits the SMs
-  CHECK(!ranksOn({"a", "a", "a"}, 50).earlyLaunchSafe());  // 150 %: they overlap
-  CHECK(ranksOn({"a", "a", "a"}, 33).earlyLaunchSafe());
+  CHECK(!ranksOn({"a", "a"}).earlyLaunchSafe());                    // no SM limit
+  CHECK(ranksOnShare({"a", "a"}, 50, 66).earlyLaunchSafe());        // MPS splits the SMs
+  CHECK(!ranksOnShare({"a", "a", "a"}, 50, 66).earlyLaunchSafe());  // 150 %: they overlap
+  CHECK(ranksOnShare({"a", "a", "a"}, 33, 44).earlyLaunchSafe());
   CHECK(contains(ranksOn({"a", "a"}).describe(), "no early launch"));
   GpuAllReducePlan p =
-      planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "a"}, 50)));
+      planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOnShare({"a", "a"}, 50, 66)));
   CHECK(p.pdl);
-  p = planGpuAllReduce(call(AllReduceAlgo::kDdaLarge, 64 * kMiB, 2, ranksOn({"a", "a"}, 50)));
+  p = planGpuAllReduce(
+      call(AllReduceAlgo::kDdaLarge, 64 * kMiB, 2, ranksOnShare({"a", "a"}, 50, 66)));
   CHECK(p.pdl && p.twoShot.blocks == 66);
 }
 

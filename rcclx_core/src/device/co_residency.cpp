@@ -67,10 +67,10 @@ CoResidency CoResidency::agree(const std::vector<GpuShareReport>& reports) {
 }
 
 int CoResidency::smsPerRank() const {
-  int share = sms_ / ranksPerGpu_;
-  // MPS lets a process use at most this share of the SMs, rounded up (as MPS rounds it).
-  if (mpsThreadPercent_ > 0) share = std::min(share, (sms_ * mpsThreadPercent_ + 99) / 100);
-  return std::max(share, 1);
+  // Under an MPS percentage a process already sees only its share of the SMs; the whole GPU
+  // is that share scaled back.
+  const int whole = mpsThreadPercent_ > 0 ? sms_ * 100 / mpsThreadPercent_ : sms_;
+  return std::max(std::min(sms_, whole / ranksPerGpu_), 1);
 }
 
 bool CoResidency::earlyLaunchSafe() const {
@@ -89,9 +89,11 @@ int CoResidency::fit(WaitingKernel kernel, int wanted, int threads) const {
 
 std::string CoResidency::describe() const {
   if (!shared()) return "one rank per GPU";
-  std::string s = ctran::strCat(ranksPerGpu_, " ranks share a GPU of ", sms_, " SMs");
-  if (mpsThreadPercent_ > 0)
-    s += ctran::strCat(" (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", mpsThreadPercent_, ")");
+  std::string s = ctran::strCat(ranksPerGpu_, " ranks share a GPU");
+  s += mpsThreadPercent_ > 0
+           ? ctran::strCat(" (each process sees ", sms_,
+                           " SMs under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", mpsThreadPercent_, ")")
+           : ctran::strCat(" of ", sms_, " SMs");
   s += ctran::strCat(": ", smsPerRank(), " SMs per rank, ",
                      earlyLaunchSafe() ? "early launch on" : "no early launch", "; threads per SM");
   for (int k = 0; k < kWaitingKernels; ++k)

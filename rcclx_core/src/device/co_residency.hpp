@@ -43,7 +43,9 @@ const char* waitingKernelName(WaitingKernel kernel);
 /// What one rank knows about its GPU, sent to every other rank.
 struct GpuShareReport {
   std::string gpu;  ///< the GPU's PCI bus id: ranks with the same one share it
-  int sms = 0;      ///< its multiprocessors, as this process sees them
+  /// Its multiprocessors as this process sees them: under an MPS percentage, that share of
+  /// the GPU's (66 of an H200's 132 at 50 %).
+  int sms = 0;
   /// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of this process (1..100), 0 when unset.
   int mpsThreadPercent = 0;
   /// Threads of each WaitingKernel one SM holds at once (the occupancy API); 0 unknown.
@@ -70,7 +72,8 @@ class CoResidency {
   /// Most ranks of the communicator on one GPU (1: every rank has its own).
   int ranksPerGpu() const { return ranksPerGpu_; }
   bool shared() const { return ranksPerGpu_ > 1; }
-  /// SMs a rank's kernel can count on while every rank sharing its GPU runs one.
+  /// SMs a rank's kernel can count on while every rank sharing its GPU runs one: the SMs it
+  /// sees, and no more than the whole GPU's divided among the ranks sharing it.
   int smsPerRank() const;
   /// Whether kernels may launch early (programmatic dependent launch): no rank's resident
   /// blocks can then take the SMs a peer needs. True for ranks on GPUs of their own, and where
