@@ -47,7 +47,7 @@ def test_every_collective_on_eight_ranks():
         len(ALGOS) * per_algo  # all_reduce
         + per_algo  # reduce
         + 2 * len(_cases()) * len(RS_COUNTS)  # reduce_scatter, reduce_scatter_v
-        + (2 + 2 + 3) * len(SPECS) * len(COUNTS)  # all_gather, all_to_all, bcast/gather/scatter
+        + (2 + 3 + 3) * len(SPECS) * len(COUNTS)  # all_gather, all_to_all, bcast/gather/scatter
     )
     checks.assert_cases(results, expect_cases=expected)
 
