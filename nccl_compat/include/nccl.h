@@ -130,6 +130,55 @@ typedef struct ncclConfig_v22800 {
    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT}
 
+/* One vendor option of an ncclCollConfig_t: options form a NULL-terminated list through next,
+ * each keyed by its vendor's id and its own id. This library reads none (every one is accepted
+ * and ignored, as NCCL does with other vendors' options). */
+typedef struct ncclConfigExt {
+  struct ncclConfigExt* next;
+  struct {
+    int vendorId;
+    int optionId;
+  } key;
+  union {
+    int i;
+    const char* s;
+    void* raw;
+  } val;
+} ncclConfigExt_t;
+
+/* Per-call options of the nccl*Config collectives (NCCL 2.31's layout), versioned by its leading
+ * size / magic / version fields like ncclConfig_t: initialise it with
+ * NCCL_COLLCONFIG_INITIALIZER, then set the fields wanted, the same on every rank. Of its fields
+ * this library uses algSelection (an all_reduce's algorithm) and forceAlgSelection; the CTA
+ * counts, cluster size, CTA policy and profiler tag are accepted and ignored (the library sizes
+ * its own launches). */
+typedef struct ncclCollConfig_v23100 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  ncclConfigExt_t* ext;
+  int minCTAs;
+  int maxCTAs;
+  int nvlsCTAs;
+  int cgaClusterSize;
+  /* A comma-separated list of algorithm names, the first one this library has for the call
+   * wins: its own (ring, dda_flat, dda_tree, dda_large, flat, hierarchical, auto) or NCCL's Ring
+   * and Tree (run as ring and dda_tree). "^..." (NCCL's exclusion list), "", NULL: automatic.
+   * "allreduce:LIST;broadcast:LIST" gives each collective its own list. */
+  const char* algSelection;
+  /* 1 (the default): a selection naming no algorithm this library has for the call is
+   * ncclInvalidArgument; 0: the library then chooses. */
+  int forceAlgSelection;
+  int CTAPolicy;
+  uint64_t userProfilerTag;
+} ncclCollConfig_t;
+
+#define NCCL_COLLCONFIG_INITIALIZER                                                      \
+  {sizeof(ncclCollConfig_t), NCCL_API_MAGIC,        NCCL_VERSION_CODE,                    \
+   NCCL_CONFIG_UNDEF_PTR,    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                \
+   NCCL_CONFIG_UNDEF_INT,    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR,                \
+   1,                        NCCL_CONFIG_UNDEF_INT, 0}
+
 /* What ncclGroupSimulateEnd reports. */
 typedef struct ncclSimInfo_v22200 {
   size_t size;
@@ -361,6 +410,56 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+
+/* The collectives above with per-call options (ncclCollConfig_t; NULL: none). */
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                  cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, int root, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config);
+ncclResult_t pncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                  const ncclCollConfig_t* config);
+ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                      cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                const ncclCollConfig_t* config);
+ncclResult_t pncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config);
+ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t pncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, int root, ncclComm_t comm,
+                                cudaStream_t stream, const ncclCollConfig_t* config);
 
 /* Point to point, matched with the peer's ncclRecv / ncclSend in call order; put a rank's
  * sends and receives that must progress together inside one group. */

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api.hpp"
+#include "coll_config.hpp"
 #include "comm.hpp"
 #include "redop.hpp"
 
@@ -21,10 +22,14 @@ rcclx::DataType typeOf(ncclDataType_t datatype) {
 }
 
 /// A NULL stream is the default stream for GPU buffers, and the only one host buffers accept.
-rcclx::CallOptions optionsFor(cudaStream_t stream, double premulScalar = 1.0) {
+/// `config` (the nccl*Config calls' per-call options; NULL: none) for one call of `collective`.
+rcclx::CallOptions optionsFor(cudaStream_t stream, double premulScalar = 1.0,
+                              const ncclCollConfig_t* config = nullptr,
+                              const char* collective = "") {
   rcclx::CallOptions o;
   if (stream != nullptr) o.stream = static_cast<void*>(stream);
   o.premulScalar = premulScalar;
+  applyCollConfig(config, collective, o);
   return o;
 }
 
@@ -107,45 +112,109 @@ using rcclx::nccl::resolveOp;
 using rcclx::nccl::rootBuffer;
 using rcclx::nccl::typeOf;
 
+namespace {
+
+ncclResult_t allReduceCall(const char* entryPoint, const void* sendbuff, void* recvbuff,
+                           size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream, const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
+    const auto type = typeOf(datatype);
+    const auto red = resolveOp(h, op, type);
+    const size_t n = elements(count, 1, type, "count");
+    c.allReduce(buffer(sendbuff, n, type, "sendbuff"), buffer(recvbuff, n, type, "recvbuff"),
+                red.op, optionsFor(stream, red.scalar, config, "all_reduce"));
+  });
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  return collective("ncclAllReduce", comm, [&](Communicator& c, const ncclComm& h) {
-    const auto type = typeOf(datatype);
-    const auto red = resolveOp(h, op, type);
-    const size_t n = elements(count, 1, type, "count");
-    c.allReduce(buffer(sendbuff, n, type, "sendbuff"), buffer(recvbuff, n, type, "recvbuff"),
-                red.op, optionsFor(stream, red.scalar));
-  });
+  return allReduceCall("ncclAllReduce", sendbuff, recvbuff, count, datatype, op, comm, stream,
+                       nullptr);
 }
 
-NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
-         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclReduce", comm, [&](Communicator& c, const ncclComm& h) {
+NCCL_API(ncclResult_t, ncclAllReduceConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config) {
+  return allReduceCall("ncclAllReduceConfig", sendbuff, recvbuff, count, datatype, op, comm, stream,
+                       config);
+}
+
+namespace {
+
+ncclResult_t reduceCall(const char* entryPoint, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                        cudaStream_t stream, const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const auto red = resolveOp(h, op, type);
     const size_t n = elements(count, 1, type, "count");
     c.reduce(buffer(sendbuff, n, type, "sendbuff"),
              rootBuffer(recvbuff, n, type, "recvbuff", root, h), red.op, root,
-             optionsFor(stream, red.scalar));
+             optionsFor(stream, red.scalar, config, "reduce"));
   });
 }
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return reduceCall("ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream,
+                    nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclReduceConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config) {
+  return reduceCall("ncclReduceConfig", sendbuff, recvbuff, count, datatype, op, root, comm, stream,
+                    config);
+}
+
+namespace {
+
+ncclResult_t broadcastCall(const char* entryPoint, const void* sendbuff, void* recvbuff,
+                           size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream, const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
+    const auto type = typeOf(datatype);
+    const size_t n = elements(count, 1, type, "count");
+    c.broadcast(rootBuffer(sendbuff, n, type, "sendbuff", root, h),
+                buffer(recvbuff, n, type, "recvbuff"), root,
+                optionsFor(stream, 1.0, config, "broadcast"));
+  });
+}
+
+}  // namespace
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return collective("ncclBroadcast", comm, [&](Communicator& c, const ncclComm& h) {
-    const auto type = typeOf(datatype);
-    const size_t n = elements(count, 1, type, "count");
-    c.broadcast(rootBuffer(sendbuff, n, type, "sendbuff", root, h),
-                buffer(recvbuff, n, type, "recvbuff"), root, optionsFor(stream));
-  });
+  return broadcastCall("ncclBroadcast", sendbuff, recvbuff, count, datatype, root, comm, stream,
+                       nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclBroadcastConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                 ncclDataType_t datatype, int root, ncclComm_t comm,
+                                 cudaStream_t stream, const ncclCollConfig_t* config) {
+  return broadcastCall("ncclBroadcastConfig", sendbuff, recvbuff, count, datatype, root, comm,
+                       stream, config);
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
@@ -159,43 +228,107 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
   });
 }
 
+namespace {
+
+ncclResult_t allGatherCall(const char* entryPoint, const void* sendbuff, void* recvbuff,
+                           size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
+                           cudaStream_t stream, const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
+    const auto type = typeOf(datatype);
+    const size_t total = elements(sendcount, h.nranks, type, "sendcount");
+    c.allGather(buffer(sendbuff, sendcount, type, "sendbuff"),
+                buffer(recvbuff, total, type, "recvbuff"),
+                optionsFor(stream, 1.0, config, "all_gather"));
+  });
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclAllGather", comm, [&](Communicator& c, const ncclComm& h) {
+  return allGatherCall("ncclAllGather", sendbuff, recvbuff, sendcount, datatype, comm, stream,
+                       nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclAllGatherConfig, const void* sendbuff, void* recvbuff, size_t sendcount,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                 const ncclCollConfig_t* config) {
+  return allGatherCall("ncclAllGatherConfig", sendbuff, recvbuff, sendcount, datatype, comm, stream,
+                       config);
+}
+
+namespace {
+
+ncclResult_t reduceScatterCall(const char* entryPoint, const void* sendbuff, void* recvbuff,
+                               size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream,
+                               const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    const size_t total = elements(sendcount, h.nranks, type, "sendcount");
-    c.allGather(buffer(sendbuff, sendcount, type, "sendbuff"),
-                buffer(recvbuff, total, type, "recvbuff"), optionsFor(stream));
+    const auto red = resolveOp(h, op, type);
+    const size_t total = elements(recvcount, h.nranks, type, "recvcount");
+    c.reduceScatter(buffer(sendbuff, total, type, "sendbuff"),
+                    buffer(recvbuff, recvcount, type, "recvbuff"), red.op,
+                    optionsFor(stream, red.scalar, config, "reduce_scatter"));
   });
 }
+
+}  // namespace
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  return collective("ncclReduceScatter", comm, [&](Communicator& c, const ncclComm& h) {
+  return reduceScatterCall("ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, comm,
+                           stream, nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatterConfig, const void* sendbuff, void* recvbuff,
+         size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+         cudaStream_t stream, const ncclCollConfig_t* config);
+ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream, const ncclCollConfig_t* config) {
+  return reduceScatterCall("ncclReduceScatterConfig", sendbuff, recvbuff, recvcount, datatype, op,
+                           comm, stream, config);
+}
+
+namespace {
+
+ncclResult_t alltoAllCall(const char* entryPoint, const void* sendbuff, void* recvbuff,
+                          size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream, const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
-    const auto red = resolveOp(h, op, type);
-    const size_t total = elements(recvcount, h.nranks, type, "recvcount");
-    c.reduceScatter(buffer(sendbuff, total, type, "sendbuff"),
-                    buffer(recvbuff, recvcount, type, "recvbuff"), red.op,
-                    optionsFor(stream, red.scalar));
+    const size_t total = elements(count, h.nranks, type, "count");
+    c.allToAll(buffer(sendbuff, total, type, "sendbuff"), buffer(recvbuff, total, type, "recvbuff"),
+               optionsFor(stream, 1.0, config, "all_to_all"));
   });
 }
+
+}  // namespace
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclAlltoAll", comm, [&](Communicator& c, const ncclComm& h) {
-    const auto type = typeOf(datatype);
-    const size_t total = elements(count, h.nranks, type, "count");
-    c.allToAll(buffer(sendbuff, total, type, "sendbuff"), buffer(recvbuff, total, type, "recvbuff"),
-               optionsFor(stream));
-  });
+  return alltoAllCall("ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream, nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAllConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+                                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+                                const ncclCollConfig_t* config) {
+  return alltoAllCall("ncclAlltoAllConfig", sendbuff, recvbuff, count, datatype, comm, stream,
+                      config);
 }
 
 NCCL_API(ncclResult_t, ncclAllToAllv, const void* sendbuff, const size_t sendcounts[],
@@ -294,28 +427,71 @@ ncclResult_t ncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendRo
                           datatype, /*recvSplitsKnown=*/true, comm, stream);
 }
 
+namespace {
+
+ncclResult_t gatherCall(const char* entryPoint, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+                        const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
+    const auto type = typeOf(datatype);
+    const size_t total = elements(count, h.nranks, type, "count");
+    c.gather(buffer(sendbuff, count, type, "sendbuff"),
+             rootBuffer(recvbuff, total, type, "recvbuff", root, h), root,
+             optionsFor(stream, 1.0, config, "gather"));
+  });
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclGather", comm, [&](Communicator& c, const ncclComm& h) {
+  return gatherCall("ncclGather", sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclGatherConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream, const ncclCollConfig_t* config) {
+  return gatherCall("ncclGatherConfig", sendbuff, recvbuff, count, datatype, root, comm, stream,
+                    config);
+}
+
+namespace {
+
+ncclResult_t scatterCall(const char* entryPoint, const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+                         const ncclCollConfig_t* config) {
+  return collective(entryPoint, comm, [&](Communicator& c, const ncclComm& h) {
     const auto type = typeOf(datatype);
     const size_t total = elements(count, h.nranks, type, "count");
-    c.gather(buffer(sendbuff, count, type, "sendbuff"),
-             rootBuffer(recvbuff, total, type, "recvbuff", root, h), root, optionsFor(stream));
+    c.scatter(rootBuffer(sendbuff, total, type, "sendbuff", root, h),
+              buffer(recvbuff, count, type, "recvbuff"), root,
+              optionsFor(stream, 1.0, config, "scatter"));
   });
 }
+
+}  // namespace
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return collective("ncclScatter", comm, [&](Communicator& c, const ncclComm& h) {
-    const auto type = typeOf(datatype);
-    const size_t total = elements(count, h.nranks, type, "count");
-    c.scatter(rootBuffer(sendbuff, total, type, "sendbuff", root, h),
-              buffer(recvbuff, count, type, "recvbuff"), root, optionsFor(stream));
-  });
+  return scatterCall("ncclScatter", sendbuff, recvbuff, count, datatype, root, comm, stream,
+                     nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclScatterConfig, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+         const ncclCollConfig_t* config);
+ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, int root, ncclComm_t comm,
+                               cudaStream_t stream, const ncclCollConfig_t* config) {
+  return scatterCall("ncclScatterConfig", sendbuff, recvbuff, count, datatype, root, comm, stream,
+                     config);
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,

@@ -1,5 +1,5 @@
-"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (exactly NCCL 2.28.9's, with
-pnccl* aliases), sonames, a program binding every export at load, and a few functions called
+"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (NCCL 2.28.9's and those of
+NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, and a few functions called
 through ctypes and from a plain C program (no GPU needed)."""
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ NCCL_H = (
     "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
+# NCCL 2.31's per-collective config calls.
+NCCL_2_31 = (
+    "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
+    "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
+)  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
     "ncclAllToAllvDynamicKnownCounts",
 )  # fmt: skip
-EXPORTED = NCCL_H + EXTRA
+EXPORTED = NCCL_H + NCCL_2_31 + EXTRA
 IMPLEMENTED = EXPORTED
 LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
 

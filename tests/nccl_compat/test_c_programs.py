@@ -16,6 +16,17 @@ def test_collectives(nranks):
         assert f"rank {r.rank}: passed (0 failures)" in r.stdout
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_per_collective_config_calls(nranks):
+    results = run_ranks(build("coll_config.c"), nranks, env=rank_env({"RCCLX_DEBUG": "INFO"}))
+    check_ranks(results)
+    log = results[0].stderr
+    # each all_reduce's choice, in call order: automatic twice, then Tree as dda_tree, the first
+    # algorithm this library has in "NVLS,ring", the allreduce segment, automatic twice more
+    for picked in ("-> dda_tree", "-> ring", "-> dda_flat (forced"):
+        assert picked in log, log
+
+
 def test_collectives_over_tcp_with_nccl_comm_id():
     # NCCL_COMM_ID: every rank calls ncclGetUniqueId itself; rank 0 hosts the store there.
     env = rank_env({"RCCLX_TRANSPORT": "tcp"}, comm_id=True)
