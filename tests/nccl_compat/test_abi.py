@@ -1,6 +1,6 @@
 """The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (NCCL 2.28.9's and those of
-NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, and a few functions called
-through ctypes and from a plain C program (no GPU needed)."""
+NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, and a
+few functions called through ctypes and from a plain C program (no GPU needed)."""
 
 from __future__ import annotations
 

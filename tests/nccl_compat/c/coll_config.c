@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
   int32_t x = 1;
   EXPECT_ERROR(ncclAllReduceConfig(&x, &x, 1, ncclInt32, ncclSum, comm, NULL, &config),
                ncclInvalidArgument, "config->algSelection 'NVLS'");
-  EXPECT_ERROR(ncclAllGatherConfig(&x, &x, 0, ncclInt32, comm, NULL, &config),
-               ncclInvalidArgument, "for all_gather");
+  EXPECT_ERROR(ncclAllGatherConfig(&x, &x, 0, ncclInt32, comm, NULL, &config), ncclInvalidArgument,
+               "for all_gather");
   config.forceAlgSelection = 0;
   all_reduce_with(&config, "an unforced NVLS");
   ncclCollConfig_t raw;
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
                ncclInvalidArgument, "config->magic 0x0");
   raw = config;
   raw.size = 8;
-  EXPECT_ERROR(ncclBroadcastConfig(&x, &x, 1, ncclInt32, 0, comm, NULL, &raw),
-               ncclInvalidArgument, "config->size 8");
+  EXPECT_ERROR(ncclBroadcastConfig(&x, &x, 1, ncclInt32, 0, comm, NULL, &raw), ncclInvalidArgument,
+               "config->size 8");
   NCCLCHECK(ncclCommDestroy(comm));
   printf("rank %d: %s (%d failures)\n", R, g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;
