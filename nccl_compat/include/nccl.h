@@ -173,11 +173,13 @@ typedef struct ncclCollConfig_v23100 {
   uint64_t userProfilerTag;
 } ncclCollConfig_t;
 
-#define NCCL_COLLCONFIG_INITIALIZER                                                      \
-  {sizeof(ncclCollConfig_t), NCCL_API_MAGIC,        NCCL_VERSION_CODE,                    \
-   NCCL_CONFIG_UNDEF_PTR,    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                \
-   NCCL_CONFIG_UNDEF_INT,    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR,                \
-   1,                        NCCL_CONFIG_UNDEF_INT, 0}
+#define NCCL_COLLCONFIG_INITIALIZER                 \
+  {sizeof(ncclCollConfig_t), NCCL_API_MAGIC,        \
+   NCCL_VERSION_CODE,        NCCL_CONFIG_UNDEF_PTR, \
+   NCCL_CONFIG_UNDEF_INT,    NCCL_CONFIG_UNDEF_INT, \
+   NCCL_CONFIG_UNDEF_INT,    NCCL_CONFIG_UNDEF_INT, \
+   NCCL_CONFIG_UNDEF_PTR,    1,                     \
+   NCCL_CONFIG_UNDEF_INT,    0}
 
 /* What ncclGroupSimulateEnd reports. */
 typedef struct ncclSimInfo_v22200 {

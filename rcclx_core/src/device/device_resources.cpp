@@ -92,8 +92,8 @@ void* DeviceResources::scratch(size_t bytes, void* stream, const char* what) {
   if (scratch_ != nullptr) {
     // Calls queued before (on any stream) may still read the old scratch: it goes once the GPU
     // is done with them. Growth is rare: the largest call so far sets the size.
-    CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "waiting for the calls using the old scratch (",
-                    what, ")");
+    CTRAN_GPU_CHECK(gpuDeviceSynchronize(), "waiting for the calls using the old scratch (", what,
+                    ")");
     CTRAN_GPU_CHECK(gpuFree(scratch_), "freeing the old scratch (", what, ")");
     scratch_ = nullptr;
     scratchBytes_ = 0;

@@ -183,8 +183,8 @@ static void mode_initall_missing_gpu(void) {
   const double start = now_ms();
   const ncclResult_t res = ncclCommInitAll(comms, ngpu + 1, NULL);
   const double took = now_ms() - start;
-  EXPECT(res == ncclInvalidArgument, "ncclCommInitAll of %d ranks on %d GPUs returned %d",
-         ngpu + 1, ngpu, (int)res);
+  EXPECT(res == ncclInvalidArgument, "ncclCommInitAll of %d ranks on %d GPUs returned %d", ngpu + 1,
+         ngpu, (int)res);
   EXPECT(took < 2000.0, "ncclCommInitAll took %.0f ms to fail", took);
   const char* why = ncclGetLastError(NULL);
   EXPECT(strstr(why, "device") != NULL && strstr(why, "sees") != NULL, "last error: %s", why);
