@@ -545,6 +545,43 @@ ncclResult_t pncclAllToAllvDynamicKnownCounts(const void* sendbuff, size_t sendR
                                               ncclComm_t comm, cudaStream_t stream);
 #define RCCLX_ALLTOALLV_DYNAMIC 1
 
+/* NCCL 2.31's parameter calls, over RCCLX's knobs: the keys are the knob names (RCCLX_*,
+ * RCCL_* and the NCCL_* ones RCCLX honours; a key without its prefix is also tried with NCCL_,
+ * RCCLX_ and RCCL_), each read as the library reads it (the environment, else the default) when
+ * asked. Booleans read as 0 / 1 and byte sizes in bytes; a value that does not fit the type
+ * asked is ncclInvalidArgument. ncclParamGet writes a numeric parameter as its 8-byte int64_t
+ * and a string as its bytes. Strings returned stay valid until the thread's next such call. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+ncclResult_t ncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+/* Logs every parameter and its value at INFO (RCCLX_DEBUG or NCCL_DEBUG=INFO). */
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 // Registration of rcclx_core's knob table.
 #include "config.hpp"
 
+#include "rcclx/knobs.hpp"
+
 namespace rcclx {
 namespace {
 
@@ -19,6 +21,11 @@ void declareKnobs() {
     return true;
   }();
   (void)declared;
+}
+
+std::vector<ctran::KnobValue> knobs() {
+  declareKnobs();
+  return ctran::config::dump();
 }
 
 }  // namespace rcclx

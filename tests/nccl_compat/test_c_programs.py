@@ -27,6 +27,19 @@ def test_per_collective_config_calls(nranks):
         assert picked in log, log
 
 
+def test_parameter_calls_read_the_knobs():
+    env = rank_env(
+        {
+            "RCCLX_TIMEOUT_MS": "70000",
+            "RCCLX_P2P_CHUNK_BYTES": "16M",
+            "RCCL_LOW_PRECISION_ENABLE": "1",
+            "NCCL_DEBUG": "WARN",
+        }
+    )
+    (result,) = run_ranks(build("params.c"), 1, env=env)
+    check_ranks([result])
+
+
 def test_collectives_over_tcp_with_nccl_comm_id():
     # NCCL_COMM_ID: every rank calls ncclGetUniqueId itself; rank 0 hosts the store there.
     env = rank_env({"RCCLX_TRANSPORT": "tcp"}, comm_id=True)
