@@ -198,6 +198,19 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
       comm);
 }
 
+NCCL_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  return boundary(
+      "ncclWinGetUserPtr",
+      [&] {
+        CommUse use(comm, false);
+        CTRAN_CHECK(outUserPtr != nullptr, ctran::InvalidArgument, "outUserPtr is NULL");
+        *outUserPtr =
+            rcclx::nccl::gWindows.owned(win, &use.handle(), "win", "ncclCommWindowRegister")->base;
+      },
+      comm);
+}
+
 NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements* reqs,
          ncclDevComm* outDevComm);
 ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) {

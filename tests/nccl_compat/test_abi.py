@@ -30,14 +30,14 @@ NCCL_H = (
     "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
-# NCCL 2.31's per-collective config calls and parameter calls.
+# NCCL 2.31's per-collective config calls, parameter calls and ncclWinGetUserPtr.
 NCCL_2_31 = (
     "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
     "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
     "ncclParamBind", "ncclParamDumpAll", "ncclParamGet", "ncclParamGetAllParameterKeys",
     "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetI8",
     "ncclParamGetParameter", "ncclParamGetStr", "ncclParamGetU16", "ncclParamGetU32",
-    "ncclParamGetU64", "ncclParamGetU8",
+    "ncclParamGetU64", "ncclParamGetU8", "ncclWinGetUserPtr",
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",

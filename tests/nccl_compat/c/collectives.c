@@ -411,7 +411,11 @@ static void test_memory_and_windows(void) {
       break;
     }
   }
+  void* user = NULL;
+  NCCLCHECK(ncclWinGetUserPtr(comm, win, &user));
+  EXPECT(user == (void*)p, "ncclWinGetUserPtr gave %p for %p", user, (void*)p);
   NCCLCHECK(ncclCommWindowDeregister(comm, win));
+  EXPECT_ERROR(ncclWinGetUserPtr(comm, win, &user), ncclInvalidArgument, "not a live handle");
   void* handle = NULL;
   NCCLCHECK(ncclCommRegister(comm, p, bytes, &handle));
   NCCLCHECK(ncclCommDeregister(comm, handle));
