@@ -6,7 +6,8 @@
  * program compiled against this header runs on NCCL. Every function also exists as a p-prefixed
  * alias (pncclAllReduce, ...) for profilers. The header needs no CUDA installation: without
  * <cuda_runtime.h> it declares cudaStream_t as the CUDA runtime does (an opaque pointer), so
- * plain C programs on host memory compile against it.
+ * plain C programs on host memory compile against it. Of NCCL 2.31 it has the per-collective
+ * config calls, the parameter calls and ncclWinGetUserPtr so far.
  *
  * Behaviour specific to RCCLX (host-memory communicators, what each call maps onto) is
  * documented in docs/nccl_compat.rst.
@@ -22,6 +23,15 @@
 #if __has_include(<cuda_runtime.h>)
 #include <cuda_runtime.h>
 #define RCCLX_NCCL_HAVE_CUDA_RUNTIME 1
+/* As NVIDIA's nccl.h: programs written against it use half, __nv_bfloat16 and the fp8 types
+ * without including their headers. */
+#include <cuda_fp16.h>
+#if CUDART_VERSION >= 11000
+#include <cuda_bf16.h>
+#endif
+#if defined(__cplusplus) && CUDART_VERSION >= 11080
+#include <cuda_fp8.h>
+#endif
 #endif
 #endif
 #ifndef RCCLX_NCCL_HAVE_CUDA_RUNTIME

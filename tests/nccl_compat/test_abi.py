@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -286,3 +287,16 @@ def test_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
         check=True,
     )  # fmt: skip
     assert subprocess.run([str(tmp_path / "use")]).returncode == 0
+
+
+def test_nccl_h_brings_the_cuda_half_bfloat16_and_fp8_types(tmp_path):
+    # NVIDIA's nccl.h includes cuda_fp16.h, cuda_bf16.h and (C++) cuda_fp8.h; programs such as
+    # nccl-tests use `half` without including them.
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    source = Path(__file__).resolve().parent / "c" / "cuda_types.cu"
+    command = [nvcc, "-std=c++17", "-c", f"-I{rcclx_nccl.include_dir()}", str(source)]
+    done = subprocess.run([*command, "-o", str(tmp_path / "cuda_types.o")], capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
