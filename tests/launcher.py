@@ -268,6 +268,8 @@ def launch(
     for r, p in enumerate(procs):
         results[r].exitcode = p.exitcode
     del server
+    if ngpus and any(res.error_type is not None for res in results):
+        _after_gpu_failure()
     if not expect_errors:
         failed = [res for res in results if res.error_type is not None]
         if failed:
@@ -277,6 +279,15 @@ def launch(
             )
             raise LaunchError(f"{len(failed)} of {nranks} ranks failed:\n{msg}")
     return results
+
+
+def _after_gpu_failure() -> None:
+    """Under MPS a rank that failed or was killed mid-kernel sends the MPS server into recovery;
+    the next launch's ranks would fail CUDA's initialisation meanwhile, so wait it out here."""
+    from rcclx_core.perf import mps
+
+    if mps.active() and not mps.wait_ready():
+        raise LaunchError("the MPS server did not accept new clients within 30 s of a failure")
 
 
 def values(results: list[RankResult]) -> list[Any]:

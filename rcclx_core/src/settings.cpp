@@ -28,6 +28,7 @@ Settings Settings::read(const CommConfig& config) {
   s.p2pChunkBytes = static_cast<size_t>(knob::RCCLX_P2P_CHUNK_BYTES(h));
   s.p2pSlots = static_cast<int>(knob::RCCLX_P2P_SLOTS(h));
   s.ddaEnable = knob::RCCLX_DDA_ENABLE(h);
+  s.deterministic = knob::RCCLX_DETERMINISTIC(h);
   s.ddaChunkBytes = static_cast<size_t>(knob::RCCLX_DDA_CHUNK_BYTES(h));
   CTRAN_CHECK(s.ddaChunkBytes >= 4096, ctran::InvalidArgument,
               "RCCLX_DDA_CHUNK_BYTES=", s.ddaChunkBytes, " must be at least 4096");

@@ -21,6 +21,7 @@ struct Settings {
   size_t p2pChunkBytes = 0;
   int p2pSlots = 0;
   bool ddaEnable = true;
+  bool deterministic = true;  ///< RCCLX_DETERMINISTIC: host reductions in the fold order
   size_t ddaChunkBytes = 0;
   int64_t timeoutMs = 0;  ///< RCCLX_TIMEOUT_MS
 

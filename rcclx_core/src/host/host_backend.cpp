@@ -10,6 +10,7 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "host/allreduce/allreduce.hpp"
+#include "host/collectives/collectives.hpp"
 #include "host/cpu/reduce.hpp"
 #include "host/direct/direct_arena.hpp"
 #include "host/executor.hpp"
@@ -63,7 +64,9 @@ HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
       rank_(group.rank()),
       nranks_(group.nranks()),
       nHosts_(group.topology().nHosts),
-      layout_(HostLayout::from(group.topology())) {
+      layout_(HostLayout::from(group.topology())),
+      foldOrder_(FoldOrder::of(layout_)),
+      reductions_{settings.deterministic} {
   channels_ = std::make_unique<Channels>(group, settings.p2pChunkBytes, settings.p2pSlots,
                                          settings.timeoutMs);
   lp_ = std::make_unique<lp::HostLowPrecision>(*channels_, settings.lp.anyEnabled());
@@ -152,18 +155,22 @@ void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataT
   const RedOp combine = combineOp(op);
   switch (algo) {
     case AllReduceAlgo::kDdaFlat:
-      ddaFlatAllReduce(*arena_, send, recv, count, type, combine, tag);
+      ddaFlatAllReduce(*arena_, foldOrder_, send, recv, count, type, combine, tag);
       break;
     case AllReduceAlgo::kDdaTree:
-      ddaTreeAllReduce(*arena_, send, recv, count, type, combine, tag);
+      ddaTreeAllReduce(*arena_, foldOrder_, send, recv, count, type, combine, tag);
       break;
     case AllReduceAlgo::kFlat:
-      flatAllReduce(*channels_, send, recv, count, type, combine, tag);
+      flatAllReduce(*channels_, foldOrder_, send, recv, count, type, combine, tag);
       break;
     case AllReduceAlgo::kHierarchical:
-      hierarchicalAllReduce(*channels_, layout_, send, recv, count, type, combine, tag);
+      hierarchicalAllReduce(*channels_, layout_, reductions_, send, recv, count, type, combine,
+                            tag);
       break;
-    default: ringAllReduce(*channels_, send, recv, count, type, combine, tag); break;
+    default:
+      reductions_.allReduce(*channels_, RankGroup::all(rank_, nranks_), foldOrder_, send, recv,
+                            count, type, combine, tag);
+      break;
   }
   if (op == RedOp::kAvg) cpu::divide(recv, count, type, nranks_);
 }
@@ -203,7 +210,10 @@ WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType
       chooseCollective(CostCollective::kReduce, count * dataTypeSize(type), root, tag);
   Channels* ch = channels_.get();
   const HostLayout* lay = &layout_;
+  const FoldOrder* order = &foldOrder_;
+  const GroupReductions* red = &reductions_;
   const int n = nranks_;
+  const int me = rank_;
   const bool isRoot = rank_ == root;
   const double scalar = opts.premulScalar;
   return submit(
@@ -217,11 +227,15 @@ WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType
         }
         const RedOp c = combineOp(op);
         switch (algo) {
-          case CollectiveAlgo::kFlat: flatReduce(*ch, in, recv, count, type, c, root, tag); break;
-          case CollectiveAlgo::kHierarchical:
-            hierarchicalReduce(*ch, *lay, in, recv, count, type, c, root, tag);
+          case CollectiveAlgo::kFlat:
+            flatReduce(*ch, *order, in, recv, count, type, c, root, tag);
             break;
-          default: chainReduce(*ch, in, recv, count, type, c, root, tag); break;
+          case CollectiveAlgo::kHierarchical:
+            hierarchicalReduce(*ch, *lay, *red, in, recv, count, type, c, root, tag);
+            break;
+          default:
+            red->reduce(*ch, RankGroup::all(me, n), *order, in, recv, count, type, c, root, tag);
+            break;
         }
         if (op == RedOp::kAvg && isRoot) cpu::divide(recv, count, type, n);
       },
@@ -305,7 +319,10 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
       chooseCollective(CostCollective::kReduceScatter, total * dataTypeSize(type), 0, tag);
   Channels* ch = channels_.get();
   const HostLayout* lay = &layout_;
+  const FoldOrder* order = &foldOrder_;
+  const GroupReductions* red = &reductions_;
   const int n = nranks_;
+  const int me = rank_;
   const size_t mine = counts[rank_];
   const double scalar = opts.premulScalar;
   return submit(
@@ -320,12 +337,15 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
         const RedOp c = combineOp(op);
         switch (algo) {
           case CollectiveAlgo::kFlat:
-            flatReduceScatterV(*ch, in, recv, counts, displs, type, c, tag);
+            flatReduceScatterV(*ch, *order, in, recv, counts, displs, type, c, tag);
             break;
           case CollectiveAlgo::kHierarchical:
-            hierarchicalReduceScatterV(*ch, *lay, in, recv, counts, displs, type, c, tag);
+            hierarchicalReduceScatterV(*ch, *lay, *red, in, recv, counts, displs, type, c, tag);
             break;
-          default: ringReduceScatterV(*ch, in, recv, counts, displs, type, c, tag); break;
+          default:
+            red->reduceScatterV(*ch, RankGroup::all(me, n), *order, in, recv, counts, displs, type,
+                                c, tag);
+            break;
         }
         if (op == RedOp::kAvg) cpu::divide(recv, mine, type, n);
       },

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "host/collectives/collectives.hpp"
+#include "host/collectives/group_reductions.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/p2p/host_layout.hpp"
 #include "rcclx/buffer.hpp"
 #include "rcclx/work.hpp"
@@ -104,7 +106,9 @@ class HostBackend {
   int rank_;
   int nranks_;
   int nHosts_;
-  HostLayout layout_;  ///< ranks by host, for the hierarchical algorithms and the cost model
+  HostLayout layout_;    ///< ranks by host, for the hierarchical algorithms and the cost model
+  FoldOrder foldOrder_;  ///< the order every reduction folds the ranks' inputs in
+  GroupReductions reductions_;  ///< deterministic (RCCLX_DETERMINISTIC) or ring/chain
   std::unique_ptr<Channels> channels_;
   std::unique_ptr<DirectArena> arena_;
   std::unique_ptr<Executor> executor_;

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -53,6 +54,23 @@ def describe(env=None) -> str:
     share = env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
     limit = f", CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={share}" if share else ", no SM limit"
     return f"MPS on ({pipe_dir(env)}{limit}): the ranks' kernels run at once"
+
+
+_PROBE = "import ctran, sys; sys.exit(0 if ctran.cuda_device_count()[0] > 0 else 1)"
+
+
+def wait_ready(timeout_s: float = 30.0) -> bool:
+    """Whether a new process can use the GPU, asked of fresh processes until one can or
+    ``timeout_s`` passes. After a client dies mid-kernel (a fault test, a killed rank) the MPS
+    server recovers for a while, and a process starting then fails CUDA's initialisation
+    ("MPS server is not ready", error 807) for good."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if subprocess.run([sys.executable, "-c", _PROBE], check=False).returncode == 0:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
 
 
 class Daemon:

@@ -12,41 +12,51 @@ namespace rcclx {
 
 class Channels;
 class DirectArena;
+class FoldOrder;
 class RankGroup;
+struct GroupReductions;
 struct HostLayout;
 
 /// Ring reduce-scatter then ring all-gather over point-to-point channels: bandwidth-optimal,
-/// works across hosts. Each segment is reduced once, in ring order, then forwarded.
+/// works across hosts. Each segment is reduced once, in ring order starting where the segment
+/// does, then forwarded (runs only when reductions need not be deterministic).
 void ringAllReduce(Channels& channels, const void* send, void* recv, size_t count, DataType type,
                    RedOp op, uint64_t tag);
 /// The ring among the ranks of `group` only (the others do not take part).
 void ringAllReduce(Channels& channels, const RankGroup& group, const void* send, void* recv,
                    size_t count, DataType type, RedOp op, uint64_t tag);
 
-/// Flat: every rank sends each chunk of its input to every peer over the channels, then reduces
-/// all ranks' chunks in rank order. One step per chunk, n - 1 copies of the input sent; works
+/// Direct ring: a flat reduce-scatter (each rank folds its block from every rank's input in
+/// `order`), then a ring all-gather. What "ring" runs when reductions are deterministic.
+void directRingAllReduce(Channels& channels, const RankGroup& group, const FoldOrder& order,
+                         const void* send, void* recv, size_t count, DataType type, RedOp op,
+                         uint64_t tag);
+
+/// Flat: every rank sends each chunk of its input to every peer over the channels, then folds
+/// all ranks' chunks in `order`. One step per chunk, n - 1 copies of the input sent; works
 /// across hosts; for small messages.
-void flatAllReduce(Channels& channels, const void* send, void* recv, size_t count, DataType type,
-                   RedOp op, uint64_t tag);
+void flatAllReduce(Channels& channels, const FoldOrder& order, const void* send, void* recv,
+                   size_t count, DataType type, RedOp op, uint64_t tag);
 
-/// Hierarchical, across hosts. Every host with as many ranks ("split rail"): a ring
-/// reduce-scatter inside each host leaves local rank j with block j summed over its host; the
-/// ranks of local index j ring-allreduce that block across hosts; a ring all-gather inside each
-/// host completes it. Hosts of uneven sizes (leader-based): a chain reduce to each host's first
-/// rank, the leaders' ring, a chain broadcast inside each host. Each element is reduced once,
-/// so every rank holds the same bits.
-void hierarchicalAllReduce(Channels& channels, const HostLayout& layout, const void* send,
-                           void* recv, size_t count, DataType type, RedOp op, uint64_t tag);
+/// Hierarchical, across hosts. Every host with as many ranks ("split rail"): a reduce-scatter
+/// inside each host leaves local rank j with block j summed over its host; the ranks of local
+/// index j allreduce that block across hosts; a ring all-gather inside each host completes it.
+/// Hosts of uneven sizes (leader-based): a reduce to each host's first rank, the leaders'
+/// allreduce, a chain broadcast inside each host. Each level reduces through `reductions`, so
+/// every rank holds the same bits (and, deterministic, the fold order's).
+void hierarchicalAllReduce(Channels& channels, const HostLayout& layout,
+                           const GroupReductions& reductions, const void* send, void* recv,
+                           size_t count, DataType type, RedOp op, uint64_t tag);
 
-/// DDA flat: every rank stages its input, then loads every rank's staged input and reduces
-/// all of them locally in rank order. One synchronisation per chunk; for small messages.
-void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
-                      RedOp op, uint64_t tag);
+/// DDA flat: every rank stages its input, then loads every rank's staged input and folds all
+/// of them locally in `order`. One synchronisation per chunk; for small messages.
+void ddaFlatAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
+                      size_t count, DataType type, RedOp op, uint64_t tag);
 
-/// DDA tree: every rank stages its input; rank r reduces slice r of all inputs (direct loads,
-/// rank order) into its result region; then every rank copies all result slices. Two
+/// DDA tree: every rank stages its input; rank r folds slice r of all inputs (direct loads,
+/// in `order`) into its result region; then every rank copies all result slices. Two
 /// synchronisations per chunk, 1/n of the reduction work per rank; for medium messages.
-void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
-                      RedOp op, uint64_t tag);
+void ddaTreeAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
+                      size_t count, DataType type, RedOp op, uint64_t tag);
 
 }  // namespace rcclx

@@ -1,16 +1,16 @@
-// DDA flat allreduce: stage, then every rank reduces every rank's staged input.
+// DDA flat allreduce: stage, then every rank folds every rank's staged input.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "host/allreduce/allreduce.hpp"
-#include "host/cpu/reduce.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/direct/direct_arena.hpp"
 
 namespace rcclx {
 
-void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
-                      RedOp op, uint64_t tag) {
+void ddaFlatAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
+                      size_t count, DataType type, RedOp op, uint64_t tag) {
   const int n = arena.nranks();
   const size_t elem = dataTypeSize(type);
   const size_t chunkElems = arena.slotBytes() / elem;
@@ -25,7 +25,7 @@ void ddaFlatAllReduce(DirectArena& arena, const void* send, void* recv, size_t c
     arena.publish(0, s);
     arena.waitPeers(0, s);
     for (int p = 0; p < n; ++p) srcs[p] = arena.peerInput(p, s);
-    cpu::reduceMany(out + done * elem, srcs.data(), n, len, type, op);
+    order.fold(out + done * elem, srcs.data(), n, len, type, op);
     arena.endStep(s);
     done += len;
   } while (done < count);

@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "host/allreduce/allreduce.hpp"
-#include "host/cpu/reduce.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/direct/direct_arena.hpp"
 
 namespace rcclx {
 
-void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t count, DataType type,
-                      RedOp op, uint64_t tag) {
+void ddaTreeAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
+                      size_t count, DataType type, RedOp op, uint64_t tag) {
   const int n = arena.nranks();
   const int r = arena.rank();
   const size_t elem = dataTypeSize(type);
@@ -32,7 +32,7 @@ void ddaTreeAllReduce(DirectArena& arena, const void* send, void* recv, size_t c
     arena.publish(0, s);
     arena.waitPeers(0, s);
     for (int p = 0; p < n; ++p) srcs[p] = arena.peerInput(p, s) + lo(r) * elem;
-    cpu::reduceMany(arena.result(s) + lo(r) * elem, srcs.data(), n, hi(r) - lo(r), type, op);
+    order.fold(arena.result(s) + lo(r) * elem, srcs.data(), n, hi(r) - lo(r), type, op);
     arena.publish(1, s);
     arena.waitPeers(1, s);
     for (int i = 0; i < n; ++i) {

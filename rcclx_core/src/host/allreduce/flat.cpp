@@ -1,17 +1,17 @@
 // Flat allreduce over point-to-point channels: each chunk of every rank's input goes to every
-// peer in one step, and every rank reduces all of them in rank order (identical bits).
+// peer in one step, and every rank folds all of them in the fold order (identical bits).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "host/allreduce/allreduce.hpp"
-#include "host/cpu/reduce.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/p2p/channels.hpp"
 
 namespace rcclx {
 
-void flatAllReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type,
-                   RedOp op, uint64_t tag) {
+void flatAllReduce(Channels& ch, const FoldOrder& order, const void* send, void* recv, size_t count,
+                   DataType type, RedOp op, uint64_t tag) {
   const int n = ch.nranks();
   const int r = ch.rank();
   const size_t elem = dataTypeSize(type);
@@ -35,8 +35,7 @@ void flatAllReduce(Channels& ch, const void* send, void* recv, size_t count, Dat
       ch.commitSend(p, len * elem, tag);
     }
     for (int p = 0; p < n; ++p) srcs[p] = p == r ? mine : ch.acquireRecv(p, len * elem, tag);
-    // reduceMany reads every source of a block before writing it, so `out` may be `mine`.
-    cpu::reduceMany(out + done * elem, srcs.data(), n, len, type, op);
+    order.fold(out + done * elem, srcs.data(), n, len, type, op);  // `out` may be `mine`
     for (int p = 0; p < n; ++p) {
       if (p != r) ch.releaseRecv(p);
     }

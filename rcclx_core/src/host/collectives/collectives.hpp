@@ -14,7 +14,9 @@
 namespace rcclx {
 
 class Channels;
+class FoldOrder;
 class RankGroup;
+struct GroupReductions;
 struct HostLayout;
 
 /// One message of a grouped exchange.
@@ -77,16 +79,30 @@ void ringReduceScatterV(Channels& ch, const RankGroup& group, const void* send, 
 /// all_gather_v in one exchange: this rank's block to every peer.
 void flatAllGatherV(Channels& ch, const void* send, void* recv, const std::vector<size_t>& counts,
                     const std::vector<size_t>& displs, size_t elemBytes, uint64_t tag);
-/// reduce_scatter_v: block p of each chunk to rank p, which reduces them in rank order.
-void flatReduceScatterV(Channels& ch, const void* send, void* recv,
+/// reduce_scatter_v: block p of each chunk to rank p, which folds them in `order`.
+void flatReduceScatterV(Channels& ch, const FoldOrder& order, const void* send, void* recv,
                         const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                         DataType type, RedOp op, uint64_t tag);
+/// The same among `group`: counts and displs indexed by member.
+void flatReduceScatterV(Channels& ch, const RankGroup& group, const FoldOrder& order,
+                        const void* send, void* recv, const std::vector<size_t>& counts,
+                        const std::vector<size_t>& displs, DataType type, RedOp op, uint64_t tag);
 /// broadcast: the root sends to every rank.
 void flatBroadcast(Channels& ch, const void* send, void* recv, size_t bytes, int root,
                    uint64_t tag);
-/// reduce: every rank sends each chunk to the root, which reduces them in rank order.
-void flatReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
-                int root, uint64_t tag);
+/// reduce: every rank sends each chunk to the root, which folds them in `order`.
+void flatReduce(Channels& ch, const FoldOrder& order, const void* send, void* recv, size_t count,
+                DataType type, RedOp op, int root, uint64_t tag);
+
+// --- Direct forms: every element folded once, from the inputs (fold_order.hpp) ---
+
+/// `count` split into `n` blocks as evenly as possible (the first count % n one longer); their
+/// offsets in `displs`.
+std::vector<size_t> evenBlocks(size_t count, int n, std::vector<size_t>& displs);
+/// reduce among `group` to its member `root`: a flat reduce-scatter of even blocks, then each
+/// block to the root (only the root's recv is written).
+void directReduce(Channels& ch, const RankGroup& group, const FoldOrder& order, const void* send,
+                  void* recv, size_t count, DataType type, RedOp op, int root, uint64_t tag);
 
 // --- Hierarchical forms, across hosts (host_layout.hpp) ---
 
@@ -96,21 +112,23 @@ void flatReduce(Channels& ch, const void* send, void* recv, size_t count, DataTy
 void hierarchicalAllGatherV(Channels& ch, const HostLayout& layout, const void* send, void* recv,
                             const std::vector<size_t>& counts, const std::vector<size_t>& displs,
                             size_t elemBytes, uint64_t tag);
-/// reduce_scatter_v. Split rail: the input packed by rail, a ring reduce-scatter inside each
-/// host, then each rail's ring reduce-scatter across hosts. Leader-based: the input packed by
-/// host, a chain reduce to each leader, the leaders' ring reduce-scatter of their hosts'
-/// blocks, each leader sends its ranks their blocks.
-void hierarchicalReduceScatterV(Channels& ch, const HostLayout& layout, const void* send,
-                                void* recv, const std::vector<size_t>& counts,
+/// reduce_scatter_v. Split rail: the input packed by rail, a reduce-scatter inside each host,
+/// then each rail's reduce-scatter across hosts. Leader-based: the input packed by host, a
+/// reduce to each leader, the leaders' reduce-scatter of their hosts' blocks, each leader sends
+/// its ranks their blocks. Every level reduces through `reductions`.
+void hierarchicalReduceScatterV(Channels& ch, const HostLayout& layout,
+                                const GroupReductions& reductions, const void* send, void* recv,
+                                const std::vector<size_t>& counts,
                                 const std::vector<size_t>& displs, DataType type, RedOp op,
                                 uint64_t tag);
 /// broadcast: a chain across hosts among the representatives (the root, every other host's
 /// leader), then a chain inside each host from its representative.
 void hierarchicalBroadcast(Channels& ch, const HostLayout& layout, const void* send, void* recv,
                            size_t bytes, int root, uint64_t tag);
-/// reduce: a chain reduce inside each host to its representative, then a chain across hosts
-/// among the representatives to the root.
-void hierarchicalReduce(Channels& ch, const HostLayout& layout, const void* send, void* recv,
-                        size_t count, DataType type, RedOp op, int root, uint64_t tag);
+/// reduce: a reduce inside each host to its representative, then one among the
+/// representatives (in host order) to the root, both through `reductions`.
+void hierarchicalReduce(Channels& ch, const HostLayout& layout, const GroupReductions& reductions,
+                        const void* send, void* recv, size_t count, DataType type, RedOp op,
+                        int root, uint64_t tag);
 
 }  // namespace rcclx

@@ -1,27 +1,30 @@
 // Flat reduce-scatter and reduce: each chunk goes straight to the rank that owns its result,
-// which reduces every rank's chunk in rank order in one step (no partial sums on the way).
+// which folds every rank's chunk in the fold order in one step (no partial sums on the way).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "host/collectives/collectives.hpp"
-#include "host/cpu/reduce.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/p2p/channels.hpp"
+#include "host/p2p/rank_group.hpp"
 
 namespace rcclx {
 namespace {
 
-// One chunk's receive side: every peer's chunk of `len` elements, with this rank's own at
-// `mine`, reduced in rank order into `out`.
-void reduceFromAll(Channels& ch, std::vector<const void*>& srcs, const char* mine, char* out,
-                   size_t len, DataType type, RedOp op, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+// One chunk's receive side: every other member's chunk of `len` elements, with this rank's own
+// at `mine`, folded in `order` into `out`.
+void reduceFromAll(Channels& ch, const RankGroup& g, const FoldOrder& order,
+                   std::vector<const void*>& srcs, const char* mine, char* out, size_t len,
+                   DataType type, RedOp op, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   const size_t elem = dataTypeSize(type);
-  for (int p = 0; p < n; ++p) srcs[p] = p == r ? mine : ch.acquireRecv(p, len * elem, tag);
-  cpu::reduceMany(out, srcs.data(), n, len, type, op);
+  for (int p = 0; p < n; ++p)
+    srcs[p] = p == r ? mine : ch.acquireRecv(g.rankAt(p), len * elem, tag);
+  order.fold(out, srcs.data(), n, len, type, op);
   for (int p = 0; p < n; ++p) {
-    if (p != r) ch.releaseRecv(p);
+    if (p != r) ch.releaseRecv(g.rankAt(p));
   }
 }
 
@@ -33,11 +36,11 @@ void sendChunk(Channels& ch, int peer, const char* src, size_t bytes, uint64_t t
 
 }  // namespace
 
-void flatReduceScatterV(Channels& ch, const void* send, void* recv,
-                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
-                        DataType type, RedOp op, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+void flatReduceScatterV(Channels& ch, const RankGroup& g, const FoldOrder& order, const void* send,
+                        void* recv, const std::vector<size_t>& counts,
+                        const std::vector<size_t>& displs, DataType type, RedOp op, uint64_t tag) {
+  const int n = g.size();
+  const int r = g.index();
   const size_t elem = dataTypeSize(type);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
@@ -56,17 +59,26 @@ void flatReduceScatterV(Channels& ch, const void* send, void* recv,
   do {  // every rank sends every peer one chunk per round, empty past the end of its block
     for (int k = 1; k < n; ++k) {
       const int p = (r + k) % n;
-      sendChunk(ch, p, in + (displs[p] + c) * elem, part(p, c) * elem, tag);
+      sendChunk(ch, g.rankAt(p), in + (displs[p] + c) * elem, part(p, c) * elem, tag);
     }
-    reduceFromAll(ch, srcs, in + (displs[r] + c) * elem, out + c * elem, part(r, c), type, op, tag);
+    reduceFromAll(ch, g, order, srcs, in + (displs[r] + c) * elem, out + c * elem, part(r, c), type,
+                  op, tag);
     c += chunkElems;
   } while (c < maxCount);
 }
 
-void flatReduce(Channels& ch, const void* send, void* recv, size_t count, DataType type, RedOp op,
-                int root, uint64_t tag) {
-  const int n = ch.nranks();
-  const int r = ch.rank();
+void flatReduceScatterV(Channels& ch, const FoldOrder& order, const void* send, void* recv,
+                        const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                        DataType type, RedOp op, uint64_t tag) {
+  flatReduceScatterV(ch, RankGroup::all(ch.rank(), ch.nranks()), order, send, recv, counts, displs,
+                     type, op, tag);
+}
+
+void flatReduce(Channels& ch, const FoldOrder& order, const void* send, void* recv, size_t count,
+                DataType type, RedOp op, int root, uint64_t tag) {
+  const RankGroup all = RankGroup::all(ch.rank(), ch.nranks());
+  const int n = all.size();
+  const int r = all.index();
   const size_t elem = dataTypeSize(type);
   const char* in = static_cast<const char*>(send);
   if (n == 1) {
@@ -81,8 +93,8 @@ void flatReduce(Channels& ch, const void* send, void* recv, size_t count, DataTy
     if (r != root) {
       sendChunk(ch, root, in + done * elem, len * elem, tag);
     } else {
-      reduceFromAll(ch, srcs, in + done * elem, static_cast<char*>(recv) + done * elem, len, type,
-                    op, tag);
+      reduceFromAll(ch, all, order, srcs, in + done * elem, static_cast<char*>(recv) + done * elem,
+                    len, type, op, tag);
     }
     done += len;
   } while (done < count);

@@ -1,9 +1,12 @@
 // Hierarchical reduce-scatter across hosts (collectives.hpp). The input is first packed in the
-// order the level below walks it, so each level is one ring (or chain) over contiguous blocks.
+// order the level below walks it, so each level is one reduction over contiguous blocks (through
+// GroupReductions; a host's ranks and the hosts are groups in fold order).
 #include <cstring>
 #include <vector>
 
 #include "host/collectives/collectives.hpp"
+#include "host/collectives/group_reductions.hpp"
+#include "host/cpu/fold_order.hpp"
 #include "host/p2p/host_layout.hpp"
 
 namespace rcclx {
@@ -30,11 +33,12 @@ void prefix(const std::vector<size_t>& counts, std::vector<size_t>& displs) {
   }
 }
 
-// Split rail: packed by local index (rail), then host; the host's ring leaves local rank j with
-// its rail's blocks summed over the host; the rail's ring finishes this rank's block.
-void railReduceScatter(Channels& ch, const HostLayout& lay, const char* in, void* recv,
-                       const std::vector<size_t>& counts, const std::vector<size_t>& displs,
-                       size_t total, DataType type, RedOp op, uint64_t tag) {
+// Split rail: packed by local index (rail), then host; the host's reduce-scatter leaves local
+// rank j with its rail's blocks summed over the host; the rail's finishes this rank's block.
+void railReduceScatter(Channels& ch, const HostLayout& lay, const GroupReductions& red,
+                       const char* in, void* recv, const std::vector<size_t>& counts,
+                       const std::vector<size_t>& displs, size_t total, DataType type, RedOp op,
+                       uint64_t tag) {
   const size_t elem = dataTypeSize(type);
   const int L = lay.local.size(), H = lay.nHosts(), me = lay.local.index();
   std::vector<char> packed(total * elem);
@@ -50,15 +54,17 @@ void railReduceScatter(Channels& ch, const HostLayout& lay, const char* in, void
   for (int h = 0; h < H; ++h) rc[h] = counts[lay.ranksOf[h][me]];
   prefix(rc, rd);
   std::vector<char> partial(pc[me] * elem);
-  ringReduceScatterV(ch, lay.local, packed.data(), partial.data(), pc, pd, type, op, tag);
-  ringReduceScatterV(ch, lay.rail, partial.data(), recv, rc, rd, type, op, tag);
+  const FoldOrder inOrder = FoldOrder::memberOrder();
+  red.reduceScatterV(ch, lay.local, inOrder, packed.data(), partial.data(), pc, pd, type, op, tag);
+  red.reduceScatterV(ch, lay.rail, inOrder, partial.data(), recv, rc, rd, type, op, tag);
 }
 
-// Leader-based: packed by host; a chain reduce to the leader; the leaders' ring of their hosts'
-// blocks; the leader sends each of its ranks its block.
-void leaderReduceScatter(Channels& ch, const HostLayout& lay, const char* in, void* recv,
-                         const std::vector<size_t>& counts, const std::vector<size_t>& displs,
-                         size_t total, DataType type, RedOp op, uint64_t tag) {
+// Leader-based: packed by host; a reduce to the leader; the leaders' reduce-scatter of their
+// hosts' blocks; the leader sends each of its ranks its block.
+void leaderReduceScatter(Channels& ch, const HostLayout& lay, const GroupReductions& red,
+                         const char* in, void* recv, const std::vector<size_t>& counts,
+                         const std::vector<size_t>& displs, size_t total, DataType type, RedOp op,
+                         uint64_t tag) {
   const size_t elem = dataTypeSize(type);
   const int H = lay.nHosts();
   const auto& mine = lay.ranksOf[lay.host];
@@ -70,18 +76,20 @@ void leaderReduceScatter(Channels& ch, const HostLayout& lay, const char* in, vo
     at += hc[h];
   }
   prefix(hc, hd);
+  const FoldOrder inOrder = FoldOrder::memberOrder();
   std::vector<P2POp> ops;
   if (!lay.isLeader()) {
     // Only the root's recv is written: the packed input serves as the others'.
-    chainReduce(ch, lay.local, packed.data(), packed.data(), total, type, op, 0, tag);
+    red.reduce(ch, lay.local, inOrder, packed.data(), packed.data(), total, type, op, 0, tag);
     const size_t bytes = counts[mine[lay.local.index()]] * elem;
     if (bytes > 0) ops.push_back({false, mine[0], static_cast<char*>(recv), bytes});
     runP2PGroup(ch, ops, tag);
     return;
   }
   std::vector<char> hostSum(total * elem), mineSum(hc[lay.host] * elem);
-  chainReduce(ch, lay.local, packed.data(), hostSum.data(), total, type, op, 0, tag);
-  ringReduceScatterV(ch, lay.leaders, hostSum.data(), mineSum.data(), hc, hd, type, op, tag);
+  red.reduce(ch, lay.local, inOrder, packed.data(), hostSum.data(), total, type, op, 0, tag);
+  red.reduceScatterV(ch, lay.leaders, inOrder, hostSum.data(), mineSum.data(), hc, hd, type, op,
+                     tag);
   size_t off = counts[mine[0]];
   if (off > 0) std::memcpy(recv, mineSum.data(), off * elem);
   for (size_t q = 1; q < mine.size(); ++q) {
@@ -94,17 +102,17 @@ void leaderReduceScatter(Channels& ch, const HostLayout& lay, const char* in, vo
 
 }  // namespace
 
-void hierarchicalReduceScatterV(Channels& ch, const HostLayout& lay, const void* send, void* recv,
-                                const std::vector<size_t>& counts,
+void hierarchicalReduceScatterV(Channels& ch, const HostLayout& lay, const GroupReductions& red,
+                                const void* send, void* recv, const std::vector<size_t>& counts,
                                 const std::vector<size_t>& displs, DataType type, RedOp op,
                                 uint64_t tag) {
   size_t total = 0;
   for (size_t c : counts) total += c;
   const char* in = static_cast<const char*>(send);
   if (lay.even) {
-    railReduceScatter(ch, lay, in, recv, counts, displs, total, type, op, tag);
+    railReduceScatter(ch, lay, red, in, recv, counts, displs, total, type, op, tag);
   } else {
-    leaderReduceScatter(ch, lay, in, recv, counts, displs, total, type, op, tag);
+    leaderReduceScatter(ch, lay, red, in, recv, counts, displs, total, type, op, tag);
   }
 }
 

@@ -9,12 +9,12 @@ path for alltoallv_dynamic). A column has a ``name`` (its key in the JSON), a sh
 prints ``-`` and the reason is listed once at the end. A column with ``eager_only`` is timed
 eagerly even in a ``--graph`` run (it cannot be captured; the table says so).
 Files: ``dist`` (the torch.distributed calls gloo and nccl share), ``gloo``, ``nccl``,
-``symm_mem``.
+``symm_mem``, ``unordered`` (RCCLX itself without the fold order).
 """
 
 from __future__ import annotations
 
-PEERS = ("nccl", "symm_mem", "gloo")
+PEERS = ("nccl", "symm_mem", "gloo", "unordered")
 LABELS = {
     "nccl": "nccl",
     "nccl_sync": "nccl_sync",
@@ -22,6 +22,7 @@ LABELS = {
     "symm_two_shot": "symm2",
     "symm_a2av": "a2a_vdev",
     "gloo": "gloo",
+    "unordered": "unordered",
 }
 DESCRIPTIONS = {
     "nccl": "torch.distributed NCCL",
@@ -32,6 +33,8 @@ DESCRIPTIONS = {
     "symm_two_shot": "torch symmetric memory two_shot_all_reduce_",
     "symm_a2av": "torch symmetric memory all_to_all_vdev (NVSHMEM; splits on the GPU)",
     "gloo": "torch.distributed Gloo",
+    "unordered": "RCCLX with RCCLX_DETERMINISTIC=0 (partial sums along the ring), the first "
+    "--algo of the run",
 }
 # The collective whose split sizes live with the data: its peers are other calls.
 _DYNAMIC = "alltoallv_dynamic"
@@ -68,6 +71,8 @@ class PeerSet:
         self.columns, self._joined = columns, joined
 
     def close(self) -> None:
+        for column in self.columns:
+            getattr(column, "close", lambda: None)()
         if self._joined:
             import torch.distributed as dist
 
@@ -76,11 +81,11 @@ class PeerSet:
 
 def open_peers(cfg, world, placement) -> PeerSet:
     """Joins torch.distributed where a peer needs it and makes every requested column."""
-    from rcclx_core.perf.peers import gloo, nccl, symm_mem
+    from rcclx_core.perf.peers import gloo, nccl, symm_mem, unordered
 
-    modules = {"nccl": nccl, "symm_mem": symm_mem, "gloo": gloo}
+    modules = {"nccl": nccl, "symm_mem": symm_mem, "gloo": gloo, "unordered": unordered}
     reasons = {p: modules[p].unavailable(cfg, world) for p in cfg.compare}
-    runnable = [p for p in cfg.compare if reasons[p] is None]
+    runnable = [p for p in cfg.compare if reasons[p] is None and p != "unordered"]
     # Ranks sharing a GPU cannot form an NCCL group: symmetric memory rendezvouses over Gloo.
     backend = "gloo" if "gloo" in runnable or world.gpus_shared else "nccl"
     backend = backend if runnable else None
