@@ -502,10 +502,12 @@ ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
 /* ---- NCCL's device API (host side) ------------------------------------------------------- */
 
-/* Opaque here: the device API's types are declared by NCCL's nccl_device.h. */
+/* Incomplete here: nccl_device.h completes both (NCCL 2.31's layouts). */
 typedef struct ncclDevCommRequirements ncclDevCommRequirements;
 typedef struct ncclDevComm ncclDevComm;
-/* Not supported by RCCLX: both return ncclInvalidUsage (and set the last error). */
+/* RCCLX makes no device communicators: ncclDevCommCreate returns ncclInvalidUsage, its last
+ * error naming the requirements it cannot meet; ncclDevCommDestroy returns ncclInvalidUsage
+ * for any devComm (ncclInvalidArgument for NULL). */
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
                                ncclDevComm* outDevComm);
 ncclResult_t pncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,

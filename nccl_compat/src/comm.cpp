@@ -37,6 +37,14 @@ void awaitInit(ncclComm* c) {
                        "comm's initialisation failed: " + c->initMessage);
 }
 
+const ncclComm& readyHandle(ncclComm_t comm) {
+  ncclComm* c = checkHandle(comm);
+  awaitInit(c);
+  CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
+              ctran::InvalidUsage, "comm was already destroyed or aborted");
+  return *c;
+}
+
 CommUse::CommUse(ncclComm_t comm, bool joinGroup) : comm_(checkHandle(comm)) {
   awaitInit(comm_);
   lock_ = std::unique_lock<std::mutex>(comm_->callMu);

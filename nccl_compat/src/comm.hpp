@@ -92,6 +92,10 @@ void formClique(const std::vector<ncclComm*>& members);
 /// ncclGroupEnd), and the initialisation's own error when it failed.
 void awaitInit(ncclComm* c);
 
+/// A handle's fields for the query functions: ready (after waiting for a non-blocking
+/// initialisation), not yet destroyed (a revoked one is still read).
+const ncclComm& readyHandle(ncclComm_t comm);
+
 /// The core communicator of `comm`, locked for one call: checks the handle, waits for a
 /// non-blocking initialisation, rejects destroyed, aborted and revoked communicators with
 /// InvalidUsage, and (`joinGroup`) enrols the communicator in this thread's open group.

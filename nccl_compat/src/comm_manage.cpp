@@ -7,16 +7,6 @@
 namespace rcclx::nccl {
 namespace {
 
-/// A handle's fields for the query functions: ready (after waiting for a non-blocking
-/// initialisation), not yet destroyed.
-const ncclComm& readyHandle(ncclComm_t comm) {
-  ncclComm* c = checkHandle(comm);
-  awaitInit(c);
-  CTRAN_CHECK(c->state.load(std::memory_order_acquire) != CommState::kDestroyed,
-              ctran::InvalidUsage, "comm was already destroyed or aborted");
-  return *c;
-}
-
 /// Hands a member's core communicator to be destroyed with the clique's others (null for one
 /// already released, e.g. aborted); the last member to arrive destroys them all at once.
 void releaseInClique(LocalClique& clique, std::unique_ptr<rcclx::Communicator> core) {

@@ -1,6 +1,6 @@
 // Memory and registration: ncclMemAlloc / ncclMemFree, ncclCommRegister / Deregister (local),
 // ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU),
-// and the device-API entry points RCCLX does not provide.
+// ncclWinGetUserPtr.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -209,23 +209,4 @@ ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUser
             rcclx::nccl::gWindows.owned(win, &use.handle(), "win", "ncclCommWindowRegister")->base;
       },
       comm);
-}
-
-NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements* reqs,
-         ncclDevComm* outDevComm);
-ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements*, ncclDevComm*) {
-  return boundary("ncclDevCommCreate", [] {
-    throw ctran::InvalidUsage(
-        "NCCL's device API (nccl_device.h: device communicators, LSA/GIN kernels) is not "
-        "provided by RCCLX; use the host collectives");
-  });
-}
-
-NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm* devComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t, const ncclDevComm*) {
-  return boundary("ncclDevCommDestroy", [] {
-    throw ctran::InvalidUsage(
-        "NCCL's device API (nccl_device.h) is not provided by RCCLX: no device communicator "
-        "exists to destroy");
-  });
 }

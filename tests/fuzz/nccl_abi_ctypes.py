@@ -96,6 +96,7 @@ SIGNATURES = {
     "ncclGroupSimulateEnd": [P],
     "ncclDevCommCreate": [P, P, P],
     "ncclDevCommDestroy": [P, P],
+    "ncclCommQueryProperties": [P, P],
 }
 
 

@@ -329,6 +329,7 @@ def handles(world: World):
                     "premul",
                     "destroy-op",
                     "device-api",
+                    "query-properties",
                 ]
             )
         )
@@ -394,9 +395,26 @@ def handles(world: World):
             abi.call(
                 "ncclRedOpDestroy", data.draw(INT32), comm, bad={**bad, "op": {INVALID_ARGUMENT}}
             )
+        elif entry == "query-properties":
+            # The versioned header, then bytes that must stay as they were past its size.
+            props = ctypes.create_string_buffer(b"\xab" * 512, 512)
+            size = data.draw(st.one_of(st.integers(0, 512), st.just(16), st.just(24)))
+            magic = API_MAGIC if data.draw(st.integers(0, 3)) else data.draw(INT32) & 0xFFFFFFFF
+            struct.pack_into("=QII", props, 0, size, magic, VERSION_CODE)
+            if magic != API_MAGIC or size <= 16:
+                bad["props"] = {INVALID_ARGUMENT}
+            rc = abi.call("ncclCommQueryProperties", comm, props, bad=bad)
+            if rc == SUCCESS:
+                assert props.raw[max(size, 16) :] == b"\xab" * (512 - max(size, 16))
         else:
-            abi.call("ncclDevCommCreate", comm, None, None, bad={"device API": {INVALID_USAGE}})
-            abi.call("ncclDevCommDestroy", comm, None, bad={"device API": {INVALID_USAGE}})
+            # RCCLX makes no device communicators: a NULL argument is the caller's fault, any
+            # requirements (here zeroed ones) are refused as usage, naming what was asked.
+            reqs = data.draw(st.sampled_from([buff, None]))
+            refused = {**bad, "reqs": {INVALID_ARGUMENT if reqs is None else INVALID_USAGE}}
+            abi.call("ncclDevCommCreate", comm, reqs, buff, bad=refused)
+            dev = data.draw(st.sampled_from([buff, None]))
+            refused = {**bad, "devComm": {INVALID_ARGUMENT if dev is None else INVALID_USAGE}}
+            abi.call("ncclDevCommDestroy", comm, dev, bad=refused)
 
     check()
 

@@ -1,6 +1,7 @@
 """The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (NCCL 2.28.9's and those of
-NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, and a
-few functions called through ctypes and from a plain C program (no GPU needed)."""
+NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, a
+few functions called through ctypes and from a plain C program (no GPU needed), and nccl.h /
+nccl_device.h compiled as C, C++ and CUDA."""
 
 from __future__ import annotations
 
@@ -31,14 +32,15 @@ NCCL_H = (
     "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
-# NCCL 2.31's per-collective config calls, parameter calls and ncclWinGetUserPtr.
+# NCCL 2.31's per-collective config calls, parameter calls, ncclWinGetUserPtr and
+# ncclCommQueryProperties (nccl_device.h).
 NCCL_2_31 = (
     "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
     "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
     "ncclParamBind", "ncclParamDumpAll", "ncclParamGet", "ncclParamGetAllParameterKeys",
     "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetI8",
     "ncclParamGetParameter", "ncclParamGetStr", "ncclParamGetU16", "ncclParamGetU32",
-    "ncclParamGetU64", "ncclParamGetU8", "ncclWinGetUserPtr",
+    "ncclParamGetU64", "ncclParamGetU8", "ncclWinGetUserPtr", "ncclCommQueryProperties",
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
@@ -233,7 +235,7 @@ def test_program_referencing_every_export_loads_with_bind_now(name, tmp_path):
     names = [p + f for f in EXPORTED for p in ("", "p")]
     src = tmp_path / "all.c"
     src.write_text(
-        "#include <stdio.h>\n#include <nccl.h>\n"
+        "#include <stdio.h>\n#include <nccl.h>\n#include <nccl_device.h>\n"
         "typedef void (*fn)(void);\n"
         "static fn table[] = {\n" + "".join(f"  (fn){n},\n" for n in names) + "};\n"
         "int main(void) {\n"
@@ -287,6 +289,84 @@ def test_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
         check=True,
     )  # fmt: skip
     assert subprocess.run([str(tmp_path / "use")]).returncode == 0
+
+
+DEVICE_HEADER_USE = r"""
+#include <nccl.h>
+#include <nccl_device.h>
+ncclDevComm devComms[4];
+ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+typedef char team_is_three_ints[sizeof(ncclTeam_t) == 3 * sizeof(int) ? 1 : -1];
+int main(void) {
+  ncclTeam_t world = {8, 5, 1};
+  ncclTeam_t rail = ncclTeamOuterFactor(world, 4);
+  int ok = reqs.size == sizeof reqs && reqs.ginContextCount == 4 && props.magic == NCCL_API_MAGIC &&
+           props.ginType == NCCL_GIN_TYPE_NONE && devComms[3].rank == 0 && rail.stride == 4 &&
+           ncclTeamRankToTeam(world, rail, 0) == 1 && ncclTeamRankIsMember(rail, world, 1);
+  return ok ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("compiler", "std", "suffix"),
+    [("cc", "-std=c99", ".c"), ("cc", "-std=c11", ".c"), ("c++", "-std=c++17", ".cpp")],
+)
+def test_device_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
+    # nccl_device.h in a host-only C or C++ program: the types, initializers, host calls and
+    # team arithmetic; the device part needs nvcc and is left out.
+    tool = shutil.which(compiler)
+    if tool is None:
+        pytest.skip(f"no {compiler}")
+    src = tmp_path / f"use{suffix}"
+    src.write_text(DEVICE_HEADER_USE)
+    subprocess.run(
+        [tool, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-DRCCLX_NCCL_NO_CUDA",
+         f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
+        check=True,
+    )  # fmt: skip
+    assert subprocess.run([str(tmp_path / "use")]).returncode == 0
+
+
+def _nvcc() -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    return nvcc
+
+
+@pytest.mark.parametrize("suffix", [".cu", ".c"])
+def test_device_header_compiles_with_nvcc_as_cuda_and_as_c(suffix, tmp_path):
+    # Through nvcc: a .cu file (device part included) and a .c file (host compiler, C).
+    src = tmp_path / f"use{suffix}"
+    src.write_text(DEVICE_HEADER_USE)
+    done = subprocess.run(
+        [_nvcc(), "-arch=sm_90", *(["-std=c++17"] if suffix == ".cu" else []), "-Werror",
+         "all-warnings", f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_device_api_kernels_compile_with_nvcc_and_trap(tmp_path):
+    # Kernels written as nccl-tests writes them compile against our include dir alone, for
+    # sm_90; what RCCLX cannot provide compiles to a trap, never to code that runs on.
+    source = Path(__file__).resolve().parent / "c" / "device_api.cu"
+    command = [
+        _nvcc(), "-arch=sm_90", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler",
+        "-Wall,-Wextra", f"-I{rcclx_nccl.include_dir()}", str(source),
+    ]  # fmt: skip
+    done = subprocess.run([*command, "-c", "-o", str(tmp_path / "device_api.o")],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = tmp_path / "device_api.ptx"
+    done = subprocess.run([*command, "-ptx", "-o", str(ptx)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = ptx.read_text()
+    assert "trap;" in text
+    for kernel in ("lsaAllReduce", "helpers", "ginAllGather"):
+        assert f".entry _Z{len(kernel)}{kernel}" in text, kernel
 
 
 def test_nccl_h_brings_the_cuda_half_bfloat16_and_fp8_types(tmp_path):

@@ -1,6 +1,7 @@
-"""The NCCL ABI from plain C programs (c/*.c, compiled here against our nccl.h only), as 2-4
-processes on host memory: every collective verified exactly, groups, split / shrink, the ways
-of initialising, abort from another thread, errors, and ncclConfig_t of other NCCL versions."""
+"""The NCCL ABI from plain C programs (c/*.c, compiled here against our nccl.h and nccl_device.h
+only), as 2-4 processes on host memory: every collective verified exactly, groups, split /
+shrink, the ways of initialising, abort from another thread, errors, ncclConfig_t of other NCCL
+versions, and the device API's host calls."""
 
 from __future__ import annotations
 
@@ -38,6 +39,17 @@ def test_parameter_calls_read_the_knobs():
     )
     (result,) = run_ranks(build("params.c"), 1, env=env)
     check_ranks([result])
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_device_api_host_calls(nranks):
+    # nccl_device.h compiled as C: ncclCommQueryProperties, and ncclDevCommCreate refusing.
+    results = run_ranks(build("device_api.c"), nranks)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+    # The refusal is logged once per call at WARN, naming the call and the requirements.
+    assert "ncclDevCommCreate: RCCLX provides no device communicators" in results[0].stderr
 
 
 def test_collectives_over_tcp_with_nccl_comm_id():

@@ -57,7 +57,7 @@ def library_path(name: str = "nccl") -> Path:
 
 
 def include_dir() -> Path:
-    """The directory holding nccl.h (compile NCCL programs with ``-I`` this)."""
+    """The directory holding nccl.h and nccl_device.h (compile NCCL programs with ``-I`` this)."""
     return _package_dir("include")
 
 

@@ -11,7 +11,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rcclx_nccl", description=__doc__)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--libdir", action="store_true", help="directory of libnccl.so.2")
-    what.add_argument("--includedir", action="store_true", help="directory of nccl.h")
+    what.add_argument(
+        "--includedir", action="store_true", help="directory of nccl.h and nccl_device.h"
+    )
     args = parser.parse_args(argv)
     if args.libdir:
         print(rcclx_nccl.library_dir())

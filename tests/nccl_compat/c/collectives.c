@@ -465,7 +465,7 @@ static void test_errors(void) {
                ncclInvalidArgument, "stream");
   EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd");
   EXPECT_ERROR(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument, "built-in");
-  EXPECT_ERROR(ncclDevCommCreate(comm, NULL, NULL), ncclInvalidUsage, "device API");
+  EXPECT_ERROR(ncclDevCommCreate(comm, NULL, NULL), ncclInvalidArgument, "reqs is NULL");
   EXPECT_ERROR(ncclCommCount(comm, NULL), ncclInvalidArgument, "count is NULL");
   EXPECT_ERROR(ncclCommRevoke(comm, 3), ncclInvalidArgument, "revokeFlags 3");
   int bogus[4] = {0};

@@ -1,0 +1,29 @@
+/*
+ * nccl_device.h of RCCLX's NCCL-ABI library (libnccl.so.2): NCCL's device API, declared with
+ * NCCL 2.31's names, field order and initializer macros so that programs written for it
+ * compile unchanged (NVIDIA's nccl-tests includes it from NCCL 2.28 on).
+ *
+ * What it provides and what it refuses:
+ * - host side (C, C++, CUDA): the types (ncclTeam, ncclDevComm, ncclDevCommRequirements,
+ *   ncclCommProperties, the handles), NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER,
+ *   NCCL_COMM_PROPERTIES_INITIALIZER, ncclCommQueryProperties and the team arithmetic.
+ *   RCCLX creates no device communicators: ncclDevCommCreate (nccl.h) returns
+ *   ncclInvalidUsage naming the requirements it cannot meet, and ncclCommQueryProperties
+ *   reports deviceApiSupport = false, so a program can tell before asking;
+ * - device side (nvcc only): the cooperative groups (ncclCoopCta, ncclCoopWarp, ...) and the
+ *   teams of a device communicator work; window addresses (ncclGetLsaPointer, ...), LSA
+ *   barriers, multimem, GIN and the copy / reduce helpers compile, and stop the kernel with a
+ *   message (nccl_device/unsupported.h) if they are ever reached.
+ *
+ * docs/nccl_compat.rst says more.
+ */
+#ifndef NCCL_DEVICE_H_
+#define NCCL_DEVICE_H_
+
+#include "nccl_device/coop.h"
+#include "nccl_device/core.h"
+#include "nccl_device/gin.h"
+#include "nccl_device/lsa_barrier.h"
+#include "nccl_device/reduce_copy.h"
+
+#endif /* NCCL_DEVICE_H_ */

@@ -1,0 +1,52 @@
+/*
+ * nccl_device/lsa_barrier.h of RCCLX's NCCL-ABI library: NCCL's barrier among the ranks of an
+ * LSA team, run by a cooperative group of each rank. RCCLX makes no device communicator to
+ * hold its state, so a session stops the kernel with a message when it is made.
+ */
+#ifndef RCCLX_NCCL_DEVICE_LSA_BARRIER_H_
+#define RCCLX_NCCL_DEVICE_LSA_BARRIER_H_
+
+#include "core.h"
+
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+
+/* One use of barrier `index` of a device communicator by a cooperative group: arrive() then
+ * wait(), or sync() for both; memory operations before arrive() are visible to the peers after
+ * their wait() as `order` says. With multimem the arrival travels through the team's multimem
+ * group. The timed forms return ncclTimeout... in NCCL; here they never return. */
+template <typename Coop>
+struct ncclLsaBarrierSession {
+  __device__ ncclLsaBarrierSession(Coop, ncclDevComm const&, ncclTeam, ncclLsaBarrierHandle,
+                                   uint32_t index, bool multimem = false,
+                                   ncclMultimemHandle mmHandle = {}) {
+    (void)index, (void)multimem, (void)mmHandle;
+    rcclx_nccl_device::unsupported("ncclLsaBarrierSession", "LSA barriers are not provided");
+  }
+  __device__ ncclLsaBarrierSession(Coop, ncclDevComm const&, ncclTeamTagLsa, uint32_t index,
+                                   bool multimem = false) {
+    (void)index, (void)multimem;
+    rcclx_nccl_device::unsupported("ncclLsaBarrierSession", "LSA barriers are not provided");
+  }
+  ncclLsaBarrierSession(ncclLsaBarrierSession const&) = delete;
+
+  __device__ void arrive(Coop, cuda::memory_order) { refuse("ncclLsaBarrierSession::arrive"); }
+  __device__ void wait(Coop, cuda::memory_order) { refuse("ncclLsaBarrierSession::wait"); }
+  __device__ void sync(Coop, cuda::memory_order) { refuse("ncclLsaBarrierSession::sync"); }
+  __device__ ncclResult_t wait(Coop, cuda::memory_order, uint64_t) {
+    refuse("ncclLsaBarrierSession::wait");
+    return ncclInvalidUsage;
+  }
+  __device__ ncclResult_t sync(Coop, cuda::memory_order, uint64_t) {
+    refuse("ncclLsaBarrierSession::sync");
+    return ncclInvalidUsage;
+  }
+
+ private:
+  __device__ static void refuse(const char* what) {
+    rcclx_nccl_device::unsupported(what, "LSA barriers are not provided");
+  }
+};
+#endif /* __CUDACC__ */
+
+#endif /* RCCLX_NCCL_DEVICE_LSA_BARRIER_H_ */
