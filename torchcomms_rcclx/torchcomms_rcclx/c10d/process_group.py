@@ -38,6 +38,8 @@ from torchcomms_rcclx.c10d.work import DoneWork, RcclxWork
 
 _CPU = torch.device("cpu")
 _C10D_SUM = dist.ReduceOp.RedOpType.SUM
+# torch < 2.8 has no asyncOp: its host work is asynchronous.
+_HAS_ASYNC_OP = hasattr(dist.AllreduceOptions(), "asyncOp")
 
 # The GPU the first group of this process chose; later groups use the same one.
 _GROUP_DEVICE: int | None = None
@@ -172,7 +174,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
         (torch < 2.8 has no asyncOp: asynchronous)."""
         if self._pending:
             self._flush_p2p()
-        return bool(getattr(opts, "asyncOp", True))
+        return bool(opts.asyncOp) if _HAS_ASYNC_OP and opts is not None else True
 
     def _work(self, what: str, outputs, *works) -> RcclxWork:
         return RcclxWork(outputs, list(works), timeout=self._timeout, what=what)
@@ -221,15 +223,16 @@ class ProcessGroupRcclx(dist.ProcessGroup):
     # --- collectives
 
     def allreduce(self, tensors, opts=None):
-        # The hot path (DDP's buckets, small eager calls), so _start / _on / _work inline.
+        # The hot path (DDP's buckets, small eager calls), so _one / _start / _work inline; the
+        # backend detaches a tensor that requires grad.
         if self._pending:
             self._flush_p2p()
-        t = self._one("all_reduce", "tensors", tensors)
-        comm = self._comm
-        async_op = getattr(opts, "asyncOp", True)
+        if len(tensors) != 1:
+            self._one("all_reduce", "tensors", tensors)
         if opts is None:
-            op = ReduceOp.SUM
+            op, async_op = ReduceOp.SUM, True
         else:
+            async_op = opts.asyncOp if _HAS_ASYNC_OP else True
             reduce_op = opts.reduceOp
             # Comparing the op with a RedOpType runs in C++ (0.1 us); reading .op and converting
             # it costs about 1 us, so the common SUM skips it.
@@ -237,7 +240,7 @@ class ProcessGroupRcclx(dist.ProcessGroup):
                 op = ReduceOp.SUM
             else:
                 op = _C10D_OPS.get(int(reduce_op.op)) or from_c10d(reduce_op, "all_reduce")
-        work = comm.all_reduce(t.detach() if t.requires_grad else t, op, async_op)
+        work = self._comm.all_reduce(tensors[0], op, async_op)
         if not async_op:
             # torch only waits on a synchronous call's Work (dist.all_reduce returns None), so
             # one complete Work serves every such call of the group.
