@@ -7,7 +7,7 @@
  * alias (pncclAllReduce, ...) for profilers. The header needs no CUDA installation: without
  * <cuda_runtime.h> it declares cudaStream_t as the CUDA runtime does (an opaque pointer), so
  * plain C programs on host memory compile against it. Of NCCL 2.31 it has the per-collective
- * config calls, the parameter calls and ncclWinGetUserPtr so far.
+ * config calls, the parameter calls, ncclWinGetUserPtr and the one-sided calls so far.
  *
  * Behaviour specific to RCCLX (host-memory communicators, what each call maps onto) is
  * documented in docs/nccl_compat.rst.
@@ -486,6 +486,39 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream);
+
+/* ---- One-sided calls on windows (NCCL 2.31) ------------------------------------------------- */
+
+/* On windows of host memory (ncclCommWindowRegister, collective), with the NULL stream, outside
+ * groups; each runs on the calling thread. ncclPutSignal copies count elements of datatype from
+ * localbuff into peer's memory of window peerWin at byte offset peerWinOffset, then signals
+ * peer; ncclSignal signals peer without data. ncclWaitSignal returns once, for every
+ * descriptor, opCnt more signals from its peer have arrived; the data the peer put before each
+ * of them is then in this rank's windows (not earlier: RCCLX applies a put at the wait that
+ * matches its signal). Signals from one peer are counted in order. RCCLX has one signal per
+ * ordered pair of ranks: sigIdx and ctx must be 0, flags 0. A rank more than 1024 signals ahead
+ * of a peer's waits blocks until the peer waits. Windows on device memory are refused
+ * (ncclInvalidUsage); docs/nccl_compat.rst says more. */
+typedef struct {
+  int opCnt;  /* signals to wait for */
+  int peer;   /* the rank that sends them */
+  int sigIdx; /* 0 */
+  int ctx;    /* 0 */
+} ncclWaitSignalDesc_t;
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                           ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                           unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+                            ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx,
+                            unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream);
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream);
 
 /* ---- Groups (per thread; they nest) -------------------------------------------------------- */
 

@@ -36,6 +36,10 @@ struct PreMulSumOp {
 
 struct ncclComm;
 
+namespace rcclx::nccl {
+class Rma;
+}
+
 /// Communicators of one clique made by one thread (ncclCommInitAll, or several ncclCommInitRank
 /// in one group). Destroying a GPU communicator is collective (a barrier among its ranks), so
 /// their destroys, which that thread makes one after another, are held back until every
@@ -70,6 +74,8 @@ struct ncclComm {
   std::shared_ptr<void> keepAlive;
   std::vector<PreMulSumOp> redOps;
   std::shared_ptr<LocalClique> clique;  ///< set when one thread made this and its peers
+  /// One-sided calls (rma.hpp): made by the first host-memory ncclCommWindowRegister.
+  std::shared_ptr<rcclx::nccl::Rma> rma;
 
   // Initialisation outside the caller's thread (non-blocking config or a group).
   std::mutex initMu;

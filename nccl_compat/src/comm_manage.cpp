@@ -3,6 +3,7 @@
 #include "api.hpp"
 #include "comm.hpp"
 #include "groups.hpp"
+#include "rma.hpp"
 
 namespace rcclx::nccl {
 namespace {
@@ -38,6 +39,9 @@ void release(ncclComm_t comm, bool abort) {
   CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage,
               "comm's initialisation is recorded in the open group; end the group "
               "first");
+  // The one-sided channel and mirrors are ctran windows of the core's group: released first.
+  if (c->rma) c->rma->destroy();
+  c->rma.reset();
   auto core = std::move(c->core);
   c->state.store(CommState::kDestroyed, std::memory_order_release);
   c->redOps.clear();

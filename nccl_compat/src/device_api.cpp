@@ -1,6 +1,8 @@
 // NCCL's device API on the host (nccl_device.h): ncclCommQueryProperties, and ncclDevCommCreate
 // / ncclDevCommDestroy, which refuse: RCCLX makes no device communicators (no kernel can reach
-// a peer through a window), and says which of the caller's requirements it cannot meet.
+// a peer through a window), and says which of the caller's requirements it cannot meet. Also
+// the host queries of window addresses (this rank's own memory is the one answer RCCLX has)
+// and the barrier requirements, which refuse as ncclDevCommCreate would.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "api.hpp"
 #include "comm.hpp"
 #include "nccl_device.h"
+#include "windows.hpp"
 
 namespace rcclx::nccl {
 namespace {
@@ -81,6 +84,35 @@ std::string refusal(const ncclDevCommRequirements& reqs) {
   return s.str();
 }
 
+/// The address `offset` bytes into window `w`, checked to lie inside it.
+char* windowAddress(const ncclWindow_vidmem& w, size_t offset) {
+  CTRAN_CHECK(offset < w.bytes, ctran::InvalidArgument, "offset ", offset,
+              " is outside the window's ", w.bytes, " bytes");
+  return static_cast<char*>(w.base) + offset;
+}
+
+/// Checks the arguments every address query shares: `window` a live window and `out` (named
+/// `outName`) not NULL; returns the window.
+ncclWindow_vidmem queriedWindow(ncclWindow_t window, const void* out, const char* outName) {
+  ncclWindow_vidmem w = liveWindow(window, "window");
+  CTRAN_CHECK(out != nullptr, ctran::InvalidArgument, outName, " is NULL");
+  return w;
+}
+
+constexpr const char* kNoPeerAccess =
+    "RCCLX gives kernels no access to another rank's window memory (each rank is its own LSA "
+    "team: ncclCommQueryProperties reports nLsaTeams = nRanks)";
+constexpr const char* kNoMultimem =
+    "RCCLX provides no multimem groups (ncclCommQueryProperties reports multimemSupport = 0)";
+constexpr const char* kNoCft = "RCCLX has no collective fabric transport (CFT) endpoints";
+
+/// Checks a barrier requirement call's arguments before it is refused.
+void checkRequirementOutputs(int nBarriers, const void* outHandle, const void* outReq) {
+  CTRAN_CHECK(nBarriers >= 0, ctran::InvalidArgument, "nBarriers ", nBarriers, " is negative");
+  CTRAN_CHECK(outHandle != nullptr, ctran::InvalidArgument, "outHandle is NULL");
+  CTRAN_CHECK(outReq != nullptr, ctran::InvalidArgument, "outReq is NULL");
+}
+
 }  // namespace
 }  // namespace rcclx::nccl
 
@@ -129,5 +161,116 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
     CTRAN_CHECK(devComm != nullptr, ctran::InvalidArgument, "devComm is NULL");
     throw ctran::InvalidUsage(
         "devComm was not made by ncclDevCommCreate: RCCLX provides no device communicators");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset, int lsaRank,
+         void** outPtr);
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                     void** outPtr) {
+  return boundary("ncclGetLsaDevicePointer", [&] {
+    const auto w = rcclx::nccl::queriedWindow(window, outPtr, "outPtr");
+    CTRAN_CHECK(lsaRank == 0, ctran::InvalidArgument, "lsaRank ", lsaRank,
+                " is outside this rank's LSA team, which is the rank alone (lsaRank 0): ",
+                rcclx::nccl::kNoPeerAccess);
+    *outPtr = rcclx::nccl::windowAddress(w, offset);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer,
+         void** outPtr);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr) {
+  return boundary("ncclGetPeerDevicePointer", [&] {
+    const auto w = rcclx::nccl::queriedWindow(window, outPtr, "outPtr");
+    const int nranks = w.comm->nranks;
+    CTRAN_CHECK(peer >= 0 && peer < nranks, ctran::InvalidArgument, "peer ", peer,
+                " is not a rank of the window's communicator (0..", nranks - 1, ")");
+    CTRAN_CHECK(peer == w.comm->rank, ctran::InvalidUsage, "peer ", peer, " is not this rank (",
+                w.comm->rank, "): ", rcclx::nccl::kNoPeerAccess);
+    *outPtr = rcclx::nccl::windowAddress(w, offset);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetLsaMultimemDevicePointer, ncclWindow_t window, size_t offset,
+         void** outPtr);
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr) {
+  return boundary("ncclGetLsaMultimemDevicePointer", [&] {
+    rcclx::nccl::windowAddress(rcclx::nccl::queriedWindow(window, outPtr, "outPtr"), offset);
+    throw ctran::InvalidUsage(rcclx::nccl::kNoMultimem);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset,
+         ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                          ncclMultimemHandle_t multimem, void** outPtr) {
+  return boundary("ncclGetMultimemDevicePointer", [&] {
+    rcclx::nccl::windowAddress(rcclx::nccl::queriedWindow(window, outPtr, "outPtr"), offset);
+    throw ctran::InvalidUsage(
+        std::string("multimem.mcBasePtr ") +
+        (multimem.mcBasePtr ? "is not a multimem group of this library: " : "is NULL: ") +
+        rcclx::nccl::kNoMultimem);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetMultimemDeviceLeInfo, ncclWindow_t window, size_t offset,
+         ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+                                         size_t* leOffset) {
+  return boundary("ncclGetMultimemDeviceLeInfo", [&] {
+    rcclx::nccl::windowAddress(rcclx::nccl::queriedWindow(window, leId, "leId"), offset);
+    CTRAN_CHECK(leOffset != nullptr, ctran::InvalidArgument, "leOffset is NULL");
+    throw ctran::InvalidUsage(rcclx::nccl::kNoCft);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetCftDeviceLeInfo, ncclWindow_t window, size_t offset, int peerCft,
+         ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+                                    ncclTeam_t /*cftTeam*/, ncclCftLeId* leId, size_t* leOffset) {
+  return boundary("ncclGetCftDeviceLeInfo", [&] {
+    rcclx::nccl::windowAddress(rcclx::nccl::queriedWindow(window, leId, "leId"), offset);
+    CTRAN_CHECK(leOffset != nullptr, ctran::InvalidArgument, "leOffset is NULL");
+    throw ctran::InvalidUsage(std::string(rcclx::nccl::kNoCft) + " (peerCft " +
+                              std::to_string(peerCft) + ")");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGetPeerDeviceLeInfo, ncclWindow_t window, size_t offset, int peerWorld,
+         ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+                                     ncclCftLeId* leId, size_t* leOffset) {
+  return boundary("ncclGetPeerDeviceLeInfo", [&] {
+    rcclx::nccl::windowAddress(rcclx::nccl::queriedWindow(window, leId, "leId"), offset);
+    CTRAN_CHECK(leOffset != nullptr, ctran::InvalidArgument, "leOffset is NULL");
+    throw ctran::InvalidUsage(std::string(rcclx::nccl::kNoCft) + " (peerWorld " +
+                              std::to_string(peerWorld) + ")");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
+         ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t /*team*/, int nBarriers,
+                                             ncclLsaBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq) {
+  return boundary("ncclLsaBarrierCreateRequirement", [&] {
+    rcclx::nccl::checkRequirementOutputs(nBarriers, outHandle, outReq);
+    throw ctran::InvalidUsage(
+        "LSA barriers live in a device communicator, and RCCLX provides none "
+        "(ncclCommQueryProperties reports deviceApiSupport = 0; use the host collectives)");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team,
+         int nBarriers, ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t /*team*/, int nBarriers,
+                                             ncclGinBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq) {
+  return boundary("ncclGinBarrierCreateRequirement", [&] {
+    rcclx::nccl::readyHandle(comm);
+    rcclx::nccl::checkRequirementOutputs(nBarriers, outHandle, outReq);
+    throw ctran::InvalidUsage(
+        "RCCLX has no GIN back-end (ncclCommQueryProperties reports ginType "
+        "NCCL_GIN_TYPE_NONE) and provides no device communicators");
   });
 }

@@ -1,6 +1,6 @@
 // Memory and registration: ncclMemAlloc / ncclMemFree, ncclCommRegister / Deregister (local),
-// ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU),
-// ncclWinGetUserPtr.
+// ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU,
+// mirrors for one-sided calls on the host), ncclWinGetUserPtr.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -11,14 +11,8 @@
 #include "comm.hpp"
 #include "ctran/device.hpp"
 #include "gpu.hpp"
-
-/// A window of ncclCommWindowRegister.
-struct ncclWindow_vidmem {
-  ncclComm* comm = nullptr;
-  void* base = nullptr;
-  size_t bytes = 0;
-  bool symmetric = false;  ///< device memory registered with the core (else host: no effect)
-};
+#include "rma.hpp"
+#include "windows.hpp"
 
 namespace rcclx::nccl {
 namespace {
@@ -53,6 +47,16 @@ class LiveHandles {
                 " was registered with another communicator");
     return handle;
   }
+  /// A copy of the live handle `h` of any communicator, taken under the lock (InvalidArgument
+  /// as owned() says otherwise).
+  Handle copy(const void* h, const char* name, const char* made) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto* handle = static_cast<const Handle*>(h);
+    CTRAN_CHECK(h != nullptr, ctran::InvalidArgument, name, " is NULL");
+    CTRAN_CHECK(live_.count(handle) == 1, ctran::InvalidArgument, name, " ", h,
+                " is not a live handle of ", made, " (foreign, or deregistered)");
+    return *handle;
+  }
   /// Forgets `h` and frees it.
   void release(Handle* h) {
     {
@@ -83,6 +87,15 @@ void checkRange(void* buff, size_t size) {
 }
 
 }  // namespace
+
+ncclWindow_vidmem liveWindow(const void* win, const char* name) {
+  ncclWindow_vidmem w = gWindows.copy(win, name, "ncclCommWindowRegister");
+  CTRAN_CHECK(w.comm->state.load(std::memory_order_acquire) != CommState::kDestroyed,
+              ctran::InvalidUsage, name, " ", win,
+              " belongs to a communicator that was destroyed or aborted");
+  return w;
+}
+
 }  // namespace rcclx::nccl
 
 using rcclx::nccl::boundary;
@@ -173,10 +186,14 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
         w->base = buff;
         w->bytes = size;
         // Device memory becomes one of the core's symmetric buffers (collective, zero-copy);
-        // host memory needs no registration.
+        // host memory gets a mirror that peers' one-sided puts reach (collective, rma.hpp).
         if (ctran::device::pointerDevice(buff) >= 0) {
           use->registerSymmetric(buff, size);
           w->symmetric = true;
+        } else {
+          auto& rma = use.handle().rma;
+          if (!rma) rma = std::make_shared<rcclx::nccl::Rma>(*use);
+          w->mirror = rma->addWindow(*use, buff, size);
         }
         rcclx::nccl::gWindows.add(w.get());
         *win = w.release();
@@ -192,7 +209,13 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
         CommUse use(comm, false);
         auto& windows = rcclx::nccl::gWindows;
         ncclWindow_vidmem* w = windows.owned(win, &use.handle(), "win", "ncclCommWindowRegister");
-        if (w->symmetric) use->freeSymmetric(w->base);
+        if (w->symmetric) {
+          use->freeSymmetric(w->base);
+        } else {
+          // No peer may still put into the mirror: every rank deregisters it together.
+          use->barrier();
+          use.handle().rma->removeWindow(w->mirror);
+        }
         windows.release(w);
       },
       comm);

@@ -12,6 +12,7 @@
 #include "ctran/checks.hpp"
 #include "ctran/device.hpp"
 #include "ctran/logging.hpp"
+#include "ctran/window.hpp"
 #include "testing_access.hpp"
 
 namespace rcclx {
@@ -147,6 +148,11 @@ void Communicator::registerSymmetric(void* ptr, size_t bytes) {
 
 void Communicator::freeSymmetric(void* ptr) {
   symmetricBuffers(*impl_, "free_symmetric").freeSymmetric(ptr);
+}
+
+std::shared_ptr<ctran::Window> Communicator::createWindow(size_t bytes, int numSignals) {
+  checkUsable(*impl_, "create_window");
+  return impl_->group->createWindow(bytes, numSignals);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key,

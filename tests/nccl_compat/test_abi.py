@@ -32,8 +32,10 @@ NCCL_H = (
     "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter",
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
-# NCCL 2.31's per-collective config calls, parameter calls, ncclWinGetUserPtr and
-# ncclCommQueryProperties (nccl_device.h).
+# NCCL 2.31's per-collective config calls, parameter calls, ncclWinGetUserPtr, the one-sided
+# calls, and of
+# nccl_device.h ncclCommQueryProperties, the host team calls, the window address queries and
+# the barrier requirements.
 NCCL_2_31 = (
     "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
     "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
@@ -41,6 +43,12 @@ NCCL_2_31 = (
     "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetI8",
     "ncclParamGetParameter", "ncclParamGetStr", "ncclParamGetU16", "ncclParamGetU32",
     "ncclParamGetU64", "ncclParamGetU8", "ncclWinGetUserPtr", "ncclCommQueryProperties",
+    "ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamCft", "ncclTeamCftMultimem",
+    "ncclTeamRankToWorld", "ncclTeamRankToLsa", "ncclGetLsaDevicePointer",
+    "ncclGetPeerDevicePointer", "ncclGetLsaMultimemDevicePointer", "ncclGetMultimemDevicePointer",
+    "ncclGetMultimemDeviceLeInfo", "ncclGetCftDeviceLeInfo", "ncclGetPeerDeviceLeInfo",
+    "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
+    "ncclPutSignal", "ncclSignal", "ncclWaitSignal",
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",

@@ -52,6 +52,21 @@ def test_device_api_host_calls(nranks):
     assert "ncclDevCommCreate: RCCLX provides no device communicators" in results[0].stderr
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_one_sided_calls_on_host_windows(nranks):
+    # ncclPutSignal / ncclSignal / ncclWaitSignal: a ring, all pairs, a sender far ahead.
+    results = run_ranks(build("one_sided.c"), nranks, timeout=120)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+
+
+def test_one_sided_calls_over_tcp():
+    # The same with every pair of ranks on tcp (as ranks on different hosts are).
+    env = rank_env({"RCCLX_TRANSPORT": "tcp"})
+    check_ranks(run_ranks(build("one_sided.c"), 2, env=env, timeout=120))
+
+
 def test_collectives_over_tcp_with_nccl_comm_id():
     # NCCL_COMM_ID: every rank calls ncclGetUniqueId itself; rank 0 hosts the store there.
     env = rank_env({"RCCLX_TRANSPORT": "tcp"}, comm_id=True)

@@ -59,6 +59,12 @@ def test_collectives_on_device_memory(nranks):
     check_ranks(results)
 
 
+def test_one_sided_calls_refuse_device_windows():
+    # ncclMemAlloc's device memory as a window: ncclPutSignal is refused by name (one-sided
+    # calls are provided on host-memory windows).
+    check_ranks(run_ranks(_gpu_build("one_sided.c"), 2, env=_env(), timeout=300))
+
+
 def test_graph_capture_of_every_collective():
     check_ranks(run_ranks(_gpu_build("graph_capture.c"), 2, env=_env(), timeout=600))
 

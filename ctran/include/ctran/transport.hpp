@@ -77,10 +77,10 @@ class Transport {
   virtual void checkPeer(int peer) = 0;
   /// True once `peer` destroyed its group in an orderly way and everything it sent before has
   /// been applied here; false where the transport cannot tell a departure from a live peer.
-  virtual bool peerLeft(int peer) const { return false; }
+  virtual bool peerLeft(int /*peer*/) const { return false; }
   /// Tells every peer this transport reaches about `report`, best effort (a dead peer is
   /// skipped). Transports whose peers read the group's shared-memory slots need not.
-  virtual void broadcastFailure(const FailureReport& report) {}
+  virtual void broadcastFailure(const FailureReport& /*report*/) {}
 };
 
 }  // namespace ctran

@@ -6,7 +6,8 @@
  * Names, field order and initializer macros are those of NCCL 2.31, so code written for NCCL's
  * device API compiles unchanged. RCCLX creates no device communicators: ncclDevCommCreate
  * returns ncclInvalidUsage naming the requirements it cannot meet, and
- * ncclCommQueryProperties reports deviceApiSupport = false. The pure team arithmetic works;
+ * ncclCommQueryProperties reports deviceApiSupport = false. The host team calls, the pure
+ * team arithmetic and the queries of this rank's own window memory work;
  * every device function that would reach peer memory through a window or a device
  * communicator stops the kernel with a message (nccl_device/unsupported.h).
  *
@@ -329,6 +330,69 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
 ncclResult_t pncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props);
 
 /* ncclDevCommCreate and ncclDevCommDestroy are declared in nccl.h. */
+
+/* The teams of a communicator, as the host sees them; they agree with
+ * ncclCommQueryProperties. The world is every rank. RCCLX gives kernels no access to peers'
+ * memory, so the LSA team of every rank is the rank alone (lsaSize 1, nLsaTeams = nRanks) and
+ * the rail team (the ranks holding this rank's place in every LSA team) is the world. RCCLX has
+ * no collective fabric transport either: every CFT team is the rank alone too. A call that
+ * cannot answer (comm not a live communicator, a mode out of range) returns the empty team
+ * {nRanks 0, rank -1, stride 0} and leaves its reason in ncclGetLastError. */
+ncclTeam_t ncclTeamWorld(ncclComm_t comm);
+ncclTeam_t pncclTeamWorld(ncclComm_t comm);
+ncclTeam_t ncclTeamLsa(ncclComm_t comm);
+ncclTeam_t pncclTeamLsa(ncclComm_t comm);
+ncclTeam_t ncclTeamRail(ncclComm_t comm);
+ncclTeam_t pncclTeamRail(ncclComm_t comm);
+#ifdef __cplusplus
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode = NCCL_CFT_TEAM_FLAT);
+ncclTeam_t pncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode = NCCL_CFT_TEAM_FLAT);
+#else
+ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode);
+ncclTeam_t pncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode);
+#endif
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm);
+ncclTeam_t pncclTeamCftMultimem(ncclComm_t comm);
+/* The world rank, and the LSA rank, of member `rank` of `team` (a team of this rank's, as the
+ * calls above and the team arithmetic below make them). A member outside the world, or, for
+ * ncclTeamRankToLsa, outside this rank's LSA team (any rank but this one), gives -1 and a last
+ * error naming it. */
+int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank);
+int pncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank);
+int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank);
+int pncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank);
+
+/* Addresses of window memory for kernels, asked on the host. The one RCCLX can give is this
+ * rank's own: ncclGetLsaDevicePointer with lsaRank 0 and ncclGetPeerDevicePointer with peer =
+ * this rank store the window's memory at `offset` (offset < the window's size) in *outPtr:
+ * device memory for a window on device memory, host memory for one on host memory. Another
+ * rank's memory (no kernel reaches peers), multimem and the CFT endpoint queries return
+ * ncclInvalidUsage, a peer outside the communicator or an lsaRank outside the LSA team
+ * ncclInvalidArgument; the last error names the call and why. */
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                     void** outPtr);
+ncclResult_t pncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                      void** outPtr);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr);
+ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr);
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                          ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t pncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                           ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+                                         size_t* leOffset);
+ncclResult_t pncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+                                          size_t* leOffset);
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+                                    ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t pncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+                                     ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+                                     ncclCftLeId* leId, size_t* leOffset);
+ncclResult_t pncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+                                      ncclCftLeId* leId, size_t* leOffset);
 
 /* ---- Team arithmetic (host and device) ---------------------------------------------------- */
 

@@ -11,6 +11,22 @@
 #include "core.h"
 #include "lsa_barrier.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The resource a device communicator would need for nBarriers GIN barriers over team. RCCLX
+ * has no GIN back-end, so it returns ncclInvalidUsage and writes neither output
+ * (ncclInvalidArgument for a NULL output or a negative count). */
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                             ncclGinBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                              ncclGinBarrierHandle_t* outHandle,
+                                              ncclDevResourceRequirements_t* outReq);
+#ifdef __cplusplus
+}
+#endif
+
 #if defined(__CUDACC__)
 #include <cuda/atomic>
 

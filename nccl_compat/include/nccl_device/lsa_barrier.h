@@ -1,12 +1,29 @@
 /*
  * nccl_device/lsa_barrier.h of RCCLX's NCCL-ABI library: NCCL's barrier among the ranks of an
  * LSA team, run by a cooperative group of each rank. RCCLX makes no device communicator to
- * hold its state, so a session stops the kernel with a message when it is made.
+ * hold its state: the host call asking for one is refused, and a session stops the kernel with
+ * a message when it is made.
  */
 #ifndef RCCLX_NCCL_DEVICE_LSA_BARRIER_H_
 #define RCCLX_NCCL_DEVICE_LSA_BARRIER_H_
 
 #include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The resource a device communicator would need for nBarriers LSA barriers over team. RCCLX
+ * makes no device communicators, so it returns ncclInvalidUsage and writes neither output
+ * (ncclInvalidArgument for a NULL output or a negative count). */
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
+                                             ncclLsaBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
+                                              ncclLsaBarrierHandle_t* outHandle,
+                                              ncclDevResourceRequirements_t* outReq);
+#ifdef __cplusplus
+}
+#endif
 
 #if defined(__CUDACC__)
 #include <cuda/atomic>

@@ -35,6 +35,10 @@
 #include "rcclx/types.hpp"
 #include "rcclx/work.hpp"
 
+namespace ctran {
+class Window;
+}
+
 namespace rcclx {
 
 struct CommunicatorTesting;
@@ -143,6 +147,13 @@ class Communicator {
   /// Collective: frees a buffer allocSymmetric() returned, or deregisters one
   /// registerSymmetric() made (after this GPU's work is done).
   void freeSymmetric(void* ptr);
+
+  /// Collective: a ctran window of `bytes` on every rank (every rank passes the same size)
+  /// with `numSignals` signal slots, over this communicator's transports (shared memory
+  /// between ranks of a host, tcp or ucx between hosts): one-sided put, signal and wait
+  /// between its ranks, with the memory model of ctran/window.hpp. The caller owns it and
+  /// destroys it before destroy() or abort().
+  std::shared_ptr<ctran::Window> createWindow(size_t bytes, int numSignals);
 
   /// Waits for all submitted host work.
   void finalize();

@@ -3,8 +3,11 @@
  * capability, and writes no further than an older, shorter struct's size; ncclDevCommCreate
  * refuses every requirement, its last error naming the call and each requirement it cannot
  * meet (an initialised struct, one cleared to zero as NCCL 2.28 code does, one asking nothing);
- * ncclDevCommDestroy refuses; bad arguments are ncclInvalidArgument; the communicator still
- * runs collectives afterwards. */
+ * ncclDevCommDestroy refuses; the host team calls agree with the properties (the world, each
+ * rank its own LSA and CFT team, the rail team the world) and convert ranks; the window address
+ * queries give this rank's own memory and refuse a peer's, multimem and CFT; the barrier
+ * requirements refuse; bad arguments are ncclInvalidArgument; the communicator still runs
+ * collectives afterwards. */
 #include "nccl_device.h"
 #include "nccl_test.h"
 
@@ -111,6 +114,117 @@ static void team_arithmetic(void) {
          ncclTeamRankToTeam(world, rail, 0));
 }
 
+static int same_team(ncclTeam_t t, int nRanks, int rank, int stride) {
+  return t.nRanks == nRanks && t.rank == rank && t.stride == stride;
+}
+
+static void host_teams(void) {
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  NCCLCHECK(ncclCommQueryProperties(comm, &props));
+  ncclTeam_t world = ncclTeamWorld(comm), lsa = ncclTeamLsa(comm), rail = ncclTeamRail(comm);
+  EXPECT(same_team(world, N, R, 1), "world {%d %d %d}", world.nRanks, world.rank, world.stride);
+  EXPECT(same_team(lsa, 1, 0, 1), "lsa {%d %d %d}", lsa.nRanks, lsa.rank, lsa.stride);
+  EXPECT(props.nLsaTeams * lsa.nRanks == props.nRanks, "%d LSA teams of %d ranks, %d ranks",
+         props.nLsaTeams, lsa.nRanks, props.nRanks);
+  EXPECT(same_team(rail, N, R, 1), "rail {%d %d %d}", rail.nRanks, rail.rank, rail.stride);
+  ncclTeam_t outer = ncclTeamOuterFactor(world, lsa.nRanks);
+  EXPECT(same_team(rail, outer.nRanks, outer.rank, outer.stride), "rail is not world / lsa");
+  EXPECT(same_team(ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT), 1, 0, 1), "CFT flat team");
+  EXPECT(same_team(pncclTeamCft(comm, NCCL_CFT_TEAM_HIER_LSA), 1, 0, 1), "CFT LSA team");
+  EXPECT(same_team(ncclTeamCftMultimem(comm), 1, 0, 1), "CFT multimem team");
+
+  for (int k = 0; k < N; ++k) {
+    EXPECT(ncclTeamRankToWorld(comm, world, k) == k, "world rank %d -> %d", k,
+           ncclTeamRankToWorld(comm, world, k));
+    EXPECT(ncclTeamRankToWorld(comm, rail, k) == k, "rail rank %d", k);
+  }
+  EXPECT(ncclTeamRankToWorld(comm, lsa, 0) == R, "LSA rank 0 is world rank %d",
+         ncclTeamRankToWorld(comm, lsa, 0));
+  EXPECT(ncclTeamRankToLsa(comm, world, R) == 0, "this rank's LSA rank %d",
+         ncclTeamRankToLsa(comm, world, R));
+  EXPECT(pncclTeamRankToLsa(comm, lsa, 0) == 0, "LSA rank of LSA rank 0");
+
+  /* Failures: -1 or the empty team, and a last error naming the call and the value. */
+  EXPECT(ncclTeamRankToLsa(comm, world, (R + 1) % N) == -1, "a peer has an LSA rank");
+  const int peer = (R + 1) % N;
+  char want[96];
+  snprintf(want, sizeof want, "ncclTeamRankToLsa: rank %d of team {nRanks %d, rank %d", peer, N, R);
+  EXPECT(strstr(ncclGetLastError(NULL), want) && strstr(ncclGetLastError(NULL), "LSA team"), "%s",
+         ncclGetLastError(NULL));
+  EXPECT(ncclTeamRankToWorld(comm, world, N) == -1, "rank N is a member");
+  EXPECT(strstr(ncclGetLastError(NULL), "ncclTeamRankToWorld: rank ") != NULL, "%s",
+         ncclGetLastError(NULL));
+  ncclTeam_t wide = {2, 0, N}; /* this rank and the one N ranks on, which does not exist */
+  EXPECT(ncclTeamRankToWorld(comm, wide, 1) == -1, "a member past the world");
+  snprintf(want, sizeof want, "would be world rank %d, outside the communicator's 0..%d", R + N,
+           N - 1);
+  EXPECT(strstr(ncclGetLastError(NULL), want) != NULL, "%s", ncclGetLastError(NULL));
+  ncclTeam_t none = ncclTeamCft(comm, (ncclCftTeamMode_t)7);
+  EXPECT(none.nRanks == 0 && none.rank == -1, "CFT team of mode 7 {%d %d}", none.nRanks, none.rank);
+  EXPECT(strstr(ncclGetLastError(NULL), "ncclTeamCft: mode 7 is not") != NULL, "%s",
+         ncclGetLastError(NULL));
+  none = ncclTeamWorld(NULL);
+  EXPECT(none.nRanks == 0 && none.rank == -1 && none.stride == 0, "team of NULL");
+  EXPECT(strstr(ncclGetLastError(NULL), "ncclTeamWorld: comm is NULL") != NULL, "%s",
+         ncclGetLastError(NULL));
+}
+
+static void window_queries(void) {
+  const size_t bytes = 4096;
+  char* buf = test_alloc(bytes);
+  ncclWindow_t win = NULL;
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, bytes, &win, NCCL_WIN_DEFAULT));
+  void* p = NULL;
+  NCCLCHECK(ncclGetLsaDevicePointer(win, 64, 0, &p));
+  EXPECT(p == buf + 64, "LSA pointer %p, window at %p", p, (void*)buf);
+  p = NULL;
+  NCCLCHECK(pncclGetPeerDevicePointer(win, 0, R, &p));
+  EXPECT(p == buf, "own peer pointer %p, window at %p", p, (void*)buf);
+  if (N > 1) {
+    EXPECT_ERROR(ncclGetPeerDevicePointer(win, 0, (R + 1) % N, &p), ncclInvalidUsage,
+                 "no access to another rank's window memory");
+  }
+  EXPECT_ERROR(ncclGetPeerDevicePointer(win, 0, N, &p), ncclInvalidArgument,
+               "is not a rank of the window's communicator");
+  EXPECT_ERROR(ncclGetLsaDevicePointer(win, 0, 1, &p), ncclInvalidArgument,
+               "ncclGetLsaDevicePointer: lsaRank 1 is outside this rank's LSA team");
+  EXPECT_ERROR(ncclGetLsaDevicePointer(win, bytes, 0, &p), ncclInvalidArgument,
+               "offset 4096 is outside the window's 4096 bytes");
+  EXPECT_ERROR(ncclGetLsaDevicePointer(win, 0, 0, NULL), ncclInvalidArgument, "outPtr is NULL");
+  EXPECT_ERROR(ncclGetLsaDevicePointer(NULL, 0, 0, &p), ncclInvalidArgument, "window is NULL");
+  EXPECT_ERROR(ncclGetLsaMultimemDevicePointer(win, 0, &p), ncclInvalidUsage,
+               "ncclGetLsaMultimemDevicePointer: RCCLX provides no multimem");
+  ncclMultimemHandle_t mm = {NULL};
+  EXPECT_ERROR(ncclGetMultimemDevicePointer(win, 0, mm, &p), ncclInvalidUsage,
+               "multimemSupport = 0");
+  ncclCftLeId le = 0;
+  size_t leOffset = 0;
+  EXPECT_ERROR(ncclGetMultimemDeviceLeInfo(win, 0, &le, &leOffset), ncclInvalidUsage,
+               "no collective fabric transport");
+  EXPECT_ERROR(ncclGetCftDeviceLeInfo(win, 0, 0, ncclTeamLsa(comm), &le, &leOffset),
+               ncclInvalidUsage, "(peerCft 0)");
+  EXPECT_ERROR(ncclGetPeerDeviceLeInfo(win, 0, R, &le, NULL), ncclInvalidArgument,
+               "leOffset is NULL");
+
+  ncclLsaBarrierHandle_t lsaBarrier = {0, 0};
+  ncclGinBarrierHandle_t ginBarrier = {0, 0};
+  ncclDevResourceRequirements_t req;
+  memset(&req, 0, sizeof req);
+  EXPECT_ERROR(ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), 4, &lsaBarrier, &req),
+               ncclInvalidUsage, "ncclLsaBarrierCreateRequirement: LSA barriers live in a device");
+  EXPECT(lsaBarrier.nBarriers == 0 && req.bufferSize == 0, "the refusal wrote its outputs");
+  EXPECT_ERROR(ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), 4, &lsaBarrier, NULL),
+               ncclInvalidArgument, "outReq is NULL");
+  EXPECT_ERROR(ncclGinBarrierCreateRequirement(comm, ncclTeamRail(comm), 2, &ginBarrier, &req),
+               ncclInvalidUsage, "RCCLX has no GIN back-end");
+  EXPECT_ERROR(ncclGinBarrierCreateRequirement(comm, ncclTeamRail(comm), -1, &ginBarrier, &req),
+               ncclInvalidArgument, "nBarriers -1 is negative");
+
+  NCCLCHECK(ncclCommWindowDeregister(comm, win));
+  EXPECT_ERROR(ncclGetLsaDevicePointer(win, 0, 0, &p), ncclInvalidArgument, "not a live handle");
+  test_free(buf);
+}
+
 static void still_usable(void) {
   int32_t* buf = test_alloc(16 * sizeof(int32_t));
   for (int k = 0; k < 16; ++k) buf[k] = R + k;
@@ -127,8 +241,13 @@ int main(int argc, char** argv) {
   query_properties();
   create_refused();
   team_arithmetic();
+  host_teams();
+  window_queries();
   still_usable();
   NCCLCHECK(ncclCommDestroy(comm));
+  EXPECT(ncclTeamLsa(comm).nRanks == 0, "a team of a destroyed communicator");
+  EXPECT(strstr(ncclGetLastError(NULL), "ncclTeamLsa: comm was already destroyed") != NULL, "%s",
+         ncclGetLastError(NULL));
   ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
   EXPECT_ERROR(ncclCommQueryProperties(comm, &props), ncclInvalidUsage, "already destroyed");
   printf("rank %d: %s (%d failures)\n", R, g_failures ? "FAILED" : "passed", g_failures);

@@ -99,3 +99,12 @@ ncclResult_t launch(ncclWindow_t send, ncclWindow_t recv, size_t count, ncclDevC
   lsaAllReduce<float><<<16, 512, 0, stream>>>(send, 0, recv, 0, count, *devComm);
   return cudaGetLastError() == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
+
+// The host team calls beside their device forms (same names, a communicator instead of a device
+// communicator), as a host launcher sizes its grid; ncclTeamCft's mode defaults in C++.
+int lsaPeersOf(ncclComm_t comm) {
+  const ncclTeam lsa = ncclTeamLsa(comm), rail = ncclTeamRail(comm);
+  const ncclTeam cft = ncclTeamCft(comm);
+  return lsa.nRanks * rail.nRanks + cft.nRanks + ncclTeamRankToLsa(comm, ncclTeamWorld(comm), 0) +
+         ncclTeamRankToWorld(comm, lsa, 0);
+}
