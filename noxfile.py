@@ -73,7 +73,7 @@ EDITABLE_REQUIREMENTS = ("editables",)  # hatchling's editable wheels need it
 TEST_REQUIREMENTS = (
     "pytest>=7", "pytest-timeout>=2", "numpy", "torch", "hypothesis", "libucx-cu12",
 )  # fmt: skip
-DOCS_REQUIREMENTS = ("sphinx>=7",)
+DOCS_REQUIREMENTS = ("sphinx>=7", "furo")  # versions pinned in constraints.txt
 LINT_REQUIREMENTS = ("ruff", "clang-format")
 
 NATIVE_SOURCE_SUFFIXES = (".c", ".h", ".cpp", ".hpp", ".cc", ".cu", ".cuh")

@@ -2,7 +2,9 @@
 
 The knob table of configuration.rst is generated at build time from the installed libraries'
 registry (``ctran.config_dump()``, and ``rcclx_core.config_dump()`` where that exists) by the
-local extension _ext/knobs.py, into generated/knobs.rst (not checked in).
+local extension _ext/knobs.py, into generated/knobs.rst (not checked in). Headline figures come
+from claims.toml through the local extension _ext/claims.py (the :claim: role and the
+claims-table directive), which also checks README.md and every page against that file.
 """
 
 import sys
@@ -16,15 +18,15 @@ copyright = "the RCCLX developers"
 release = "0.1.0"
 version = release
 
-extensions = ["knobs"]
+extensions = ["knobs", "claims"]
 
 root_doc = "index"
 # generated/ holds fragments pulled in with `.. include::`, not pages of their own.
 exclude_patterns = ["_build", "generated", "Thumbs.db", ".DS_Store"]
 
-html_theme = "alabaster"
-html_theme_options = {
-    "description": "Collective communication for GPU and CPU clusters",
-    "fixed_sidebar": True,
-}
-html_static_path = []
+# furo (pinned in constraints.txt), with _theme/rcclx.css giving the page the width a 1280 px
+# window leaves it.
+html_theme = "furo"
+html_title = "RCCLX"
+html_static_path = ["_theme"]
+html_css_files = ["rcclx.css"]
