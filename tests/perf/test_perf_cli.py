@@ -111,6 +111,10 @@ def test_peers_that_cannot_run_print_a_dash_and_their_reason_once(tmp_path):
         (["--low-precision", "-d", "int32"], "--low-precision with -d int32: only float32"),
         (["--low-precision", "--collective", "gather"], "--low-precision does not apply to gather"),
         (["--low-precision", "--redop", "max"], "--low-precision with --redop max"),
+        (["--check-determinism", "-d", "int32"], "--check-determinism with -d int32: only"),
+        (["--check-determinism", "--redop", "max"], "--check-determinism with --redop max"),
+        (["--check-determinism", "--collective", "all_gather"], "checks reductions, not"),
+        (["--check-determinism", "-c", "0"], "--check-determinism with -c 0"),
         (["--compare", "nccl,foo"], "--compare: 'nccl,foo': unknown peer 'foo'"),
         (["--inplace", "--collective", "send_recv"], "--inplace does not apply to send_recv"),
         (["--inplace", "--collective", "all_to_all_v"], "--inplace does not apply to all_to_all_v"),
@@ -212,3 +216,19 @@ def test_repeat_tables_from_given_runs():
     (size,) = repeat.per_size(rows)
     assert size["best"] == "ring" and size["time"] == 5.0  # auto counts only when alone
     assert size["ratio"] == pytest.approx(0.05) and size["peer_spread"] == 1.0
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "reduce"])
+def test_check_determinism_holds_ours_to_the_fold_order(tmp_path, collective):
+    """Inputs over eight decades, 3 ranks (the ring's order differs from rank order from 3):
+    every algorithm of ours has every element's bits; the classic ring beside it does not."""
+    args = ["-g", "3", "-b", "64K", "-e", "1M", "-f", "16", "-n", "1", "-w", "0"]
+    args += ["--collective", collective, "--check-determinism", "--compare", "unordered"]
+    if collective == "all_reduce":
+        args += ["--algo", "all"]
+    rows, out = perf(tmp_path, *args)
+    assert "check: every element's bits against the fold order" in out, out
+    assert rows and all(r["#wrong"] == "0" for r in rows), out
+    if collective != "reduce":  # the chain reduce ends at the root: its order can match
+        wrong = int(out.split("# unordered wrong values: ")[1].split()[0])
+        assert wrong > 0, out

@@ -27,6 +27,12 @@ Before the checked call the output buffer is filled with a value that no correct
 inputs are drawn to keep every expected value away from it), so an element the library never
 writes counts as wrong.
 
+With ``--check-determinism`` (floating-point sums) the inputs instead span eight decades (six
+for float16) with random signs, where the order of the additions shows in the last bits, and every
+element must have the bits of the fold order (docs/determinism.rst): rank order on one host,
+each pretend host's ranks then the hosts in order with ``--hosts``, accumulated in float32 (the
+element type for float64) and rounded once.
+
 Low precision (FP8 e4m3 on the wire) cannot be exact. Its inputs are uniform in [0.25, 1), all
 positive, so a sum has no cancellation; the result is compared with the float64 reference as the
 largest error relative to the largest reference magnitude, ``max|out - ref| / max|ref|``, and
@@ -73,6 +79,10 @@ def block(cfg: Config, nranks: int, rank: int, index: int, count: int) -> np.nda
     rng = np.random.default_rng([cfg.seed, rank, index, count])
     if cfg.low_precision:
         return to_storage(rng.uniform(_LP_LOW, _LP_HIGH, count), dt)
+    if cfg.determinism:
+        decades = 3 if dt.name == "float16" else 4
+        wide = 10.0 ** rng.uniform(-decades, decades, count) * rng.choice([-1.0, 1.0], count)
+        return to_storage(wide.astype(np.float32 if dt.name != "float64" else np.float64), dt)
     if not cfg.coll.reduces:
         if dt.is_float:
             return to_storage(rng.uniform(-1.0, 1.0, count), dt)
@@ -156,6 +166,26 @@ def _reduced(cfg: Config, nranks: int, rank: int, count: int):
     return _reduce(cfg, nranks, lambda r: block(cfg, nranks, r, index, count))
 
 
+def _fold(dt: DTypeSpec, parts: list[np.ndarray]) -> np.ndarray:
+    """The left fold of ``parts`` in the accumulation type, rounded once to the element type."""
+    acc_type = np.float64 if dt.name == "float64" else np.float32
+    acc = to_float64(parts[0], dt).astype(acc_type)
+    for part in parts[1:]:
+        acc += to_float64(part, dt).astype(acc_type)
+    return to_storage(acc, dt)
+
+
+def fold_order(cfg: Config, nranks: int, rank: int, count: int) -> np.ndarray:
+    """The bits a deterministic sum gives on ``rank`` (storage form): each pretend host's ranks
+    (rank r on host r * hosts // nranks) folded, then the hosts' sums in host order."""
+    index = rank if cfg.collective == "reduce_scatter" else 0
+    parts = [block(cfg, nranks, r, index, count) for r in range(nranks)]
+    hosts = [[r for r in range(nranks) if r * cfg.hosts // nranks == h] for h in range(cfg.hosts)]
+    if len(hosts) == 1:
+        return _fold(cfg.dtype, parts)
+    return _fold(cfg.dtype, [_fold(cfg.dtype, [parts[r] for r in ranks]) for ranks in hosts])
+
+
 def _moved(cfg: Config, nranks: int, rank: int, count: int) -> np.ndarray:
     """The exact output (storage form) on ``rank`` of a collective that only moves data."""
     n, name = nranks, cfg.collective
@@ -187,12 +217,15 @@ def count_wrong(cfg: Config, nranks: int, rank: int, count: int, result: np.ndar
     """Elements of ``result`` (this rank's output) that differ from the expected output."""
     if not _defined(cfg, rank):
         return 0
+    bits = np.dtype(f"u{cfg.dtype.itemsize}")
+    if cfg.determinism:
+        expected = fold_order(cfg, nranks, rank, count)
+        return int(np.count_nonzero(result.view(bits) != expected.view(bits)))
     if cfg.coll.reduces:
         ref, tol = _reduced(cfg, nranks, rank, count)
         got = to_float64(result, cfg.dtype)
         return int(np.count_nonzero(~(np.abs(got - ref) <= tol)))
     expected = _moved(cfg, nranks, rank, count)
-    bits = np.dtype(f"u{cfg.dtype.itemsize}")
     return int(np.count_nonzero(result.view(bits) != expected.view(bits)))
 
 

@@ -17,6 +17,7 @@ from rcclx_core.perf import targets as targets_file
 from rcclx_core.perf.peers import PEERS
 from rcclx_core.perf.spec import (
     COLLECTIVES,
+    DETERMINISM_DTYPES,
     DTYPE_ALIASES,
     DTYPES,
     LP_DTYPES,
@@ -139,6 +140,12 @@ def _what_runs(p: argparse.ArgumentParser) -> None:
         help="the low-precision path (low_precision=True, FP8 e4m3 on the wire): all_reduce, "
         "all_gather, reduce_scatter, all_to_all of float32 / bfloat16",
     )
+    p.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="floating-point sums of inputs over eight decades, every element's bits checked "
+        "against the fold order of docs/determinism.rst (all_reduce, reduce_scatter, reduce)",
+    )
 
 
 def _where_and_how(p: argparse.ArgumentParser) -> None:
@@ -218,6 +225,8 @@ def _check_collective_options(p: argparse.ArgumentParser, a: argparse.Namespace)
             f"--inplace does not apply to {a.collective}: it would receive into the buffer it "
             "is still sending"
         )
+    if a.check_determinism:
+        _check_determinism_options(p, a, coll)
     if not a.low_precision:
         return
     if not coll.low_precision:
@@ -231,6 +240,22 @@ def _check_collective_options(p: argparse.ArgumentParser, a: argparse.Namespace)
         p.error(f"--low-precision with --redop {a.redop}: only {', '.join(LP_REDOPS)}")
     if a.algo is not None:
         p.error(f"--algo {a.algo} does not apply with --low-precision (the LP path is one)")
+
+
+def _check_determinism_options(p: argparse.ArgumentParser, a: argparse.Namespace, coll) -> None:
+    if not coll.reduces:
+        p.error(f"--check-determinism checks reductions, not --collective {a.collective}")
+    if a.datatype not in DETERMINISM_DTYPES:
+        p.error(
+            f"--check-determinism with -d {a.datatype}: only floating types "
+            f"({', '.join(DETERMINISM_DTYPES)}) can fold in more than one order"
+        )
+    if (a.redop or "sum") != "sum":
+        p.error(f"--check-determinism with --redop {a.redop}: it checks sum")
+    if a.low_precision:
+        p.error("--check-determinism with --low-precision: low precision quantizes (no fold)")
+    if not a.check:
+        p.error("--check-determinism with -c 0: the check is what it adds")
 
 
 def _check_numbers(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
@@ -330,6 +355,7 @@ def config_from_args(
         graph=a.graph or 0,
         inplace=a.inplace or a.symmetric,
         low_precision=a.low_precision,
+        determinism=a.check_determinism,
         symmetric=a.symmetric,
         tuning=a.tuning,
         compare=a.compare,

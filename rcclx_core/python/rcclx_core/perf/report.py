@@ -119,6 +119,11 @@ class Report:
             lines.append("check: off")
         elif cfg.low_precision:
             lines.append("check: every element against the float64 reference (maxerr)")
+        elif cfg.determinism:
+            lines.append(
+                "check: every element's bits against the fold order, inputs over eight decades "
+                "(docs/determinism.rst; 0 = OK)"
+            )
         else:
             lines.append("check: every element against an exact reference (0 = OK)")
         if self.peers:

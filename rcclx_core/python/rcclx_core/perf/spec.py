@@ -143,6 +143,8 @@ COLLECTIVES: dict[str, CollectiveSpec] = {
 # The element types of the low-precision path (docs/low_precision.rst: "eligible").
 LP_DTYPES = ("float32", "bfloat16")
 LP_REDOPS = ("sum", "avg")
+# The element types whose sums depend on the order ranks are folded in (--check-determinism).
+DETERMINISM_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def a2av_counts(count: int, nranks: int, src: int, dst: int) -> int:
@@ -200,6 +202,7 @@ class Config:
     graph: int = 0  # ops per CUDA graph (--graph); 0: eager
     inplace: bool = False
     low_precision: bool = False
+    determinism: bool = False  # wide-range sums checked bit for bit against the fold order
     symmetric: bool = False  # outputs in comm.alloc_symmetric buffers (implies inplace)
     tuning: str | None = None  # rcclx_core._testing.set_gpu_tuning spec
     compare: tuple[str, ...] = ()  # peers: "nccl", "symm_mem", "gloo"
