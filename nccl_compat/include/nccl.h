@@ -112,7 +112,7 @@ typedef enum {
  * library reads only the fields the caller's struct holds (NCCL 2.27's struct is 72 bytes, this
  * 2.28 one 80; an older, shorter one or a newer, longer one works too). Initialise it with
  * NCCL_CONFIG_INITIALIZER, then set the fields wanted. */
-typedef struct ncclConfig_v22800 {
+typedef struct ncclConfig_v23100 {
   size_t size;          /* sizeof the caller's struct: set by NCCL_CONFIG_INITIALIZER */
   unsigned int magic;   /* NCCL_API_MAGIC */
   unsigned int version; /* NCCL_VERSION_CODE of the caller's header */
@@ -130,6 +130,15 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  /* NCCL 2.29-2.31's fields (graph and one-sided tuning): accepted, none changes RCCLX. */
+  int graphUsageMode;
+  int numRmaCtx;
+  int maxP2pPeers;
+  int graphStreamOrdering;
+  int launchOrderImplicit;
+  int numRmaSig;
+  int rmaEagerInit;
+  int hostCftMode;
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                                    \
@@ -138,7 +147,10 @@ typedef struct ncclConfig_v22800 {
    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                            \
    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                            \
    NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
-   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT}
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                            \
+   NCCL_CONFIG_UNDEF_INT}
 
 /* One vendor option of an ncclCollConfig_t: options form a NULL-terminated list through next,
  * each keyed by its vendor's id and its own id. This library reads none (every one is accepted
@@ -328,6 +340,41 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+
+/* Growing a communicator by new ranks, in two steps. One rank of `comm` (the root) asks for an
+ * id with ncclCommGetUniqueId and hands it to the processes of the new ranks; until an
+ * ncclCommGrow on that rank consumes it, a second request is refused. Then every rank of
+ * `comm` calls ncclCommGrow(comm, nRanks, id or NULL, -1, ...) (the root passes the id, the
+ * others NULL) and keeps its rank; every new rank calls ncclCommGrow(NULL, nRanks, &id, rank,
+ * ...) with one of the ranks comm's ranks do not hold. *newcomm is a new communicator of
+ * nRanks ranks; `comm` stays usable. config as ncclCommInitRankConfig's (NULL: comm's for its
+ * ranks, the defaults for new ones). */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+
+/* ncclCommSuspend's flags: release what the communicator's GPU memory allows (RCCLX: none of
+ * it, since peers map all of it; see ncclCommMemStats). */
+#define NCCL_SUSPEND_MEM 0x01
+/* Local: no call but ncclCommResume, ncclCommMemStats, ncclCommDestroy and ncclCommAbort is
+ * accepted on comm until ncclCommResume. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+
+/* What ncclCommMemStats reports, in bytes unless said otherwise. */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* GPU memory ncclCommSuspend could release (RCCLX: 0) */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended, else 0 */
+  ncclStatGpuMemPersist = 2,   /* GPU memory held for the communicator's whole life */
+  ncclStatGpuMemTotal = 3      /* all GPU memory the communicator allocated for itself */
+} ncclCommMemStat_t;
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 
 /* ncclInProgress while a non-blocking initialisation runs, then its result, or the first error
  * an asynchronous operation of the communicator met. Never blocks. */

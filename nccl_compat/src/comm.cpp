@@ -59,6 +59,8 @@ CommUse::CommUse(ncclComm_t comm, bool joinGroup) : comm_(checkHandle(comm)) {
       throw ctran::InvalidUsage(
           "comm was already destroyed or aborted (ncclCommDestroy / ncclCommAbort)");
   }
+  CTRAN_CHECK(!comm_->suspended.load(std::memory_order_acquire), ctran::InvalidUsage,
+              "comm is suspended (ncclCommSuspend): call ncclCommResume first");
   core_ = comm_->core.get();
   if (joinGroup && groups::active()) groups::enrol(comm_);
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,10 @@ struct ncclComm {
   std::shared_ptr<LocalClique> clique;  ///< set when one thread made this and its peers
   /// One-sided calls (rma.hpp): made by the first host-memory ncclCommWindowRegister.
   std::shared_ptr<rcclx::nccl::Rma> rma;
+  /// Between ncclCommSuspend and ncclCommResume (CommUse refuses the communicator meanwhile).
+  std::atomic<bool> suspended{false};
+  /// ncclCommGetUniqueId's id, until an ncclCommGrow on this rank consumes it.
+  std::optional<ncclUniqueId> growId;
 
   // Initialisation outside the caller's thread (non-blocking config or a group).
   std::mutex initMu;

@@ -62,15 +62,6 @@ void checkRanks(int nranks, int rank, const InitNames& names) {
               " is out of range for nranks ", nranks);
 }
 
-/// The factory of ncclCommInitRank*: joins through `id` on the current GPU (or host memory).
-CoreFactory fromId(const ncclUniqueId& id, int nranks, int rank) {
-  const int device = gpu::currentDevice();
-  return [id, nranks, rank, device](ncclComm& h) {
-    auto boot = joinGroup(id, rank, nranks, &h.keepAlive);
-    return std::make_unique<rcclx::Communicator>(std::move(boot), rcclx::CommConfig{device, {}});
-  };
-}
-
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
                       const ncclConfig_t* config, const InitNames& names = {}) {
   CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, names.comm, " is NULL");
@@ -84,6 +75,14 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
 }
 
 }  // namespace
+
+CoreFactory fromId(const ncclUniqueId& id, int nranks, int rank) {
+  const int device = gpu::currentDevice();
+  return [id, nranks, rank, device](ncclComm& h) {
+    auto boot = joinGroup(id, rank, nranks, &h.keepAlive);
+    return std::make_unique<rcclx::Communicator>(std::move(boot), rcclx::CommConfig{device, {}});
+  };
+}
 
 CommOptions optionsOf(const ncclComm& comm) { return {comm.blocking, comm.name}; }
 

@@ -36,7 +36,8 @@ CommOptions readConfig(const ncclConfig_t* config, const CommOptions& base) {
   CTRAN_CHECK(config->size >= kOldestConfigBytes && config->size <= kLargestPlausibleBytes,
               ctran::InvalidArgument, "config->size ", config->size,
               " is not the size of an ncclConfig_t (", kOldestConfigBytes,
-              " bytes for NCCL 2.14, 72 for 2.27, 80 for 2.28; newer versions are longer)");
+              " bytes for NCCL 2.14, 72 for 2.27, 80 for 2.28, 112 for 2.31; newer versions are "
+              "longer)");
   CTRAN_CHECK(config->version >= kOldestVersion, ctran::InvalidArgument, "config->version ",
               config->version, " is older than NCCL 2.14 (", kOldestVersion,
               "), the first with ncclConfig_t");
@@ -49,14 +50,18 @@ CommOptions readConfig(const ncclConfig_t* config, const CommOptions& base) {
   const char* name = nullptr;
   if (readField(config, offsetof(ncclConfig_t, commName), &name) && name != nullptr) o.name = name;
   // The tuning fields (CTAs, cluster size, channels, collnet, NVLink scheduling, split and
-  // shrink sharing) have no counterpart in RCCLX's algorithms and are accepted as given.
+  // shrink sharing, and 2.29-2.31's graph and one-sided ones) have no counterpart in RCCLX's
+  // algorithms and are accepted as given.
   return o;
 }
 
 }  // namespace rcclx::nccl
 
 // NCCL's layouts, which callers compiled against NCCL's own header pass.
-static_assert(sizeof(ncclConfig_t) == 80, "ncclConfig_t must have NCCL 2.28's 80-byte layout");
+static_assert(sizeof(ncclConfig_t) == 112, "ncclConfig_t must have NCCL 2.31's 112-byte layout");
+static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) + sizeof(int) == 80,
+              "NCCL 2.28's ncclConfig_t ends after nvlinkCentricSched, at 80 bytes");
+static_assert(offsetof(ncclConfig_t, maxP2pPeers) == 88, "maxP2pPeers must sit at NCCL's offset");
 static_assert(offsetof(ncclConfig_t, nvlsCTAs) + sizeof(int) == 72,
               "NCCL 2.27's ncclConfig_t ends after nvlsCTAs, at 72 bytes");
 static_assert(offsetof(ncclConfig_t, commName) == 48, "commName must sit at NCCL's offset");

@@ -24,6 +24,10 @@ ncclResult_t createComm(ncclComm_t* out, const CommOptions& options, CoreFactory
 /// A ready handle around `core` (split, shrink, ncclCommInitAll).
 ncclComm* adoptComm(std::unique_ptr<rcclx::Communicator> core, const CommOptions& options);
 
+/// The factory of ncclCommInitRank* and ncclCommGrow: joins the group `id` names as `rank` of
+/// `nranks`, on the current GPU (or host memory).
+CoreFactory fromId(const ncclUniqueId& id, int nranks, int rank);
+
 /// The options a communicator was created with (what a split inherits).
 CommOptions optionsOf(const ncclComm& comm);
 

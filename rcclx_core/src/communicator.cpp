@@ -150,6 +150,10 @@ void Communicator::freeSymmetric(void* ptr) {
   symmetricBuffers(*impl_, "free_symmetric").freeSymmetric(ptr);
 }
 
+size_t Communicator::gpuMemoryBytes() const {
+  return impl_->gpu ? impl_->gpu->allocatedBytes() : 0;
+}
+
 std::shared_ptr<ctran::Window> Communicator::createWindow(size_t bytes, int numSignals) {
   checkUsable(*impl_, "create_window");
   return impl_->group->createWindow(bytes, numSignals);

@@ -39,7 +39,7 @@ NUM_OPS = 5  # ncclSum .. ncclAvg; ncclNumOps and above are PreMulSum handles
 API_MAGIC = 0xCAFEBEEF
 SIM_INFO_MAGIC = 0x74685283
 VERSION_CODE = 22809
-CONFIG_BYTES = 80  # NCCL 2.28's ncclConfig_t
+CONFIG_BYTES = 112  # NCCL 2.31's ncclConfig_t
 CONFIG_UNDEF_INT = -(2**31)
 # Offsets of ncclConfig_t's fields the reader interprets (nccl.h).
 CONFIG_BLOCKING, CONFIG_COMM_NAME = 16, 48

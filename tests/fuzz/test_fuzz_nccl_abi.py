@@ -151,12 +151,12 @@ def garbage_ids():
 @st.composite
 def configs(draw, bad: dict):
     """NULL, or an ncclConfig_t of a random size, magic, version and blocking field; the buffer
-    holds at least the 80 bytes of NCCL 2.28's struct and the size field claims what it
+    holds at least the 112 bytes of NCCL 2.31's struct and the size field claims what it
     claims (larger sizes model newer NCCL versions)."""
     if draw(st.integers(0, 4)) == 0:
         return None
     if draw(st.integers(0, 3)):
-        size = draw(st.sampled_from([40, 48, 56, 72, 80, 96, 4096]))
+        size = draw(st.sampled_from([40, 48, 56, 72, 80, 96, 112, 4096]))
     else:
         size = draw(st.one_of(st.integers(0, 200), st.integers(4097, 2**64 - 1)))
     magic = API_MAGIC if draw(st.integers(0, 7)) else draw(st.integers(0, 2**32 - 1))

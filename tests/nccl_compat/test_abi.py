@@ -48,7 +48,8 @@ NCCL_2_31 = (
     "ncclGetPeerDevicePointer", "ncclGetLsaMultimemDevicePointer", "ncclGetMultimemDevicePointer",
     "ncclGetMultimemDeviceLeInfo", "ncclGetCftDeviceLeInfo", "ncclGetPeerDeviceLeInfo",
     "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
-    "ncclPutSignal", "ncclSignal", "ncclWaitSignal",
+    "ncclPutSignal", "ncclSignal", "ncclWaitSignal", "ncclCommGetUniqueId", "ncclCommGrow",
+    "ncclCommSuspend", "ncclCommResume", "ncclCommMemStats",
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
@@ -275,7 +276,7 @@ HEADER_USE = r"""
 ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
 typedef char unique_id_is_128_bytes[sizeof(ncclUniqueId) == 128 ? 1 : -1];
-typedef char config_is_80_bytes[sizeof(ncclConfig_t) == 80 ? 1 : -1];
+typedef char config_is_112_bytes[sizeof(ncclConfig_t) == 112 ? 1 : -1];
 typedef char op_is_int_sized[sizeof(ncclRedOp_t) == sizeof(int) ? 1 : -1];
 int main(void) { return config.blocking == NCCL_CONFIG_UNDEF_INT && sim.size ? 0 : 1; }
 """

@@ -173,3 +173,21 @@ def test_a_failing_check_fails_the_program(tmp_path):
     )
     (result,) = run_ranks(build(src), 1)
     assert result.returncode == 1 and "FAILED v == 1" in result.stderr
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (1, 3), (3, 4)])
+def test_grow_adds_ranks(tmp_path, old, new):
+    # ncclCommGetUniqueId on rank 0 of the old communicator, ncclCommGrow on old and new ranks.
+    env = rank_env({"NCCL_TEST_GROW_FILE": str(tmp_path / "grow_id")})
+    results = run_ranks(build("grow.c"), new, args=(str(old),), env=env, timeout=120)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_suspend_resume_and_memory_statistics(nranks):
+    results = run_ranks(build("suspend.c"), nranks)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout

@@ -155,6 +155,10 @@ class Communicator {
   /// destroys it before destroy() or abort().
   std::shared_ptr<ctran::Window> createWindow(size_t bytes, int numSignals);
 
+  /// Device memory this communicator allocated for itself on this rank, in bytes (its staging
+  /// and scratch; not the symmetric buffers allocSymmetric handed out); 0 without a GPU.
+  size_t gpuMemoryBytes() const;
+
   /// Waits for all submitted host work.
   void finalize();
   /// Finalizes, then releases every resource (collective). A second call throws InvalidUsage.

@@ -195,6 +195,7 @@ class GpuBackend final : public DeviceBackend {
   }
   void setTuning(const std::string& spec) override { resources_->setTuning(spec); }
   std::string gpuSharing() const override { return resources_->coResidency().describe(); }
+  size_t allocatedBytes() const override { return resources_->allocatedBytes(); }
 
   void reportKernelTimeout() override { resources_->reportKernelTimeout(); }
 

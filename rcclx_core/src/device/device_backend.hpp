@@ -89,6 +89,8 @@ class DeviceBackend {
   virtual size_t graphRegistrations() = 0;
   /// Replaces the allreduce kernels' launch shapes (RCCLX_GPU_TUNING syntax).
   virtual void setTuning(const std::string& spec) = 0;
+  /// Device memory the communicator allocated for itself on this rank (bytes).
+  virtual size_t allocatedBytes() const = 0;
   /// How the communicator's ranks share GPUs and what that does to launches (one line).
   virtual std::string gpuSharing() const = 0;
 

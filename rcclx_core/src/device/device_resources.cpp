@@ -80,6 +80,14 @@ ctran::DeviceWindow& DeviceResources::staging(Staging which, size_t bytes, int s
   return *w;
 }
 
+size_t DeviceResources::allocatedBytes() const {
+  size_t bytes = scratchBytes_;
+  for (const auto& w : windows_) {
+    if (w && !w->destroyed()) bytes += w->allocatedBytes();
+  }
+  return bytes;
+}
+
 void* DeviceResources::scratch(size_t bytes, void* stream, const char* what) {
   CTRAN_CHECK(!released_, ctran::InvalidUsage, what,
               " on GPU buffers: the GPU state was already released");

@@ -85,6 +85,10 @@ class DeviceResources {
   /// See DeviceBackend::reportKernelTimeout.
   void reportKernelTimeout() { watch_->reportKernelTimeout(); }
 
+  /// Device memory this communicator allocated for itself on this rank: its staging windows and
+  /// scratch (not the symmetric buffers it handed out, which are the caller's).
+  size_t allocatedBytes() const;
+
   bool released() const { return released_; }
   /// Releases the symmetric buffers, then the windows, then (after the windows' destroy waited
   /// for this GPU) the graph registrations; collective unless `collective` is false (abort,

@@ -331,7 +331,8 @@ class StagedBackend final : public DeviceBackend {
   void freeSymmetric(void*) override { throw noSymmetricBuffers("free_symmetric"); }
   uint64_t symmetricCalls() const override { return 0; }
   size_t graphRegistrations() override { return 0; }
-  void setTuning(const std::string&) override {}  // no kernels to tune
+  void setTuning(const std::string&) override {}        // no kernels to tune
+  size_t allocatedBytes() const override { return 0; }  // pinned host staging only
   std::string gpuSharing() const override {
     return "staged through the host: no kernel waits on a peer";
   }

@@ -1,9 +1,9 @@
 /* ncclConfig_t as other NCCL versions lay it out, passed to ncclCommInitRankConfig: the library
  * must read each by its own size. The structs below are NCCL's published layouts (2.17: 48
- * bytes, 2.27: 72, 2.28: 80) and a longer one of a newer version; each initialises a 1-rank
- * communicator non-blocking (blocking = 0 must be found at its offset) with a commName that the
- * library logs at NCCL_DEBUG=INFO. Bad magic, sizes, versions and values are refused.
- * Usage: config_layouts 0 1 */
+ * bytes, 2.27: 72, 2.28: 80), nccl.h's own (2.31: 112) and a longer one of a newer version; each
+ * initialises a 1-rank communicator non-blocking (blocking = 0 must be found at its offset) with a
+ * commName that the library logs at NCCL_DEBUG=INFO. Bad magic, sizes, versions and values are
+ * refused. Usage: config_layouts 0 1 */
 #include <limits.h>
 
 #include "nccl_test.h"
@@ -39,7 +39,7 @@ struct config_newer { /* a later version: more fields appended */
 _Static_assert(sizeof(struct config_v21700) == 48, "2.17 layout");
 _Static_assert(sizeof(struct config_v22700) == 72, "2.27 layout");
 _Static_assert(sizeof(struct config_v22800) == 80, "2.28 layout");
-_Static_assert(sizeof(ncclConfig_t) == 80, "nccl.h is 2.28's layout");
+_Static_assert(sizeof(ncclConfig_t) == 112, "nccl.h is 2.31's layout");
 
 #define UNSET INT_MIN
 
@@ -94,9 +94,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 11; ++i) newer.more[i] = 12345; /* fields this library does not know */
   init_with(&newer, "layout-newer");
   ncclConfig_t mine = NCCL_CONFIG_INITIALIZER;
-  EXPECT(mine.size == 80 && mine.magic == NCCL_API_MAGIC && mine.version == NCCL_VERSION_CODE &&
+  EXPECT(mine.size == 112 && mine.magic == NCCL_API_MAGIC && mine.version == NCCL_VERSION_CODE &&
              mine.blocking == INT_MIN && mine.commName == NULL &&
-             mine.nvlinkCentricSched == INT_MIN,
+             mine.nvlinkCentricSched == INT_MIN && mine.maxP2pPeers == INT_MIN &&
+             mine.hostCftMode == INT_MIN,
          "NCCL_CONFIG_INITIALIZER");
   mine.blocking = 0;
   mine.commName = "layout-initializer";
