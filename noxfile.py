@@ -73,7 +73,8 @@ EDITABLE_REQUIREMENTS = ("editables",)  # hatchling's editable wheels need it
 TEST_REQUIREMENTS = (
     "pytest>=7", "pytest-timeout>=2", "numpy", "torch", "hypothesis", "libucx-cu12",
 )  # fmt: skip
-DOCS_REQUIREMENTS = ("sphinx>=7", "furo")  # versions pinned in constraints.txt
+# selenium drives Chromium for the layout check of tools/docs_browser_check.py.
+DOCS_REQUIREMENTS = ("sphinx>=7", "furo", "selenium")  # versions pinned in constraints.txt
 LINT_REQUIREMENTS = ("ruff", "clang-format")
 
 NATIVE_SOURCE_SUFFIXES = (".c", ".h", ".cpp", ".hpp", ".cc", ".cu", ".cuh")
@@ -384,11 +385,24 @@ def _native_sources() -> list[str]:
     return sorted(f for f in listed if f.endswith(NATIVE_SOURCE_SUFFIXES) and (ROOT / f).is_file())
 
 
+DOCS_HTML = "docs/_build/html"
+DOCS_CHECK = ROOT / "tools" / "docs_browser_check.py"
+# The Liberation fonts are the ones of furo's font lists that Debian has: with them, text is
+# measured in the same fonts on every machine the layout check runs on.
+BROWSER_PACKAGES = ("chromium", "chromium-driver", "fonts-liberation")
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the HTML documentation into docs/_build/html, warnings as errors."""
+    """Build the HTML documentation into docs/_build/html, warnings as errors; check its links
+    and, where Chromium is installed, every page's layout at 1280x800."""
+    browser = os.environ.get("RCCLX_DOCS_BROWSER", "auto").lower()
+    missing = shutil.which("chromium") is None or shutil.which("chromedriver") is None
+    if browser == "required" and missing:
+        _apt_install(session, BROWSER_PACKAGES, "RCCLX_DOCS_BROWSER=required, Chromium not found")
     session.install(*CONSTRAINTS, *DOCS_REQUIREMENTS)
-    install_packages(session, KNOB_PACKAGES)
+    # The knob table needs only the knob registry, which is the same without the GPU code.
+    install_packages(session, KNOB_PACKAGES, settings=_WITHOUT_GPU_CODE)
     session.run(
         "sphinx-build",
         "-W",
@@ -396,9 +410,10 @@ def docs(session: nox.Session) -> None:
         "-b",
         "html",
         "docs",
-        "docs/_build/html",
+        DOCS_HTML,
         *session.posargs,
     )
+    session.run("python", str(DOCS_CHECK), DOCS_HTML, "--all")
 
 
 @nox.session
@@ -605,22 +620,38 @@ def _ensure_hipcc(session: nox.Session) -> str:
     found = shutil.which("hipcc") or shutil.which("hipcc", path="/opt/rocm/bin")
     if found:
         return found
-    debian = Path("/etc/debian_version").is_file() and shutil.which("apt-get") is not None
-    if not debian or os.geteuid() != 0:
+    if not _can_apt_install():
         session.error(
             "hipcc not found. On Debian 12 or newer, run this session as root (it installs the "
             "`hipcc` package) or `apt-get install --no-install-recommends hipcc` yourself; "
             "elsewhere install ROCm's hipcc and put it on PATH"
         )
-    session.log("hipcc not found: installing Debian's hipcc package (clang, ROCm device libs)")
-    env = {"DEBIAN_FRONTEND": "noninteractive"}
-    session.run("apt-get", "update", "-q", env=env, external=True)
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "hipcc"]
-    session.run(*install, env=env, external=True)
+    _apt_install(session, ("hipcc",), "hipcc not found", "(clang, ROCm device libs)")
     found = shutil.which("hipcc")
     if not found:
         session.error("apt-get installed hipcc, but no hipcc is on PATH")
     return found
+
+
+def _can_apt_install() -> bool:
+    """Whether this session can install Debian packages: Debian's apt-get, run as root."""
+    debian = Path("/etc/debian_version").is_file() and shutil.which("apt-get") is not None
+    return debian and os.geteuid() == 0
+
+
+def _apt_install(session: nox.Session, packages: tuple[str, ...], why: str, what: str = "") -> None:
+    """Installs Debian's `packages` (without recommended packages), or fails saying how to."""
+    names = " ".join(packages)
+    if not _can_apt_install():
+        session.error(
+            f"{why}: run this session as root on Debian 12 or newer (it installs {names}) or "
+            f"`apt-get install --no-install-recommends {names}` yourself"
+        )
+    session.log(f"{why}: installing Debian's {names} {what}".rstrip())
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", env=env, external=True)
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
+    session.run(*install, env=env, external=True)
 
 
 def _check_no_cuda_guards(session: nox.Session) -> None:
