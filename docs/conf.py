@@ -5,6 +5,7 @@ registry (``ctran.config_dump()``, and ``rcclx_core.config_dump()`` where that e
 local extension _ext/knobs.py, into generated/knobs.rst (not checked in).
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -13,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 project = "RCCLX"
 author = "the RCCLX developers"
 copyright = "the RCCLX developers"
-release = "0.1.0"
+# The version of every package: the top-level CMake project's.
+_cmake = (Path(__file__).resolve().parent.parent / "CMakeLists.txt").read_text()
+release = re.search(r"project\(rcclx VERSION ([0-9.]+)", _cmake).group(1)
 version = release
 
 extensions = ["knobs"]
