@@ -499,6 +499,7 @@ def build_wheels(
     if cuda_architectures is not None and shutil.which("nvcc") is None:
         env["PATH"] = f"/usr/local/cuda/bin{os.pathsep}{os.environ.get('PATH', '')}"
     times: dict[str, float] = {}
+    since = time.time()  # the wheels written from now on are this run's
     natives = [n for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
     for index, version in enumerate(versions):
         python = str(_build_venv(session, version, pythons[version]))
@@ -522,7 +523,8 @@ def build_wheels(
             "python", "-m", "build", "--no-isolation", "--outdir", str(dist), f"./{name}",
         )  # fmt: skip
     times["pure wheels and sdists"] = time.monotonic() - started
-    _check_wheels(session, dist, natives, cuda_architectures is not None)
+    made = [w for w in sorted(dist.glob("*.whl")) if w.stat().st_mtime >= since]
+    _check_wheels(session, made, natives)
     return times
 
 
@@ -535,8 +537,8 @@ def _wheel_defines(session: nox.Session, cuda_architectures: str | None) -> list
     return ["RCCLX_WITH_CUDA=ON", f"RCCLX_CUDA_ARCHITECTURES={cuda_architectures}"]
 
 
-def _check_wheels(session: nox.Session, dist: Path, natives: list[str], gpu: bool) -> None:
-    """Fails unless each native wheel in `dist` is MANYLINUX with nothing grafted in (no
+def _check_wheels(session: nox.Session, made: list[Path], natives: list[str]) -> None:
+    """Fails unless each native wheel of `made` is MANYLINUX with nothing grafted in (no
     vendored libraries), none asks for NVIDIA's NCCL, and rcclx-nccl holds libnccl.so.2;
     logs every wheel's size."""
     import zipfile
@@ -544,7 +546,7 @@ def _check_wheels(session: nox.Session, dist: Path, natives: list[str], gpu: boo
     problems = []
     dist_names = {"ctran": "rcclx_ctran", "rcclx_core": "rcclx_core", "nccl_compat": "rcclx_nccl"}
     native_names = {dist_names[n] for n in natives}
-    for wheel in sorted(dist.glob("*.whl")):
+    for wheel in made:
         with zipfile.ZipFile(wheel) as archive:
             names = archive.namelist()
             metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
@@ -607,7 +609,13 @@ WHEELS_TEST_SCRIPT = ROOT / "tests" / "wheels" / "check_installed.py"
 
 @nox.session
 def wheels_test(session: nox.Session) -> None:
-    """Build CPU-only cp311 wheels; install them with no compiler reachable; run collectives."""
+    """Build CPU-only cp311 wheels; install them with no compiler reachable; run collectives.
+
+    ``-- --cuda-architectures 90`` builds the wheels with the GPU code instead (slow: minutes of
+    nvcc), which must then load and run the host collectives where no GPU driver is."""
+    parser = argparse.ArgumentParser(prog="nox -s wheels_test --")
+    parser.add_argument("--cuda-architectures", default=None)
+    archs = parser.parse_args(session.posargs).cuda_architectures
     started = time.monotonic()
     dist = WHEELS_TEST_DIR / "dist"
     shutil.rmtree(dist, ignore_errors=True)
@@ -615,7 +623,7 @@ def wheels_test(session: nox.Session) -> None:
     version = WHEELS_TEST_PYTHON
     if _find_python(version) is None:
         version = "{}.{}".format(*sys.version_info[:2])
-    times = build_wheels(session, (version,), None, dist)
+    times = build_wheels(session, (version,), archs, dist)
     build_python = Path(session.virtualenv.location) / f"build-py{version}" / "bin" / "python"
     # The dependencies as files beside the wheels (torch: the pin of constraints.txt).
     deps = WHEELS_TEST_DIR / "deps"
@@ -641,8 +649,9 @@ def wheels_test(session: nox.Session) -> None:
         str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links",
         str(dist), "--find-links", str(deps), *WHEELS_TEST_INSTALL, env=env, external=True,
     )  # fmt: skip
+    expect = ["--expect-gpu-code"] if archs else []
     session.run(
-        str(venv / "bin" / "python"), str(WHEELS_TEST_SCRIPT), str(program),
+        str(venv / "bin" / "python"), str(WHEELS_TEST_SCRIPT), str(program), *expect,
         env=env, external=True,
     )  # fmt: skip
     times["install and check"] = time.monotonic() - installed

@@ -4,8 +4,9 @@ folder): every package imports from site-packages, an all_reduce runs over two p
 memory, a C program built beforehand runs two ranks on the installed libnccl.so.2, and
 torch.distributed's "rcclx" backend all-reduces over two processes.
 
-Usage: python check_installed.py PROGRAM  (PROGRAM: tests/nccl_compat/c/collectives.c, compiled
-against the wheel's nccl.h and libnccl.so.2)
+Usage: python check_installed.py PROGRAM [--expect-gpu-code]  (PROGRAM:
+tests/nccl_compat/c/collectives.c, compiled against the wheel's nccl.h and libnccl.so.2;
+--expect-gpu-code: the wheels hold the GPU code, which must not stop them on this machine)
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def check_no_build_tools() -> None:
         assert os.environ.get(variable, "false") == "false", f"{variable} names a compiler"
 
 
-def check_installed_here() -> None:
-    """Each package is imported from this environment, never from a checkout."""
+def check_installed_here(expect_gpu_code: bool) -> None:
+    """Each package is imported from this environment, never from a checkout; the build has
+    the GPU code when `expect_gpu_code`."""
     import ctran
     import rcclx_core
     import rcclx_nccl
@@ -48,6 +50,7 @@ def check_installed_here() -> None:
         where = Path(module.__file__).resolve()
         assert Path(sys.prefix).resolve() in where.parents, f"{module.__name__} from {where}"
     print("built with the GPU code:", ctran.built_with_cuda(), "- GPUs:", ctran.cuda_device_count())
+    assert ctran.built_with_cuda() == expect_gpu_code, "the wheels' GPU code is not as expected"
 
 
 def _core_rank(unique_id: bytes, rank: int, queue) -> None:
@@ -139,7 +142,7 @@ def check_torch_all_reduce() -> None:
 
 def main() -> None:
     check_no_build_tools()
-    check_installed_here()
+    check_installed_here("--expect-gpu-code" in sys.argv[2:])
     check_core_all_reduce()
     check_nccl_program(sys.argv[1])
     check_torch_all_reduce()
