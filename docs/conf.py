@@ -7,6 +7,7 @@ from claims.toml through the local extension _ext/claims.py (the :claim: role an
 claims-table directive), which also checks README.md and every page against that file.
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 project = "RCCLX"
 author = "the RCCLX developers"
 copyright = "the RCCLX developers"
-release = "0.1.0"
+# The version of every package: the top-level CMake project's.
+_cmake = (Path(__file__).resolve().parent.parent / "CMakeLists.txt").read_text()
+release = re.search(r"project\(rcclx VERSION ([0-9.]+)", _cmake).group(1)
 version = release
 
 extensions = ["knobs", "claims"]

@@ -32,7 +32,6 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-__version__ = "0.1.0"
 
 # torch.distributed's "rcclx" backend registers here once torch.distributed is fully imported.
 if "Backend" in vars(sys.modules.get("torch.distributed", sys)):
@@ -40,6 +39,10 @@ if "Backend" in vars(sys.modules.get("torch.distributed", sys)):
 
 
 def __getattr__(name: str):
+    if name == "__version__":  # one release number for every RCCLX package: rcclx-core's
+        from rcclx_core import __version__
+
+        return __version__
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'torchcomms_rcclx' has no attribute {name!r}")

@@ -60,6 +60,7 @@ from ctran._C import (  # noqa: E402 (the environment above is set before the li
     ucx_library,
     unique_id_secret,
 )
+from ctran._version import __version__ as __version__  # noqa: E402 (written by the build)
 
 __all__ = [
     "Bootstrap",
@@ -93,4 +94,3 @@ __all__ = [
     "ucx_library",
     "unique_id_secret",
 ]
-__version__ = "0.1.0"

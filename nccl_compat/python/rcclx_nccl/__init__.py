@@ -12,6 +12,8 @@ import functools
 import os
 from pathlib import Path
 
+from rcclx_nccl._version import __version__ as __version__  # written by the build
+
 __all__ = [
     "NCCL_UNIQUE_ID_BYTES",
     "NcclError",
@@ -24,7 +26,6 @@ __all__ = [
     "load",
     "run_environment",
 ]
-__version__ = "0.1.0"
 
 NCCL_UNIQUE_ID_BYTES = 128
 

@@ -28,6 +28,7 @@ from rcclx_core._C import (
     refresh_logging,
 )
 from rcclx_core._communicator import Communicator, GroupHandle
+from rcclx_core._version import __version__ as __version__  # written by the build
 from rcclx_core.symmetric import SymmetricBuffer
 
 __all__ = [
@@ -48,4 +49,3 @@ __all__ = [
     "datatype_size",
     "refresh_logging",
 ]
-__version__ = "0.1.0"
