@@ -274,7 +274,9 @@ const char* pncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm);
 
-/* Re-reads the logging level (RCCLX_DEBUG, else NCCL_DEBUG) from the environment. */
+/* Re-reads the logging level (RCCLX_DEBUG, else NCCL_DEBUG) from the environment. The library
+ * also exports ncclResetDebugInitInternal(void), which does the same and, as in NCCL, is
+ * declared in no header. */
 void ncclResetDebugInit(void);
 void pncclResetDebugInit(void);
 

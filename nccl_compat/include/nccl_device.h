@@ -6,10 +6,12 @@
  * What it provides and what it refuses:
  * - host side (C, C++, CUDA): the types (ncclTeam, ncclDevComm, ncclDevCommRequirements,
  *   ncclCommProperties, the handles), NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER,
- *   NCCL_COMM_PROPERTIES_INITIALIZER, ncclCommQueryProperties and the team arithmetic.
- *   RCCLX creates no device communicators: ncclDevCommCreate (nccl.h) returns
- *   ncclInvalidUsage naming the requirements it cannot meet, and ncclCommQueryProperties
- *   reports deviceApiSupport = false, so a program can tell before asking;
+ *   NCCL_COMM_PROPERTIES_INITIALIZER, ncclCommQueryProperties, the team arithmetic and
+ *   ncclLLA2ACalcSlots. RCCLX creates no device communicators: ncclDevCommCreate (nccl.h)
+ *   returns ncclInvalidUsage naming the requirements it cannot meet, and
+ *   ncclCommQueryProperties reports deviceApiSupport = false, so a program can tell before
+ *   asking; the resource-requirement calls (barriers, LL all-to-all, GIN scratch buffers)
+ *   refuse likewise;
  * - device side (nvcc only): the cooperative groups (ncclCoopCta, ncclCoopWarp, ...) and the
  *   teams of a device communicator work; window addresses (ncclGetLsaPointer, ...), LSA
  *   barriers, multimem, GIN and the copy / reduce helpers compile, and stop the kernel with a
@@ -23,6 +25,7 @@
 #include "nccl_device/coop.h"
 #include "nccl_device/core.h"
 #include "nccl_device/gin.h"
+#include "nccl_device/ll_a2a.h"
 #include "nccl_device/lsa_barrier.h"
 #include "nccl_device/reduce_copy.h"
 

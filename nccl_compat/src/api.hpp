@@ -59,4 +59,14 @@ ncclResult_t boundary(const char* entryPoint, Body&& body, ncclComm_t comm = nul
   }
 }
 
+/// boundary() for an entry point that returns a value instead of an ncclResult_t (a team, a
+/// rank, a count): `body`'s value, or `invalid` when it threw, its message then left in
+/// ncclGetLastError.
+template <typename T, typename Body>
+T answer(const char* entryPoint, T invalid, Body&& body) noexcept {
+  T out = invalid;
+  boundary(entryPoint, [&] { out = body(); });
+  return out;
+}
+
 }  // namespace rcclx::nccl

@@ -1,8 +1,8 @@
 // NCCL's device API on the host (nccl_device.h): ncclCommQueryProperties, and ncclDevCommCreate
 // / ncclDevCommDestroy, which refuse: RCCLX makes no device communicators (no kernel can reach
 // a peer through a window), and says which of the caller's requirements it cannot meet. Also
-// the host queries of window addresses (this rank's own memory is the one answer RCCLX has)
-// and the barrier requirements, which refuse as ncclDevCommCreate would.
+// the host queries of window addresses (this rank's own memory is the one answer RCCLX has).
+// The resource-requirement calls are in dev_requirements.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -105,13 +105,6 @@ constexpr const char* kNoPeerAccess =
 constexpr const char* kNoMultimem =
     "RCCLX provides no multimem groups (ncclCommQueryProperties reports multimemSupport = 0)";
 constexpr const char* kNoCft = "RCCLX has no collective fabric transport (CFT) endpoints";
-
-/// Checks a barrier requirement call's arguments before it is refused.
-void checkRequirementOutputs(int nBarriers, const void* outHandle, const void* outReq) {
-  CTRAN_CHECK(nBarriers >= 0, ctran::InvalidArgument, "nBarriers ", nBarriers, " is negative");
-  CTRAN_CHECK(outHandle != nullptr, ctran::InvalidArgument, "outHandle is NULL");
-  CTRAN_CHECK(outReq != nullptr, ctran::InvalidArgument, "outReq is NULL");
-}
 
 }  // namespace
 }  // namespace rcclx::nccl
@@ -245,32 +238,5 @@ ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int pee
     CTRAN_CHECK(leOffset != nullptr, ctran::InvalidArgument, "leOffset is NULL");
     throw ctran::InvalidUsage(std::string(rcclx::nccl::kNoCft) + " (peerWorld " +
                               std::to_string(peerWorld) + ")");
-  });
-}
-
-NCCL_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
-         ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t /*team*/, int nBarriers,
-                                             ncclLsaBarrierHandle_t* outHandle,
-                                             ncclDevResourceRequirements_t* outReq) {
-  return boundary("ncclLsaBarrierCreateRequirement", [&] {
-    rcclx::nccl::checkRequirementOutputs(nBarriers, outHandle, outReq);
-    throw ctran::InvalidUsage(
-        "LSA barriers live in a device communicator, and RCCLX provides none "
-        "(ncclCommQueryProperties reports deviceApiSupport = 0; use the host collectives)");
-  });
-}
-
-NCCL_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team,
-         int nBarriers, ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t /*team*/, int nBarriers,
-                                             ncclGinBarrierHandle_t* outHandle,
-                                             ncclDevResourceRequirements_t* outReq) {
-  return boundary("ncclGinBarrierCreateRequirement", [&] {
-    rcclx::nccl::readyHandle(comm);
-    rcclx::nccl::checkRequirementOutputs(nBarriers, outHandle, outReq);
-    throw ctran::InvalidUsage(
-        "RCCLX has no GIN back-end (ncclCommQueryProperties reports ginType "
-        "NCCL_GIN_TYPE_NONE) and provides no device communicators");
   });
 }

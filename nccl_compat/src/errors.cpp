@@ -55,3 +55,8 @@ const char* ncclGetLastError(ncclComm_t /*comm*/) { return rcclx::nccl::tLastErr
 
 NCCL_API(void, ncclResetDebugInit, void);
 void ncclResetDebugInit(void) { ctran::log::refresh(); }
+
+// NCCL's library exports this function without declaring it in its headers (it does the work
+// of ncclResetDebugInit there); a program that names it loads, and it re-reads the level too.
+NCCL_API(void, ncclResetDebugInitInternal, void);
+void ncclResetDebugInitInternal(void) { ctran::log::refresh(); }

@@ -27,14 +27,6 @@ ncclTeam_t team(int size, int index) {
   return t;
 }
 
-/// Runs `body` inside the boundary of `entryPoint`; its value, or `invalid` when it threw.
-template <typename T, typename Body>
-T answer(const char* entryPoint, T invalid, Body&& body) noexcept {
-  T out = invalid;
-  boundary(entryPoint, [&] { out = body(); });
-  return out;
-}
-
 std::string describe(const ncclTeam_t& t) {
   std::ostringstream s;
   s << "{nRanks " << t.nRanks << ", rank " << t.rank << ", stride " << t.stride << "}";

@@ -1,6 +1,6 @@
-"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (NCCL 2.28.9's and those of
-NCCL 2.31's so far, with pnccl* aliases), sonames, a program binding every export at load, a
-few functions called through ctypes and from a plain C program (no GPU needed), and nccl.h /
+"""The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (every one NCCL 2.31.2's
+library exports, with pnccl* aliases), sonames, a program binding every export at load, a few
+functions called through ctypes and from a plain C program (no GPU needed), and nccl.h /
 nccl_device.h compiled as C, C++ and CUDA."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ NCCL_H = (
     "ncclResetDebugInit", "ncclScatter", "ncclSend",
 )  # fmt: skip
 # NCCL 2.31's per-collective config calls, parameter calls, ncclWinGetUserPtr, the one-sided
-# calls, and of
-# nccl_device.h ncclCommQueryProperties, the host team calls, the window address queries and
-# the barrier requirements.
+# calls, ncclResetDebugInitInternal (which no header declares), and of nccl_device.h
+# ncclCommQueryProperties, the host team calls, the window address queries, the barrier, LL
+# all-to-all and GIN scratch requirements and ncclLLA2ACalcSlots.
 NCCL_2_31 = (
     "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
     "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
@@ -49,7 +49,9 @@ NCCL_2_31 = (
     "ncclGetMultimemDeviceLeInfo", "ncclGetCftDeviceLeInfo", "ncclGetPeerDeviceLeInfo",
     "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
     "ncclPutSignal", "ncclSignal", "ncclWaitSignal", "ncclCommGetUniqueId", "ncclCommGrow",
-    "ncclCommSuspend", "ncclCommResume", "ncclCommMemStats",
+    "ncclCommSuspend", "ncclCommResume", "ncclCommMemStats", "ncclResetDebugInitInternal",
+    "ncclLLA2ACalcSlots", "ncclLLA2ACreateRequirement", "ncclGinOutboxCreateRequirement",
+    "ncclGinInboxA2ACreateRequirement",
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
@@ -57,7 +59,11 @@ EXTRA = (
 )  # fmt: skip
 EXPORTED = NCCL_H + NCCL_2_31 + EXTRA
 IMPLEMENTED = EXPORTED
+# Exported but declared in no header of ours or NCCL's: a program naming it declares it itself.
+UNDECLARED = ("ncclResetDebugInitInternal",)
 LIBRARIES = {"nccl": "libnccl.so.2", "rccl": "librccl.so.1"}
+# What NCCL 2.31.2's own libnccl.so.2 exports (its nm output, checked in).
+NCCL_2_31_2_EXPORTS = Path(__file__).resolve().parent / "nccl_2_31_2_exports.txt"
 
 
 def _tool(name: str) -> str:
@@ -67,6 +73,33 @@ def _tool(name: str) -> str:
     return path
 
 
+def _compiler(*names: str) -> str:
+    """The first of `names` on PATH; skips the test when there is none."""
+    for name in names:
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    pytest.skip(f"no {' or '.join(names)} on this machine")
+
+
+def _compile(*command: str) -> None:
+    """Runs a compiler command, failing the test with its diagnostics."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr[-3000:]}"
+
+
+def _c_program(tmp_path: Path, name: str, text: str, library: str, std: str) -> Path:
+    """C source `text` compiled with -Wall -Werror against our include dir into a program
+    linked to our `library` (nccl or rccl)."""
+    src = tmp_path / f"{name}.c"
+    src.write_text(text)
+    exe = tmp_path / name
+    lib = rcclx_nccl.library_path(library)
+    _compile(_compiler("cc", "gcc"), std, "-Wall", "-Werror", "-o", str(exe), str(src),
+             f"-I{rcclx_nccl.include_dir()}", f"-L{lib.parent}", f"-l:{lib.name}")  # fmt: skip
+    return exe
+
+
 def _header_macro(name: str) -> int:
     text = (rcclx_nccl.include_dir() / "nccl.h").read_text()
     match = re.search(rf"^#define {name} (\d+)$", text, re.MULTILINE)
@@ -74,15 +107,20 @@ def _header_macro(name: str) -> int:
     return int(match.group(1))
 
 
-@pytest.mark.parametrize("name", sorted(LIBRARIES))
-def test_exports_only_nccl_symbols(name):
+def _exports(name: str) -> set[str]:
+    """The dynamic symbols library `name` defines."""
     out = subprocess.run(
         [_tool("nm"), "-D", "--defined-only", str(rcclx_nccl.library_path(name))],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    symbols = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_exports_only_nccl_symbols(name):
+    symbols = _exports(name)
     assert symbols, "no dynamic symbols exported"
     stray = sorted(s for s in symbols if not s.startswith(("nccl", "pnccl")))
     assert not stray, f"exports outside nccl*/pnccl*: {stray}"
@@ -91,6 +129,15 @@ def test_exports_only_nccl_symbols(name):
         f"missing: {sorted(expected - symbols)}, unexpected: {sorted(symbols - expected)}"
     )
     assert len(NCCL_H) == 41
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_exports_every_function_nccl_2_31_2_exports(name):
+    lines = NCCL_2_31_2_EXPORTS.read_text().splitlines()
+    nvidia = {line for line in lines if line and not line.startswith("#")}
+    assert len({s for s in nvidia if s.startswith("nccl")}) == 96
+    missing = sorted(nvidia - _exports(name))
+    assert not missing, f"NCCL 2.31.2 exports these and {LIBRARIES[name]} does not: {missing}"
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARIES))
@@ -203,28 +250,7 @@ int main(void) {
 
 @pytest.mark.parametrize("name", sorted(LIBRARIES))
 def test_plain_c_program_links_and_runs(name, tmp_path):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    src = tmp_path / "prog.c"
-    src.write_text(C_PROGRAM)
-    exe = tmp_path / "prog"
-    lib = rcclx_nccl.library_path(name)
-    subprocess.run(
-        [
-            cc,
-            "-std=c99",
-            "-Wall",
-            "-Werror",
-            "-o",
-            str(exe),
-            str(src),
-            f"-I{rcclx_nccl.include_dir()}",
-            f"-L{lib.parent}",
-            f"-l:{lib.name}",
-        ],
-        check=True,
-    )
+    exe = _c_program(tmp_path, "prog", C_PROGRAM, name, "-std=c99")
     env = rcclx_nccl.environ()
     env["RCCLX_BOOTSTRAP_ADDR"] = "127.0.0.1"
     run = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
@@ -238,14 +264,12 @@ def test_plain_c_program_links_and_runs(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(LIBRARIES))
 def test_program_referencing_every_export_loads_with_bind_now(name, tmp_path):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
     names = [p + f for f in EXPORTED for p in ("", "p")]
-    src = tmp_path / "all.c"
-    src.write_text(
+    undeclared = [p + f for f in UNDECLARED for p in ("", "p")]
+    text = (
         "#include <stdio.h>\n#include <nccl.h>\n#include <nccl_device.h>\n"
-        "typedef void (*fn)(void);\n"
+        + "".join(f"void {n}(void);\n" for n in undeclared)
+        + "typedef void (*fn)(void);\n"
         "static fn table[] = {\n" + "".join(f"  (fn){n},\n" for n in names) + "};\n"
         "int main(void) {\n"
         "  size_t n = sizeof table / sizeof table[0], set = 0;\n"
@@ -253,13 +277,7 @@ def test_program_referencing_every_export_loads_with_bind_now(name, tmp_path):
         '  printf("%zu of %zu bound\\n", set, n);\n'
         "  return set == n ? 0 : 1;\n}\n"
     )
-    exe = tmp_path / "all"
-    lib = rcclx_nccl.library_path(name)
-    subprocess.run(
-        [cc, "-std=c11", "-Wall", "-Werror", "-o", str(exe), str(src),
-         f"-I{rcclx_nccl.include_dir()}", f"-L{lib.parent}", f"-l:{lib.name}"],
-        check=True,
-    )  # fmt: skip
+    exe = _c_program(tmp_path, "all", text, name, "-std=c11")
     env = rcclx_nccl.environ()
     env["LD_BIND_NOW"] = "1"
     run = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
@@ -282,24 +300,6 @@ int main(void) { return config.blocking == NCCL_CONFIG_UNDEF_INT && sim.size ? 0
 """
 
 
-@pytest.mark.parametrize(
-    ("compiler", "std", "suffix"),
-    [("cc", "-std=c99", ".c"), ("cc", "-std=c11", ".c"), ("c++", "-std=c++17", ".cpp")],
-)
-def test_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
-    tool = shutil.which(compiler)
-    if tool is None:
-        pytest.skip(f"no {compiler}")
-    src = tmp_path / f"use{suffix}"
-    src.write_text(HEADER_USE)
-    subprocess.run(
-        [tool, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-DRCCLX_NCCL_NO_CUDA",
-         f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
-        check=True,
-    )  # fmt: skip
-    assert subprocess.run([str(tmp_path / "use")]).returncode == 0
-
-
 DEVICE_HEADER_USE = r"""
 #include <nccl.h>
 #include <nccl_device.h>
@@ -307,6 +307,9 @@ ncclDevComm devComms[4];
 ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
 ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
 typedef char team_is_three_ints[sizeof(ncclTeam_t) == 3 * sizeof(int) ? 1 : -1];
+typedef char ll_handle_is_8_bytes[sizeof(ncclLLA2AHandle_t) == 8 ? 1 : -1];
+typedef char outbox_handle_is_8_bytes[sizeof(ncclGinOutboxHandle) == 8 ? 1 : -1];
+typedef char inbox_handle_is_16_bytes[sizeof(ncclGinInboxA2AHandle) == 16 ? 1 : -1];
 int main(void) {
   ncclTeam_t world = {8, 5, 1};
   ncclTeam_t rail = ncclTeamOuterFactor(world, 4);
@@ -319,30 +322,26 @@ int main(void) {
 
 
 @pytest.mark.parametrize(
+    "source",
+    [pytest.param(HEADER_USE, id="nccl.h"), pytest.param(DEVICE_HEADER_USE, id="nccl_device.h")],
+)
+@pytest.mark.parametrize(
     ("compiler", "std", "suffix"),
     [("cc", "-std=c99", ".c"), ("cc", "-std=c11", ".c"), ("c++", "-std=c++17", ".cpp")],
 )
-def test_device_header_compiles_pedantic_without_cuda(compiler, std, suffix, tmp_path):
-    # nccl_device.h in a host-only C or C++ program: the types, initializers, host calls and
+def test_headers_compile_pedantic_without_cuda(source, compiler, std, suffix, tmp_path):
+    # nccl.h, and nccl_device.h in a host-only program: the types, initializers, host calls and
     # team arithmetic; the device part needs nvcc and is left out.
-    tool = shutil.which(compiler)
-    if tool is None:
-        pytest.skip(f"no {compiler}")
     src = tmp_path / f"use{suffix}"
-    src.write_text(DEVICE_HEADER_USE)
-    subprocess.run(
-        [tool, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-DRCCLX_NCCL_NO_CUDA",
-         f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
-        check=True,
-    )  # fmt: skip
+    src.write_text(source)
+    _compile(_compiler(compiler), std, "-Wall", "-Wextra", "-Werror", "-pedantic",
+             "-DRCCLX_NCCL_NO_CUDA", f"-I{rcclx_nccl.include_dir()}", "-o",
+             str(tmp_path / "use"), str(src))  # fmt: skip
     assert subprocess.run([str(tmp_path / "use")]).returncode == 0
 
 
 def _nvcc() -> str:
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc on this machine")
-    return nvcc
+    return _compiler("nvcc")
 
 
 @pytest.mark.parametrize("suffix", [".cu", ".c"])
@@ -350,12 +349,9 @@ def test_device_header_compiles_with_nvcc_as_cuda_and_as_c(suffix, tmp_path):
     # Through nvcc: a .cu file (device part included) and a .c file (host compiler, C).
     src = tmp_path / f"use{suffix}"
     src.write_text(DEVICE_HEADER_USE)
-    done = subprocess.run(
-        [_nvcc(), "-arch=sm_90", *(["-std=c++17"] if suffix == ".cu" else []), "-Werror",
-         "all-warnings", f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"), str(src)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    _compile(_nvcc(), "-arch=sm_90", *(["-std=c++17"] if suffix == ".cu" else []), "-Werror",
+             "all-warnings", f"-I{rcclx_nccl.include_dir()}", "-o", str(tmp_path / "use"),
+             str(src))  # fmt: skip
 
 
 def test_device_api_kernels_compile_with_nvcc_and_trap(tmp_path):
@@ -366,12 +362,9 @@ def test_device_api_kernels_compile_with_nvcc_and_trap(tmp_path):
         _nvcc(), "-arch=sm_90", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler",
         "-Wall,-Wextra", f"-I{rcclx_nccl.include_dir()}", str(source),
     ]  # fmt: skip
-    done = subprocess.run([*command, "-c", "-o", str(tmp_path / "device_api.o")],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    _compile(*command, "-c", "-o", str(tmp_path / "device_api.o"))
     ptx = tmp_path / "device_api.ptx"
-    done = subprocess.run([*command, "-ptx", "-o", str(ptx)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _compile(*command, "-ptx", "-o", str(ptx))
     text = ptx.read_text()
     assert "trap;" in text
     for kernel in ("lsaAllReduce", "helpers", "ginAllGather"):
@@ -381,11 +374,6 @@ def test_device_api_kernels_compile_with_nvcc_and_trap(tmp_path):
 def test_nccl_h_brings_the_cuda_half_bfloat16_and_fp8_types(tmp_path):
     # NVIDIA's nccl.h includes cuda_fp16.h, cuda_bf16.h and (C++) cuda_fp8.h; programs such as
     # nccl-tests use `half` without including them.
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc on this machine")
     source = Path(__file__).resolve().parent / "c" / "cuda_types.cu"
-    command = [nvcc, "-std=c++17", "-c", f"-I{rcclx_nccl.include_dir()}", str(source)]
-    done = subprocess.run([*command, "-o", str(tmp_path / "cuda_types.o")], capture_output=True,
-                          text=True)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    _compile(_nvcc(), "-std=c++17", "-c", f"-I{rcclx_nccl.include_dir()}", str(source), "-o",
+             str(tmp_path / "cuda_types.o"))  # fmt: skip

@@ -52,6 +52,22 @@ def test_device_api_host_calls(nranks):
     assert "ncclDevCommCreate: RCCLX provides no device communicators" in results[0].stderr
 
 
+@pytest.mark.parametrize("library", ["nccl", "rccl"])
+def test_ll_all_to_all_gin_scratch_and_debug_reset(library):
+    # ncclLLA2ACalcSlots counts, the LL all-to-all and GIN scratch requirements refuse, and
+    # ncclResetDebugInitInternal re-reads RCCLX_DEBUG: the program made three refusals, at NONE,
+    # WARN and NONE again, and only the second is logged.
+    exe = build("lla2a_gin_debug.c", library=library)
+    (result,) = run_ranks(exe, 1, env=rank_env({"RCCLX_DEBUG": "NONE"}))
+    check_ranks([result])
+    assert "rank 0: passed (0 failures)" in result.stdout
+    logged = [line for line in result.stderr.splitlines() if "ncclGinOutboxCreate" in line]
+    assert len(logged) == 1, result.stderr[-3000:]
+    assert logged[0].endswith(
+        "WARN] ncclGinOutboxCreateRequirement: nBlocks -102 is negative (invalid argument)"
+    ), logged
+
+
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_one_sided_calls_on_host_windows(nranks):
     # ncclPutSignal / ncclSignal / ncclWaitSignal: a ring, all pairs, a sender far ahead.

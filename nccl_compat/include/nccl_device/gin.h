@@ -1,9 +1,10 @@
 /*
  * nccl_device/gin.h of RCCLX's NCCL-ABI library: NCCL's GPU-initiated networking (GIN) from
  * kernels: the ncclGin context (put, signal, flush, signals and counters), the GIN barrier and
- * the world barrier that combines an LSA and a GIN barrier. RCCLX has no GIN back-end: each of
- * these stops the kernel with a message when it is made (ncclDevCommCreate refuses GIN
- * signals, counters and barriers on the host first).
+ * the world barrier that combines an LSA and a GIN barrier, and the host calls asking for GIN
+ * barriers and scratch buffers. RCCLX has no GIN back-end: each device object stops the kernel
+ * with a message when it is made, and the host calls (like ncclDevCommCreate for GIN signals,
+ * counters and barriers) refuse first.
  */
 #ifndef RCCLX_NCCL_DEVICE_GIN_H_
 #define RCCLX_NCCL_DEVICE_GIN_H_
@@ -23,6 +24,38 @@ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, i
 ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
                                               ncclGinBarrierHandle_t* outHandle,
                                               ncclDevResourceRequirements_t* outReq);
+
+/* GIN scratch buffers of a device communicator: an outbox (per block, 2^size_log2 bytes staged
+ * for puts) and an all-to-all inbox (per block, 2^size_log2 bytes from each peer of a team,
+ * with a signal per peer). NCCL's library exports the two requirement calls below, but only its
+ * Windows headers declare them and these handles; their layouts are NCCL's. */
+typedef struct ncclGinOutboxHandle {
+  ncclDevResourceHandle_t bufHandle;
+  uint32_t size_log2;
+} ncclGinOutboxHandle;
+typedef struct ncclGinInboxA2AHandle {
+  ncclDevResourceHandle_t bufHandle;
+  ncclGinSignal_t signals;
+  uint32_t size_log2;
+  uint32_t nPeers_rcp32;
+} ncclGinInboxA2AHandle;
+
+/* The resources a device communicator would need for a GIN outbox of nBlocks blocks, or a GIN
+ * all-to-all inbox of nBlocks blocks over the team peers. RCCLX has no GIN back-end, so each
+ * returns ncclInvalidUsage and writes neither output (ncclInvalidArgument for a NULL output or
+ * a negative nBlocks). */
+ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                            ncclGinOutboxHandle* outHandle,
+                                            ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                             ncclGinOutboxHandle* outHandle,
+                                             ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                              ncclGinInboxA2AHandle* outHandle,
+                                              ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                               ncclGinInboxA2AHandle* outHandle,
+                                               ncclDevResourceRequirements_t* outReq);
 #ifdef __cplusplus
 }
 #endif
