@@ -21,6 +21,7 @@ import os
 import signal
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Any, Callable
 
 # Set in every rank's environment (forked and threaded ranks alike), before the rank's function
@@ -292,6 +293,21 @@ def _after_gpu_failure() -> None:
 
 def values(results: list[RankResult]) -> list[Any]:
     return [r.value for r in results]
+
+
+def pretend_hosts(
+    hosts: Sequence[Any] | None = None, *, ranks_per_host: int = 1
+) -> Callable[[int], dict]:
+    """A ``rank_env`` for launch() that spreads the ranks over pretend hosts of this machine:
+    rank r gets ``RCCLX_HOST_ID=pretend-host-<h>`` with h = hosts[r] where `hosts` is given,
+    else r // ranks_per_host (one rank a host by default). Ranks of one pretend host reach each
+    other through shared memory, ranks of different ones through the network transport."""
+
+    def rank_env(r: int) -> dict:
+        host = hosts[r] if hosts is not None else r // ranks_per_host
+        return {"RCCLX_HOST_ID": f"pretend-host-{host}"}
+
+    return rank_env
 
 
 def run_threads(fn: Callable, nranks: int, timeout: float = 240.0) -> list[Any]:

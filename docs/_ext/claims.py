@@ -21,9 +21,10 @@ Sphinx build, where a problem is a warning and so an error under ``-W``) reports
 - a reference to a claim or a field that does not exist;
 - a README.md figure whose text differs from the claim's rendering;
 - a figure stated outside a claim in headline text: a number with a unit of FIGURE (us, ms,
-  GB/s, or a ratio such as ``0.38x``), or a table cell holding a bare number. Headline text is
-  README.md and docs/index.rst, whole (fenced code blocks of README.md excepted), and the lines
-  of any other page between the comments ``.. headline-begin`` and ``.. headline-end``.
+  GB/s, minutes, or a ratio such as ``0.38x``), or a table cell holding a bare number. Headline
+  text is README.md and docs/index.rst, whole (fenced code blocks of README.md excepted), and
+  the lines of any other page between the comments ``.. headline-begin`` and
+  ``.. headline-end``.
 
 Only that text is checked: the dated tables of the user guides name their own command and raw
 file, and docs/measurements/ is the notebook they come from.
@@ -49,7 +50,7 @@ README = Path("README.md")
 WHOLE_PAGES = (README, Path("docs") / "index.rst")
 DOCS = Path("docs")
 
-UNITS = ("us", "ms", "GB/s", "x")
+UNITS = ("us", "ms", "GB/s", "x", "min")
 REQUIRED = ("what", "value", "unit", "machine", "date", "command", "raw")
 OPTIONAL = ("peer", "peer_value", "ratio", "speedup", "notebook", "raw_excerpt")
 FIELDS = ("value", "peer", "ratio", "speedup")  # what a reference may render
@@ -59,7 +60,8 @@ ROUNDING = 0.03
 _NUMBER = r"\d+(?:\.\d+)?"
 # A figure: a number (or a range) with a unit of time or bandwidth, or a ratio written "0.38x".
 FIGURE = re.compile(
-    rf"(?<![\w.]){_NUMBER}(?:\s*-\s*{_NUMBER})?(?:\s*(?:us|µs|ms|GB/s)(?![\w/])|x(?!\w))"
+    rf"(?<![\w.]){_NUMBER}(?:\s*-\s*{_NUMBER})?"
+    r"(?:\s*(?:us|µs|ms|GB/s|min(?:utes?)?)(?![\w/])|x(?!\w))"
 )
 # A table cell that is a bare number (list-table rows "* - 3.15" / "  - 3.15", grid tables).
 BARE_CELL = re.compile(rf"^\s*(?:\*\s+)?-\s+{_NUMBER}\s*$")

@@ -13,7 +13,7 @@ import ctran_helpers
 import pytest
 
 import ctran
-from launcher import launch, values
+from launcher import launch, pretend_hosts, values
 
 
 @functools.cache
@@ -80,9 +80,7 @@ def test_pretend_hosts_use_ucx_between_and_shm_within():
     # has an RDMA device; else tcp.
     env = {"RCCLX_TIMEOUT_MS": 20000, "RCCLX_NET_TRANSPORT": "auto"}
     across = "ucx" if _has_rdma_device() else "tcp"
-    results = values(
-        launch(_window_rank, 4, env=env, rank_env=lambda r: {"RCCLX_HOST_ID": f"host-{r // 2}"})
-    )
+    results = values(launch(_window_rank, 4, env=env, rank_env=pretend_hosts(ranks_per_host=2)))
     for rank, (kinds, problems) in enumerate(results):
         assert problems == [], f"rank {rank}: {problems}"
         want = ["self" if p == rank else "shm" if p // 2 == rank // 2 else across for p in range(4)]
@@ -257,9 +255,7 @@ def test_forced_ucx_with_a_bogus_library_says_what_was_looked_for():
 
 def test_auto_falls_back_to_tcp_between_hosts_when_ucx_does_not_load():
     env = {"RCCLX_UCX_LIBRARY": "/nonexistent/libucp.so.0", "RCCLX_NET_TRANSPORT": "auto"}
-    results = values(
-        launch(_choice_rank, 2, env=env, rank_env=lambda r: {"RCCLX_HOST_ID": f"host-{r}"})
-    )
+    results = values(launch(_choice_rank, 2, env=env, rank_env=pretend_hosts()))
     assert results == [("ok", ["self", "tcp"]), ("ok", ["tcp", "self"])]
 
 
@@ -267,13 +263,14 @@ def test_auto_falls_back_to_tcp_between_hosts_when_ucx_does_not_load():
 def test_required_net_ucx_fails_on_every_rank_when_one_rank_lacks_it():
     # Only rank 1 points at a bogus library: the choice is the group's, so rank 0 fails too,
     # naming rank 1 (instead of hanging in a connection rank 1 never makes).
+    own_host = pretend_hosts()
     results = values(
         launch(
             _choice_rank,
             2,
             env={"RCCLX_NET_TRANSPORT": "ucx", "RCCLX_TIMEOUT_MS": 10000},
             rank_env=lambda r: {
-                "RCCLX_HOST_ID": f"host-{r}",
+                **own_host(r),
                 **({"RCCLX_UCX_LIBRARY": "/nonexistent/libucp.so.0"} if r == 1 else {}),
             },
         )

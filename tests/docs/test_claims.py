@@ -98,6 +98,10 @@ def test_a_readme_figure_outside_a_claim_is_reported():
     text = "All_reduce is 30x faster than Gloo at 4 KiB, 2.5 us a call.\n"
     found = _problems("README.md", text)
     assert len(found) == 2 and "'30x'" in found[0] and "'2.5 us'" in found[1]
+    # Times to install or build are figures too.
+    found = _problems("docs/index.rst", "It installs in 4 minutes (2.5 min on 4 cores).\n")
+    assert len(found) == 2 and "'4 minutes'" in found[0] and "'2.5 min'" in found[1]
+    assert _problems("docs/index.rst", "A minute or two; 4 ranks, minimal.\n") == []
 
 
 def test_a_readme_figure_that_contradicts_the_claims_file_is_reported():

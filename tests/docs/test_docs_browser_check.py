@@ -93,3 +93,48 @@ def test_layout_check_reports_what_overflows_the_column(tmp_path):
     found = sorted(p.what.split(" (")[0] for p in problems)
     assert found == ["div#spills", "pre#scrolls"], problems
     assert (tmp_path / check.SCREENSHOT_DIR / "index.png").stat().st_size > 0
+
+
+def test_breakpoints_are_where_each_layout_begins():
+    css = (
+        "@media(max-width:63em){.a{}}"  # holds up to 1008 px: the next layout from 1009
+        "@media (min-width: 67em) and (max-width: 97em) {.b{}}"
+        "@media (width > 82em) {.c{}} @media (width >= 1100px) {.d{}} @media (width < 50rem) {}"
+        "@media print {.e{}} @media (prefers-color-scheme: dark) {.f{}}"
+    )
+    assert check.breakpoints(css) == {1009, 1072, 1553, 1313, 1100, 800}
+
+
+def test_layout_widths_are_each_layout_of_the_pages_style_sheets_from_1000_px(tmp_path):
+    site = _site(
+        tmp_path,
+        {
+            "index.html": '<link rel="stylesheet" href="_static/a.css?v=1">'
+            '<link rel="stylesheet" href="https://example.org/b.css">',
+            "_static/a.css": "@media (max-width: 48em) {} @media (max-width: 74em) {}"
+            " @media (width > 97em) {} @media (max-width: 1400px) {}",
+            "_static/unused.css": "@media (min-width: 1100px) {}",
+        },
+    )
+    assert check.layout_widths(site, ["index.html"]) == [1000, 1185, 1280, 1401, 1553]
+
+
+# A column of 900 px from 1100 px up and of 700 px below: its line of about 780 px (130
+# characters of 6 px) fits only there.
+_NARROW_PAGE = f"""<html><head><style>
+  article {{ width: 700px }} @media (min-width: 1100px) {{ article {{ width: 900px }} }}
+  pre {{ overflow-x: auto; margin: 0; font: 10px/1 monospace }}
+</style></head><body style="margin:0">
+<article role="main"><pre id="code">{"x" * 130}</pre></article></body></html>"""
+
+
+@pytest.mark.skipif(check.browser_missing() is not None, reason=str(check.browser_missing()))
+def test_layout_check_reports_the_width_at_which_a_page_overflows(tmp_path):
+    (tmp_path / "index.html").write_text(_NARROW_PAGE)
+    widths = check.layout_widths(tmp_path, ["index.html"])
+    assert widths == [1000, 1100, 1280]
+    problems = check.check_layout(tmp_path, ["index.html"], tuple(widths))
+    assert [(p.width, p.what.split(" (")[0]) for p in problems] == [(1000, "pre#code")], problems
+    assert str(problems[0]).startswith("index.html at 1000 px: pre#code")
+    shots = sorted(p.name for p in (tmp_path / check.SCREENSHOT_DIR).iterdir())
+    assert shots == ["index.png", "index@1000.png"]

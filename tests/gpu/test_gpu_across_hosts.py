@@ -26,7 +26,7 @@ from gpu_cases import (  # noqa: E402
 )
 
 import rcclx_core as rc  # noqa: E402
-from launcher import launch  # noqa: E402
+from launcher import launch, pretend_hosts  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -40,10 +40,6 @@ FAMILIES = (
     "point_to_point",
     "multi_round",
 )
-
-
-def _pretend_hosts(rank: int) -> dict:
-    return {"RCCLX_HOST_ID": f"pretend-host-{rank}"}
 
 
 def _spans_hosts(ctx):
@@ -64,7 +60,7 @@ def _family_rank(ctx, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_collective_family_across_hosts(family):
-    results = launch(_family_rank, NRANKS, family, timeout=240, rank_env=_pretend_hosts)
+    results = launch(_family_rank, NRANKS, family, timeout=240, rank_env=pretend_hosts())
     checks.assert_cases(
         results, expect_cases=collectives.FAMILIES[family][1], same_on_all_ranks=True
     )
@@ -139,7 +135,7 @@ def _all_reduce_rank(ctx):
 
 
 def test_all_reduce_across_hosts():
-    results = launch(_all_reduce_rank, NRANKS, timeout=240, rank_env=_pretend_hosts)
+    results = launch(_all_reduce_rank, NRANKS, timeout=240, rank_env=pretend_hosts())
     cases = sum(len(ops) for _, ops in ALL_REDUCE_TYPE_OPS) * len(ALL_REDUCE_COUNTS) + 1 + 2 + 1
     checks.assert_cases(results, expect_cases=cases, same_on_all_ranks=True)
 
@@ -192,7 +188,7 @@ def _dynamic_rank(ctx):
 
 
 def test_alltoallv_dynamic_across_hosts():
-    results = launch(_dynamic_rank, NRANKS, timeout=120, rank_env=_pretend_hosts)
+    results = launch(_dynamic_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
     checks.assert_cases(results, expect_cases=4, same_on_all_ranks=True)
 
 
@@ -235,5 +231,5 @@ def _refusals_rank(ctx):
 
 
 def test_what_staging_refuses_is_a_clear_error():
-    results = launch(_refusals_rank, NRANKS, timeout=120, rank_env=_pretend_hosts)
+    results = launch(_refusals_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
     checks.assert_cases(results, expect_cases=3, same_on_all_ranks=True)

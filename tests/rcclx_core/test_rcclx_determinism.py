@@ -14,7 +14,7 @@ import pytest
 import rcclx_helpers as H
 from fold_reference import canonical, inputs_of, mismatch
 
-from launcher import launch
+from launcher import launch, pretend_hosts
 
 N = 30011  # elements: many 4 KiB chunks (H.CHUNK_ENV), an odd tail
 LAYOUTS = {
@@ -126,7 +126,7 @@ def test_every_reduction_folds_in_the_one_order(layout):
         len(hosts),
         layout,
         env=dict(H.CHUNK_ENV),
-        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{hosts[r]}"},
+        rank_env=pretend_hosts(hosts),
         timeout=240,
     )
     problems = {f"rank {res.rank}: {k}": v for res in results for k, v in res.value[0].items()}

@@ -11,7 +11,7 @@ import pytest
 import rcclx_cases
 import rcclx_helpers as H
 
-from launcher import launch, values
+from launcher import launch, pretend_hosts, values
 
 # Host of each rank, by layout. "2+1+2" interleaves its hosts, so a host's ranks are not
 # neighbours in rank order.
@@ -151,7 +151,7 @@ def test_hierarchical_across_hosts(layout):
         len(hosts),
         layout,
         env=dict(H.CHUNK_ENV),
-        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{hosts[r]}"},
+        rank_env=pretend_hosts(hosts),
         timeout=150,
     )
     for res in results:

@@ -26,7 +26,7 @@ import pytest
 import rcclx_helpers as H
 
 import rcclx_core as rc
-from launcher import launch
+from launcher import launch, pretend_hosts
 
 DT = rc.DataType
 OP = rc.RedOp
@@ -297,9 +297,7 @@ def _variants_rank(ctx):
 TRANSPORTS = {
     "shm": dict(nranks=3, env={}, rank_env=None),
     "tcp": dict(nranks=3, env={"RCCLX_TRANSPORT": "tcp"}, rank_env=None),
-    "two_hosts": dict(
-        nranks=4, env={}, rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"}
-    ),
+    "two_hosts": dict(nranks=4, env={}, rank_env=pretend_hosts(ranks_per_host=2)),
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 import rcclx_cases
 import rcclx_helpers as H
 
-from launcher import launch
+from launcher import launch, pretend_hosts
 
 OPS = {H.OP.SUM, H.OP.MAX, H.OP.AVG, H.OP.PREMUL_SUM, H.OP.BXOR}
 CASES = [c for c in H.reduction_cases() if c[1] in OPS and c[2] == "int"]
@@ -21,12 +21,12 @@ SETUPS = {
     "two_hosts": dict(
         nranks=4,
         env={"RCCLX_NET_TRANSPORT": "tcp"},
-        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"},
+        rank_env=pretend_hosts(ranks_per_host=2),
     ),
     "two_hosts_ucx": dict(
         nranks=4,
         env={"RCCLX_NET_TRANSPORT": "ucx"},
-        rank_env=lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r // 2}"},
+        rank_env=pretend_hosts(ranks_per_host=2),
     ),
     "tcp": dict(nranks=3, env={"RCCLX_TRANSPORT": "tcp"}, rank_env=None),
     "ucx": dict(nranks=3, env={"RCCLX_TRANSPORT": "ucx"}, rank_env=None),

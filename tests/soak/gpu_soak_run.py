@@ -34,7 +34,7 @@ for _path in (_TESTS, _TESTS / "torchcomms_rcclx"):  # launcher; tc_helpers
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from launcher import launch  # noqa: E402
+from launcher import launch, pretend_hosts  # noqa: E402
 
 OPS = ("all_reduce",) * 4 + (
     "all_gather",
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     warmup = max(1, int(args.ops * WARMUP_FRACTION))
-    own_host = (lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r}"}) if args.pretend_hosts else None
+    own_host = pretend_hosts() if args.pretend_hosts else None
     results = launch(
         soak_rank,
         args.ranks,

@@ -11,7 +11,7 @@ import checks
 import pytest
 import tc_helpers as H
 
-from launcher import launch
+from launcher import launch, pretend_hosts
 
 torch = pytest.importorskip("torch")
 
@@ -89,7 +89,7 @@ def _gpu_rank(ctx):
 def test_gpu_collectives(hosts):
     """On pretend hosts (RCCLX_HOST_ID per rank) every call is staged through host memory and
     tensor_register is a check alone."""
-    own_host = (lambda r: {"RCCLX_HOST_ID": f"pretend-host-{r}"}) if hosts != "one host" else None
+    own_host = pretend_hosts() if hosts != "one host" else None
     checks.assert_cases(launch(_gpu_rank, 2, timeout=180, rank_env=own_host))
 
 
