@@ -397,7 +397,8 @@ BROWSER_PACKAGES = ("chromium", "chromium-driver", "fonts-liberation")
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the HTML documentation into docs/_build/html, warnings as errors; check its links
-    and, where Chromium is installed, every page's layout at 1280x800."""
+    and, where Chromium is installed, every page's layout at 1280 px and at the narrowest width
+    of each layout from 1000 px up."""
     browser = os.environ.get("RCCLX_DOCS_BROWSER", "auto").lower()
     missing = shutil.which("chromium") is None or shutil.which("chromedriver") is None
     if browser == "required" and missing:
