@@ -160,13 +160,26 @@ def _last_signal_then_leave(ctx, how):
     return {"asked": len(asked), "without": without}
 
 
+def _skip_without(transport):
+    """Skips a ucx case where this environment has no UCX library."""
+    if transport != "ucx":
+        return
+    import ctran
+
+    loaded, missing = ctran.ucx_library()
+    if not loaded:
+        pytest.skip(missing)
+
+
 @pytest.mark.parametrize(
-    ("transport", "how"), [("tcp", "destroy"), ("tcp", "exit"), ("shm", "exit")]
+    ("transport", "how"),
+    [("tcp", "destroy"), ("ucx", "destroy"), ("tcp", "exit"), ("shm", "exit")],
 )
 def test_a_peer_that_leaves_after_its_last_signal_is_no_failure(transport, how):
     # A peer may signal for the last time and leave before this rank's wait looks at it: the
     # waiter, finding it gone, asks whether what it awaited arrived before reporting a failure
     # to every rank (which would fail the group's orderly end on all of them).
+    _skip_without(transport)
     env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
     results = launch(_last_signal_then_leave, 2, how, env=env, expect_errors=how == "exit")
     res = results[0]
@@ -208,8 +221,10 @@ def _late_traffic_to_a_peer_that_left(ctx):
     return "ok"
 
 
-def test_sends_to_a_peer_that_destroyed_its_group_are_no_failure():
-    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
+@pytest.mark.parametrize("transport", ["tcp", "ucx"])
+def test_sends_to_a_peer_that_destroyed_its_group_are_no_failure(transport):
+    _skip_without(transport)
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": TIMEOUT_MS}
     results = launch(_late_traffic_to_a_peer_that_left, 2, env=env)
     assert results[0].value == "ok"
 
@@ -227,10 +242,12 @@ def _wait_on_a_peer_that_left_without_sending(ctx):
     return _timed_wait(win, from_peer=1)
 
 
-def test_a_wait_on_a_peer_that_destroyed_its_group_raises_at_once():
+@pytest.mark.parametrize("transport", ["tcp", "ucx"])
+def test_a_wait_on_a_peer_that_destroyed_its_group_raises_at_once(transport):
     # Mismatched calls: rank 0 waits for a signal rank 1 never sends, and rank 1 ends. The wait
     # must not run to its timeout: the departure tells rank 0 nothing more will come.
-    env = {"RCCLX_TRANSPORT": "tcp", "RCCLX_TIMEOUT_MS": 20000}
+    _skip_without(transport)
+    env = {"RCCLX_TRANSPORT": transport, "RCCLX_TIMEOUT_MS": 20000}
     results = launch(_wait_on_a_peer_that_left_without_sending, 2, env=env, timeout=60)
     (kind, message), elapsed = results[0].value
     assert kind == "RemoteError", message

@@ -32,6 +32,7 @@ constexpr uint32_t kMaxCause = 2000;
 // Active-message ids of the transport (any two ids that no other user of this worker takes).
 constexpr unsigned kSignalAm = 0x7c01;
 constexpr unsigned kFailureAm = 0x7c02;
+constexpr unsigned kLeaveAm = 0x7c03;
 
 // A put of at most this many bytes waits in its window and travels with the next signal to that
 // peer, in the signal's active message: the signal then needs no flush (a round trip) first. A
@@ -45,6 +46,13 @@ struct SignalAm {
   uint64_t delta;
   uint64_t offset;
   int32_t slot;
+  int32_t pad;
+};
+
+// A rank's orderly departure (its group destroyed after its last send): the peer then drops
+// what it still sends there and no longer takes that endpoint's closing for a failure.
+struct LeaveAm {
+  int32_t rank;
   int32_t pad;
 };
 
@@ -63,6 +71,7 @@ struct Peer {
   std::atomic<bool> failed{false};
   std::atomic<int> status{UCS_OK};
   std::atomic<bool> unflushed{false};  // a put was issued since the last flush
+  std::atomic<bool> left{false};       // it destroyed its group in an orderly way (LeaveAm)
 };
 
 // UCX calls this inside ucp_worker_progress (under the worker lock) when the endpoint to a
@@ -91,6 +100,7 @@ class UcxTransport : public Transport {
                                            const Bytes& handle) override;
   void releaseWindow(uint64_t windowId) override;
   void checkPeer(int peer) override;
+  bool peerLeft(int peer) const override;
   void broadcastFailure(const FailureReport& report) override;
 
   /// ucp_put_nbx of `bytes` to `remote` in `peer`'s memory, waited for until local completion.
@@ -129,6 +139,11 @@ class UcxTransport : public Transport {
                                  size_t bytes, const ucp_am_recv_param_t* param);
   static ucs_status_t onFailureAm(void* arg, const void* header, size_t headerBytes, void* data,
                                   size_t bytes, const ucp_am_recv_param_t* param);
+  static ucs_status_t onLeaveAm(void* arg, const void* header, size_t headerBytes, void* data,
+                                size_t bytes, const ucp_am_recv_param_t* param);
+  /// At an orderly end (no failure in the group): every live peer is told, after everything
+  /// this rank sent it has landed, that this rank leaves.
+  void announceLeaving();
   void closeEndpoints();
   /// Releases everything UCX handed out, then the worker (the destructor, or a failed
   /// constructor).
@@ -136,6 +151,7 @@ class UcxTransport : public Transport {
 
   const UcpLibrary& library_;
   GroupFailure* failure_;
+  int rank_;
   std::unique_ptr<UcxWorker> worker_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for ranks not on ucx
   std::mutex regionsMu_;
@@ -205,10 +221,11 @@ class UcxPeerWindow : public PeerWindow {
 
 UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
                            GroupFailure* failure)
-    : library_(UcpLibrary::get()), failure_(failure) {
+    : library_(UcpLibrary::get()), failure_(failure), rank_(bootstrap.rank()) {
   worker_ = std::make_unique<UcxWorker>(library_);
   setAmHandler(kSignalAm, &UcxTransport::onSignalAm);
   setAmHandler(kFailureAm, &UcxTransport::onFailureAm);
+  setAmHandler(kLeaveAm, &UcxTransport::onLeaveAm);
   peers_.resize(bootstrap.nranks());
   auto addresses = bootstrap.allGather(worker_->address());
   worker_->startProgress();  // wire-up needs both sides' progress
@@ -282,7 +299,45 @@ void UcxTransport::setAmHandler(unsigned id, ucp_am_recv_callback_t cb) {
                        "ucp_worker_set_am_recv_handler");
 }
 
-UcxTransport::~UcxTransport() { teardown(); }
+UcxTransport::~UcxTransport() {
+  announceLeaving();
+  teardown();
+}
+
+void UcxTransport::announceLeaving() {
+  if (failure_ != nullptr && failure_->current().has_value()) return;
+  const Deadline deadline = Deadline::after(kCloseMs);
+  const LeaveAm am{rank_, 0};
+  const UcpApi& api = worker_->api();
+  // Two rounds over all live peers at once, so many peers cost two round trips: a flush, which
+  // lands this rank's last puts and signals (the peer then applies the departure after them,
+  // as peerLeft promises), then the departure message.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::pair<Peer*, ucs_status_ptr_t>> pending;
+    {
+      auto l = worker_->lock();
+      for (auto& p : peers_) {
+        if (!p || p->failed.load() || p->left.load()) continue;
+        ucp_request_param_t param = {};
+        if (round == 0) {
+          pending.emplace_back(p.get(), api.ucp_ep_flush_nbx(p->ep, &param));
+        } else {
+          param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+          param.flags = UCP_AM_SEND_FLAG_EAGER;
+          pending.emplace_back(
+              p.get(), api.ucp_am_send_nbx(p->ep, kLeaveAm, &am, sizeof(am), nullptr, 0, &param));
+        }
+      }
+    }
+    for (auto& [p, request] : pending) {
+      try {
+        finish(*p, request, deadline, round == 0 ? " (flush before leaving)" : " (departure)");
+      } catch (const Error& e) {
+        CTRAN_INFO("ucx transport: could not tell rank ", p->rank, " this rank leaves: ", e.what());
+      }
+    }
+  }
+}
 
 void UcxTransport::teardown() {
   worker_->stopProgress();
@@ -429,7 +484,14 @@ void UcxTransport::throwFailed(const Peer& p, const std::string& during) {
 
 void UcxTransport::checkPeer(int peer) {
   Peer& p = peerOf(peer);
-  if (p.failed.load()) throwFailed(p, "");
+  // A departed peer's endpoint closes after its departure message: no failure (PeerGroup asks
+  // whether a wait on it still expects something).
+  if (p.failed.load() && !p.left.load()) throwFailed(p, "");
+}
+
+bool UcxTransport::peerLeft(int peer) const {
+  return peer >= 0 && peer < static_cast<int>(peers_.size()) && peers_[peer] &&
+         peers_[peer]->left.load();
 }
 
 void UcxTransport::finish(Peer& p, ucs_status_ptr_t request, const Deadline& deadline,
@@ -438,10 +500,11 @@ void UcxTransport::finish(Peer& p, ucs_status_ptr_t request, const Deadline& dea
       request, deadline,
       [&] { return strCat("the ucx operation", during, " to rank ", p.rank, " to complete"); },
       [&] {
-        if (p.failed.load()) throwFailed(p, during);
+        if (p.failed.load() && !p.left.load()) throwFailed(p, during);
       },
       p.rank);
   if (s != UCS_OK) {
+    if (p.left.load()) return;  // the peer destroyed its group: it needs nothing more
     if (!p.failed.load()) p.status.store(s);
     p.failed.store(true);
     throwFailed(p, during);
@@ -450,6 +513,7 @@ void UcxTransport::finish(Peer& p, ucs_status_ptr_t request, const Deadline& dea
 
 void UcxTransport::putTo(int peer, uint64_t remote, ucp_rkey_h key, const void* src, size_t bytes) {
   Peer& p = peerOf(peer);
+  if (p.left.load()) return;  // the peer destroyed its group: it needs nothing more
   if (p.failed.load()) throwFailed(p, " (put)");
   ucp_request_param_t param = {};
   ucs_status_ptr_t request;
@@ -464,6 +528,7 @@ void UcxTransport::putTo(int peer, uint64_t remote, ucp_rkey_h key, const void* 
 void UcxTransport::sendAm(Peer& p, unsigned id, const void* header, size_t headerBytes,
                           const void* data, size_t dataBytes, const Deadline& deadline,
                           const char* during) {
+  if (p.left.load()) return;  // the peer destroyed its group: it needs nothing more
   if (p.failed.load()) throwFailed(p, during);
   ucp_request_param_t param = {};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -480,6 +545,7 @@ void UcxTransport::sendAm(Peer& p, unsigned id, const void* header, size_t heade
 void UcxTransport::signalPeer(int peer, uint64_t windowId, int slot, uint64_t delta,
                               uint64_t offset, const void* carried, size_t carriedBytes) {
   Peer& p = peerOf(peer);
+  if (p.left.load()) return;  // the peer destroyed its group: it needs nothing more
   if (p.failed.load()) throwFailed(p, " (signal)");
   const Deadline deadline = Deadline::after();
   const UcpApi& api = worker_->api();
@@ -536,7 +602,7 @@ void UcxTransport::broadcastFailure(const FailureReport& report) {
   FailureAm am{report.culprit, report.reporter, report.timedOut ? 1u : 0u,
                static_cast<uint32_t>(std::min<size_t>(report.cause.size(), kMaxCause))};
   for (auto& p : peers_) {
-    if (!p || p->failed.load()) continue;
+    if (!p || p->failed.load() || p->left.load()) continue;
     try {
       sendAm(*p, kFailureAm, &am, sizeof(am), report.cause.data(), am.causeBytes,
              Deadline::after(kReportMs), " (failure report)");
@@ -564,6 +630,24 @@ ucs_status_t UcxTransport::onFailureAm(void* arg, const void* header, size_t hea
     self->failure_->adopt({am.culprit, am.reporter, am.timedOut != 0,
                            std::string(static_cast<const char*>(data), bytes)});
   }
+  return UCS_OK;
+}
+
+ucs_status_t UcxTransport::onLeaveAm(void* arg, const void* header, size_t headerBytes,
+                                     void* /*data*/, size_t bytes,
+                                     const ucp_am_recv_param_t* /*param*/) {
+  auto* self = static_cast<UcxTransport*>(arg);
+  LeaveAm am;
+  if (headerBytes != sizeof(am) || bytes != 0) {
+    CTRAN_WARN("ucx transport: dropping a malformed departure message");
+    return UCS_OK;
+  }
+  std::memcpy(&am, header, sizeof(am));
+  if (am.rank < 0 || am.rank >= static_cast<int>(self->peers_.size()) || !self->peers_[am.rank]) {
+    CTRAN_WARN("ucx transport: dropping a departure message from rank ", am.rank);
+    return UCS_OK;
+  }
+  self->peers_[am.rank]->left.store(true);
   return UCS_OK;
 }
 

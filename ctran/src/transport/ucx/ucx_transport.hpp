@@ -22,7 +22,10 @@
 //   - a peer whose endpoint fails (UCX's error handler, UCP_ERR_HANDLING_MODE_PEER) is
 //     recorded; checkPeer, put and signal to it then throw RemoteError naming it. Failure
 //     reports travel to ucx peers as active messages, which the receiver records in the
-//     group's GroupFailure.
+//     group's GroupFailure;
+//   - an orderly destroy (no failure in the group) flushes every endpoint, then tells each
+//     peer it leaves; the peer marks it left (peerLeft): puts and signals to it are dropped
+//     and its endpoint's closing is no failure, as for tcp's close message.
 #pragma once
 
 #include <memory>
