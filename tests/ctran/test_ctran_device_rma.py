@@ -1,6 +1,9 @@
 """DeviceRma (one-sided puts and stream-ordered signals over mapped device memory): a build
 without GPU code refuses it with CudaError; with a GPU, a ring of puts and signals between
-processes (ranks may share one GPU) lands exactly what was put."""
+processes (ranks may share one GPU) lands exactly what was put, and a wait for a signal that
+never comes ends at its timeout without a trap and fails the window, not the GPU."""
+
+import time
 
 import pytest
 
@@ -57,4 +60,63 @@ def test_ring_of_puts_and_signals(nranks):
         pytest.skip("needs a GPU")
     pytest.importorskip("torch")
     for rank, problems in enumerate(values(launch(_ring_rank, nranks))):
+        assert problems == [], f"rank {rank}: {problems}"
+
+
+SILENT_TIMEOUT_MS = 300  # rank 0's first wait for a signal rank 1 never sends
+
+
+def _silent_peer_rank(ctx):
+    import torch
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    torch.cuda.set_device(ctx.device)
+    mine = torch.zeros(16, dtype=torch.int32, device="cuda")
+    rma = ctran.DeviceRma(group, ctx.device, mine.data_ptr(), mine.numel() * 4)
+    stream = torch.cuda.current_stream().cuda_stream
+    problems = []
+    if ctx.rank == 0:
+        rma.check_failed()  # nothing timed out yet
+        start = time.monotonic()
+        rma.wait_signal(1, stream, SILENT_TIMEOUT_MS)
+        # Enqueued before the first one ran out: the abort word ends it at once, not in 60 s.
+        rma.wait_signal(1, stream, 60000)
+        torch.cuda.synchronize()  # returns: the kernels ended, no trap
+        drained = time.monotonic() - start
+        if not SILENT_TIMEOUT_MS / 1000 * 0.8 < drained < SILENT_TIMEOUT_MS / 1000 + 5:
+            problems.append(f"the stream drained after {drained:.2f} s")
+        words = ("rank 0's wait_signal timed out after 300 ms", "from rank 1")
+        words += ("expected signal 1, saw 0", "RCCLX_TIMEOUT_MS")
+        for name, call in (
+            ("check_failed", rma.check_failed),
+            ("put", lambda: rma.put(1, 0, mine.data_ptr(), 4, stream)),
+            ("signal", lambda: rma.signal(1, stream)),
+            ("wait_signal", lambda: rma.wait_signal(1, stream, 1000)),
+            ("peerData", lambda: rma.peer_ptr(1)),
+            ("check_failed", rma.check_failed),  # sticky
+        ):
+            try:
+                call()
+                problems.append(f"{name}: no error")
+            except ctran.TimeoutError as e:
+                missing = [w for w in (f"window {name}: ", *words) if w not in str(e)]
+                if missing:
+                    problems.append(f"{name}: {e} (missing {missing})")
+        total = float(torch.ones(1000, device="cuda").sum().item())  # the GPU computes
+        if total != 1000.0:
+            problems.append(f"a sum on the GPU gave {total}")
+    ctx.barrier("rank 0 done")
+    rma.destroy()  # collective, failed window or not
+    if not rma.destroyed:
+        problems.append("not destroyed")
+    group.destroy()
+    return problems
+
+
+@pytest.mark.gpu
+def test_a_wait_past_its_timeout_fails_the_window_not_the_gpu():
+    if gpu_count() == 0:
+        pytest.skip("needs a GPU")
+    pytest.importorskip("torch")
+    for rank, problems in enumerate(values(launch(_silent_peer_rank, 2, timeout=90))):
         assert problems == [], f"rank {rank}: {problems}"

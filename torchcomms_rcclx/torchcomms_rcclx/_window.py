@@ -235,7 +235,10 @@ class TorchCommWindowRCCLX:
         """Waits for `peer_rank`'s next signal (acquire; the n-th wait returns after its n-th
         signal). Host: blocks (``async_op=True``: the Work's ``wait()`` does), raising
         TimeoutError past `timeout` (default: the communicator's) and RemoteError when the
-        peer died. GPU: the current stream waits, the host does not block."""
+        peer died. GPU: the current stream waits, the host does not block; past `timeout` the
+        wait's kernel ends without the signal and the window fails: its Works' ``wait()`` and
+        ``wait_blocking()``, and every later call on it but ``tensor_deregister``, raise a
+        TimeoutError naming the peer (the GPU stays usable)."""
         what = "wait_signal"
         comm = self._comm
         comm._usable(what)
@@ -281,24 +284,42 @@ class TorchCommWindowRCCLX:
 
     def _on_stream(self, what: str, async_op: bool, enqueue, keep=()):
         """GPU: enqueues on the current stream (after this window's async calls), or with
-        `async_op` on the window's internal stream after the current one."""
-        index = self._comm._index
-        current = torch.cuda.current_stream(index)
+        `async_op` on the window's internal stream after the current one. The Work's
+        ``wait()`` and ``wait_blocking()`` also raise the window's failure."""
+        comm = self._comm
+        current = torch.cuda.current_stream(comm._index)
         internal = self._internal
         if not async_op:
             if internal is not None:
                 current.wait_stream(internal)  # signals follow async puts
-            enqueue(current.cuda_stream)
-            return StreamWork(current.cuda_stream, self._comm._device, self._comm, what)
+            self._memory_call(what, enqueue, current.cuda_stream)
+            return StreamWork(current.cuda_stream, comm._device, comm, what, self._check_failed)
         if internal is None:
-            internal = self._internal = torch.cuda.Stream(device=self._comm._device)
+            internal = self._internal = torch.cuda.Stream(device=comm._device)
         internal.wait_stream(current)
-        enqueue(internal.cuda_stream)
+        self._memory_call(what, enqueue, internal.cuda_stream)
         for t in keep:
             t.record_stream(internal)
         event = torch.cuda.Event()
         event.record(internal)
-        return EventWork(event, keep, self._comm._device, self._comm, what)
+        return EventWork(event, keep, comm._device, comm, what, self._check_failed)
+
+    def _memory_call(self, what: str, call, *args):
+        """`call(*args)` on the window's memory; a RemoteError it raises (a GPU window's
+        TimeoutError: one of its waits timed out) is handled as the communicator's: with
+        ``abort_process_on_timeout_or_error`` it aborts the process."""
+        try:
+            return call(*args)
+        except rcclx_core.RemoteError as e:
+            self._comm._on_remote_error(what, e)
+            raise
+
+    def _check_failed(self) -> None:
+        """GPU: raises the timeout a wait of this window recorded (without blocking: once its
+        kernel has ended); nothing once the window is deregistered."""
+        memory = self._memory
+        if memory is not None:
+            memory.check_failed()
 
     # --- direct access --------------------------------------------------------------------
 
@@ -310,7 +331,7 @@ class TorchCommWindowRCCLX:
         comm._usable(what)
         memory = self._registered(what)
         comm._check_peer(what, "rank", rank)
-        remote = memory.remote(rank, self._tensor)
+        remote = self._memory_call(what, memory.remote, rank, self._tensor)
         if remote is None:
             raise rcclx_core.InvalidUsageError(
                 f"{what}: rank {rank}'s window is not mapped in this process (it is reached "

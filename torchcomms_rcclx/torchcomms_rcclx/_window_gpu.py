@@ -6,7 +6,9 @@ that, after everything earlier on the stream, stores this rank's next sequence n
 slot of the peer's signals (system-scope release); a wait is a one-thread kernel that polls the
 local slot of that peer (acquire) until it reaches the next expected number. Both counters
 live in device memory, so a captured CUDA graph replays with fresh numbers; the host never
-blocks. A wait past the timeout stops its kernel (the stream fails with an error).
+blocks. A wait past its timeout ends its kernel without the signal (no trap: the stream drains
+and the GPU stays usable) and fails the window: every later call on it but release() raises a
+TimeoutError naming the rank, the peer, the signal values and the timeout.
 """
 
 from __future__ import annotations
@@ -58,9 +60,15 @@ class DeviceWindowMemory:
     def wait(self, peer: int, stream: int, timeout_ms: int) -> None:
         self._rma.wait_signal(peer, stream, timeout_ms)
 
+    def check_failed(self) -> None:
+        """Raises the TimeoutError of a wait of this window that timed out (reads host memory
+        only: it sees the timeout once the wait's kernel recorded it)."""
+        self._rma.check_failed()
+
     def remote(self, rank: int, like: torch.Tensor) -> torch.Tensor:
         """`rank`'s window (mapped by CUDA IPC) as a tensor shaped as `like`."""
         if rank == self._group.rank:
+            self._rma.check_failed()  # a failed window maps nothing, its own tensor neither
             return self._tensor
         memory = _DeviceMemory(self._rma, self._rma.peer_ptr(rank), self._rma.nbytes)
         raw = torch.as_tensor(memory, device=self._device)

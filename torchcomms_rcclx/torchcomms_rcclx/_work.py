@@ -6,7 +6,8 @@ buffers: a synchronous call ran on the current stream, so ``wait()`` has nothing
 an ``async_op=True`` call ran on the communicator's internal stream and ``wait()`` makes the
 current stream wait for it (the host does not block). A GPU call's stream or event completes
 also when its kernels ended early because a rank failed (their outputs are then undefined), so
-both ``wait()`` and ``wait_blocking()`` of a GPU Work raise the failure any rank reported.
+both ``wait()`` and ``wait_blocking()`` of a GPU Work raise the failure any rank reported (a
+GPU window's Works also the window's own: a wait of it that timed out).
 """
 
 from __future__ import annotations
@@ -106,14 +107,17 @@ class HostWork(Work):
         return f"Work({self._what}, {state})"
 
 
-def raise_failure(comm, what: str) -> None:
+def raise_failure(comm, what: str, check=None) -> None:
     """Raises the RemoteError of a failure any rank of `comm` (a TorchCommRCCLX) reported, as
-    the call `what` would have; nothing when there is none or the communicator is gone."""
+    the call `what` would have, then what `check` raises (a GPU window's: the timeout of one of
+    its waits); nothing when there is none or the communicator is gone."""
     core = comm._core
     if core is None:
         return
     try:
         core.check_failed()
+        if check is not None:
+            check()
     except BaseException as e:
         comm._on_remote_error(what, e)
         raise
@@ -122,19 +126,20 @@ def raise_failure(comm, what: str) -> None:
 class StreamWork(Work):
     """A synchronous call on GPU buffers: it ran on the current stream, in order with what
     the caller enqueues next; ``is_completed()`` asks that stream (True once everything on it
-    so far finished, this call included)."""
+    so far finished, this call included). `check`: see raise_failure."""
 
-    __slots__ = ("_stream", "_device", "_comm", "_what")
+    __slots__ = ("_stream", "_device", "_comm", "_what", "_check")
 
-    def __init__(self, stream: int, device, comm, what: str):
+    def __init__(self, stream: int, device, comm, what: str, check=None):
         self._stream = stream  # the cudaStream_t, as an int (a torch stream is made on demand)
         self._device = device
         self._comm = comm
         self._what = what
+        self._check = check
 
     def wait(self, timeout: float | None = None) -> None:
         """In stream order the result may be used; raises a failure already reported."""
-        raise_failure(self._comm, self._what)
+        raise_failure(self._comm, self._what, self._check)
 
     def _torch_stream(self):
         import torch
@@ -151,21 +156,23 @@ class StreamWork(Work):
     def wait_blocking(self) -> None:
         """Blocks until the stream drained; raises a failure that ended its kernels early."""
         self._torch_stream().synchronize()
-        raise_failure(self._comm, self._what)
+        raise_failure(self._comm, self._what, self._check)
 
 
 class EventWork(Work):
     """An ``async_op=True`` call on GPU buffers: it ran on the communicator's internal stream
-    (which first waited for the current stream); the event marks its end."""
+    (which first waited for the current stream); the event marks its end. `check`: see
+    raise_failure."""
 
-    __slots__ = ("_event", "_keep", "_device", "_comm", "_what")
+    __slots__ = ("_event", "_keep", "_device", "_comm", "_what", "_check")
 
-    def __init__(self, event, keep, device, comm, what: str):
+    def __init__(self, event, keep, device, comm, what: str, check=None):
         self._event = event
         self._keep = keep
         self._device = device
         self._comm = comm
         self._what = what
+        self._check = check
 
     def wait(self, timeout: float | None = None) -> None:
         """The current stream waits for the operation (the host does not block); raises a
@@ -174,13 +181,13 @@ class EventWork(Work):
 
         torch.cuda.current_stream(self._device).wait_event(self._event)
         self._keep = None
-        raise_failure(self._comm, self._what)
+        raise_failure(self._comm, self._what, self._check)
 
     def wait_blocking(self) -> None:
         """Blocks until the operation finished; raises a failure that ended it early."""
         self._event.synchronize()
         self._keep = None
-        raise_failure(self._comm, self._what)
+        raise_failure(self._comm, self._what, self._check)
 
     def is_completed(self) -> bool:
         return bool(self._event.query())

@@ -17,14 +17,24 @@
 //    and expected, per peer) live in device memory and are advanced by the kernels, so a
 //    captured CUDA graph replays with fresh sequence numbers. Calls of one DeviceRma must be
 //    ordered on the device (one stream, or events between streams).
-//  * A wait past its timeout prints what it waited for and traps: the stream fails with an
-//    error instead of hanging.
+//
+// Failure. Waits are bounded by a wait report of the window's own (MappedWaitReport: pinned
+// host memory mapped into the GPU). A wait past its timeout prints what it waited for, records
+// it in the report and sets the report's abort word; its kernel returns (it never traps, so
+// the GPU context stays usable, also for the other processes of an MPS server) and every later
+// wait of the window ends at once, so the stream never stalls on the window again. From then
+// on the window is failed: every call but destroy() throws a TimeoutError naming this rank,
+// the peer, the signal expected and the one seen, and the timeout; destroy() works as before.
+// The host learns of the timeout without blocking, once the kernel has recorded it: calls
+// enqueued before then stay enqueued (their waits end at once, what they deliver is undefined).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "ctran/device_window.hpp"
+#include "ctran/wait_report.hpp"
 
 namespace ctran {
 
@@ -34,8 +44,9 @@ class DeviceRma {
  public:
   /// Collective over `group` (every rank on this host, at most kMaxDeviceRanks): maps `memory`
   /// (this rank's, on GPU `device`; the same size on every rank) on every peer and allocates the
-  /// signal slots. Throws what DeviceWindow throws: CudaError in a build without GPU code or
-  /// when the runtime fails, InvalidArgument for memory that cannot be mapped or bad sizes.
+  /// signal slots and the wait report. Throws what DeviceWindow throws: CudaError in a build
+  /// without GPU code or when the runtime fails, InvalidArgument for memory that cannot be
+  /// mapped or bad sizes.
   DeviceRma(PeerGroup& group, int device, DeviceWindow::UserMemory memory);
   ~DeviceRma();
   DeviceRma(const DeviceRma&) = delete;
@@ -53,20 +64,31 @@ class DeviceRma {
   /// Enqueues on `stream` this rank's next signal to `peer` (release; see the memory model).
   void signal(int peer, void* stream);
   /// Enqueues on `stream` a wait for `peer`'s next signal (acquire); the kernel gives up after
-  /// `timeoutMs` (RCCLX_TIMEOUT_MS when negative).
+  /// `timeoutMs` (RCCLX_TIMEOUT_MS when negative) and the window fails (see Failure above).
   void waitSignal(int peer, void* stream, int64_t timeoutMs = -1);
 
-  /// Releases the mappings and the signal slots; `collective`: first finishes this GPU's work
-  /// and meets every rank (no peer still writes here). A second call throws InvalidUsage.
+  /// Throws the window's TimeoutError once one of its waits has timed out (see Failure above);
+  /// returns otherwise. Reads host memory only: it neither blocks nor synchronises, so it sees
+  /// a timeout only once the waiting kernel has recorded it. InvalidUsage after destroy().
+  void checkFailed() const;
+
+  /// Releases the mappings, the signal slots and the wait report; `collective`: first finishes
+  /// this GPU's work and meets every rank (no peer still writes here); otherwise first ends
+  /// this window's pending waits. A failed window is destroyed the same way. A second call
+  /// throws InvalidUsage.
   void destroy(bool collective = true);
   bool destroyed() const { return destroyed_; }
 
  private:
+  /// Throws InvalidUsage after destroy(), then the window's TimeoutError (`what` names the call).
+  void checkLive(const char* what) const;
+  /// checkLive, then checks `peer`.
   void checkUsable(const char* what, int peer) const;
 
   PeerGroup* group_;
   DeviceWindow memory_;   // the caller's memory, mapped by every rank
   DeviceWindow signals_;  // signals[r]: slot p counts p's signals to r; data: this rank's counters
+  std::unique_ptr<MappedWaitReport> waits_;  // bounds this window's waits; null once destroyed
   bool destroyed_ = false;
 };
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ctran/store.hpp"
+#include "ctran/wait_report.hpp"  // the bound of the waits of kernels using a window
 
 namespace ctran {
 
@@ -39,36 +40,6 @@ class PeerGroup;
 constexpr int kMaxDeviceRanks = 8;
 /// Thread blocks of one kernel that may each keep an epoch (a kernel's grid must not exceed it).
 constexpr int kMaxEpochSlots = 256;
-
-/// What the first in-kernel wait that ran out of time leaves for the host: pinned host memory
-/// mapped into the device, which the host polls. The wait claims it (`claimed`, so one wait
-/// reports), fills it in, then publishes `timedOut` and sets `abort`, so every other wait of
-/// the communicator's kernels ends too and the host turns the report into the group's error.
-struct WaitReport {
-  uint32_t abort = 0;     ///< the abort word (WaitBound::abort points here); host or kernel sets it
-  uint32_t claimed = 0;   ///< taken by the first wait that ran out
-  uint32_t timedOut = 0;  ///< set last: the fields below are complete
-  int32_t rank = -1;      ///< the waiting rank
-  int32_t peer = -1;      ///< the rank it waited for
-  uint32_t what = 0;      ///< what it waited for (WaitSubject)
-  uint64_t expected = 0;  ///< the flag value it waited for
-  uint64_t seen = 0;      ///< the value it last saw
-};
-
-/// What a wait waits for, as a WaitReport names it.
-enum class WaitSubject : uint32_t { kSignal = 1, kLine = 2, kLlLine = 3 };
-
-/// How long a kernel's waits may last. Once `*abort` is nonzero (mapped host memory, set by
-/// the host when its group failed, or by a kernel's wait that ran out) every wait ends at once
-/// and the kernel runs to its end without waiting, its outputs undefined, so a dead or stopped
-/// peer never holds a GPU. Past `timeoutNs` a wait prints what it waited for and, with a
-/// `report`, records it there and sets the abort word (the kernel ends, the GPU stays usable,
-/// the host raises the timeout); without one (nobody watches) it traps, so the launch fails.
-struct WaitBound {
-  uint64_t timeoutNs = 0;
-  const uint32_t* abort = nullptr;
-  WaitReport* report = nullptr;
-};
 
 /// What a kernel needs to reach a DeviceWindow: plain pointers, valid in this process.
 struct DeviceWindowHandle {

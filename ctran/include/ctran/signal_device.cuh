@@ -16,18 +16,20 @@
 //    slot thus advances by one per kernel whatever the grid size, and no block reads a slot
 //    another block of the same kernel writes (the stores are spread over the block's threads).
 //    Kernels using one window must run in order.
-//  * Waits are bounded (WaitBound): past `timeoutNs` (from the first unsuccessful poll) the
-//    kernel prints what it waited for and, where the host watches (WaitBound::report), records
-//    it and sets the abort word; else it traps, so a stuck peer becomes a launch error, not a
-//    hung GPU. Once the abort word is set (by the host, when its group failed: a peer died, a
-//    rank aborted; or by such a timed-out wait) every wait ends at once, so the kernels exit and
-//    the GPU stays usable.
+//  * Waits are bounded (WaitBound, wait_report.hpp): past `timeoutNs` (from the first
+//    unsuccessful poll) the kernel prints what it waited for and, where the host watches
+//    (WaitBound::report: every kernel of the libraries has one), records it and sets the abort
+//    word; else it traps, so a stuck peer becomes a launch error, not a hung GPU. Once the
+//    abort word is set (by the host, when its group failed: a peer died, a rank aborted; or by
+//    such a timed-out wait) every wait ends at once, so the kernels exit and the GPU stays
+//    usable.
 #pragma once
 
 #include <cstdint>
 
 #include "ctran/device_window.hpp"
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/wait_report.hpp"
 
 namespace ctran::device {
 
@@ -80,15 +82,15 @@ __device__ __forceinline__ T loadPeerStored(const T* p) {
 static __device__ unsigned int gTimeoutReported = 0;
 
 /// Ends a wait that ran out of time: prints it (once per module); then, where the host watches
-/// (bound.report), the first such wait of the communicator records it there and sets the abort
-/// word, and the caller returns as on an abort; where nobody watches, the kernel traps.
+/// (bound.report), the first such wait bound by that report records it there and sets the
+/// abort word, and the caller returns as on an abort; where nobody watches, the kernel traps.
 __device__ __noinline__ inline void waitTimedOut(WaitSubject subject, const char* what, int rank,
                                                  int peer, uint64_t expected, uint64_t seen,
                                                  const WaitBound& bound) {
   if (atomicExch(&gTimeoutReported, 1u) == 0u)
     printf(
         "rcclx: rank %d block %d thread %d timed out after %llu ms waiting for %s from rank %d "
-        "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS sets the limit\n",
+        "(expected %llu, saw %llu); RCCLX_TIMEOUT_MS (or the call's timeout) sets the limit\n",
         rank, (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)(bound.timeoutNs / 1000000),
         what, peer, (unsigned long long)expected, (unsigned long long)seen);
   WaitReport* r = bound.report;
@@ -99,6 +101,7 @@ __device__ __noinline__ inline void waitTimedOut(WaitSubject subject, const char
       r->what = static_cast<uint32_t>(subject);
       r->expected = expected;
       r->seen = seen;
+      r->timeoutNs = bound.timeoutNs;
       __threadfence_system();  // the fields before the flag that says they are complete
       atomicExch_system(&r->timedOut, 1u);
     }

@@ -54,11 +54,16 @@ void registerDeviceRma(py::module_& m) {
           },
           py::arg("peer"), py::arg("stream"), py::arg("timeout_ms") = -1,
           py::call_guard<py::gil_scoped_release>(),
-          "Enqueues on `stream` a wait for `peer`'s next signal (the kernel traps after "
-          "timeout_ms; RCCLX_TIMEOUT_MS when negative).")
+          "Enqueues on `stream` a wait for `peer`'s next signal. Past timeout_ms "
+          "(RCCLX_TIMEOUT_MS when negative) the kernel ends without it and the window fails: "
+          "every later call but destroy() raises TimeoutError.")
+      .def("check_failed", &DeviceRma::checkFailed,
+           "Raises the window's TimeoutError once one of its waits has timed out (without "
+           "blocking: only once the waiting kernel recorded it); else returns.")
       .def("destroy", &DeviceRma::destroy, py::arg("collective") = true,
            py::call_guard<py::gil_scoped_release>(),
-           "Unmaps the peers (collective: first finishes this GPU's work and meets every rank).")
+           "Unmaps the peers (collective: first finishes this GPU's work and meets every rank; "
+           "else first ends this window's pending waits). A failed window too.")
       .def_property_readonly("destroyed", &DeviceRma::destroyed, "True once destroy() was called.");
 }
 

@@ -16,11 +16,12 @@ __global__ void rmaSignalKernel(uint64_t* slot, uint64_t* sent) {
 }
 
 __global__ void rmaWaitKernel(const uint64_t* slot, uint64_t* expected, int rank, int peer,
-                              uint64_t timeoutNs) {
+                              ctran::WaitBound bound) {
   const uint64_t next = *expected + 1;
   *expected = next;
-  // Windows belong to no communicator: no abort word, the timeout alone bounds the wait.
-  signalWait(slot, next, rank, peer, ctran::WaitBound{timeoutNs, nullptr}, "a window signal");
+  // The window's own report: a wait past its timeout records itself there and ends (no trap),
+  // and its abort word ends every later wait of the window at once.
+  signalWait(slot, next, rank, peer, bound, "a window signal");
 }
 
 }  // namespace
@@ -39,10 +40,9 @@ void rmaSignal(int dev, uint64_t* slot, uint64_t* sent, void* stream) {
 }
 
 void rmaWait(int dev, const uint64_t* slot, uint64_t* expected, int rank, int peer,
-             uint64_t timeoutNs, void* stream) {
+             const WaitBound& bound, void* stream) {
   GpuDeviceGuard guard(dev, "window wait_signal");
-  rmaWaitKernel<<<1, 1, 0, static_cast<gpuStream_t>(stream)>>>(slot, expected, rank, peer,
-                                                               timeoutNs);
+  rmaWaitKernel<<<1, 1, 0, static_cast<gpuStream_t>(stream)>>>(slot, expected, rank, peer, bound);
   CTRAN_GPU_CHECK(gpuGetLastError(), "window wait_signal: launching on GPU ", dev);
 }
 

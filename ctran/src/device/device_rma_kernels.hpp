@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ctran/wait_report.hpp"
+
 namespace ctran::device {
 
 /// Enqueues a device-to-device copy of `bytes` from `src` to `dst` on `stream` (GPU `dev`).
@@ -15,9 +17,10 @@ void rmaCopy(int dev, void* dst, const void* src, size_t bytes, void* stream);
 /// peer's signal slot for this rank).
 void rmaSignal(int dev, uint64_t* slot, uint64_t* sent, void* stream);
 
-/// Enqueues: *expected += 1, then an acquire poll of `slot` until it reaches *expected, trapping
-/// after `timeoutNs` (`rank` and `peer` name the wait in the message).
+/// Enqueues: *expected += 1, then an acquire poll of `slot` until it reaches *expected, ended
+/// by `bound` (at once once its abort word is set; past its timeout, recorded in its report;
+/// `rank` and `peer` name the wait there).
 void rmaWait(int dev, const uint64_t* slot, uint64_t* expected, int rank, int peer,
-             uint64_t timeoutNs, void* stream);
+             const WaitBound& bound, void* stream);
 
 }  // namespace ctran::device

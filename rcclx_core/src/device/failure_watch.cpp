@@ -2,10 +2,8 @@
 #include "device/failure_watch.hpp"
 
 #include <chrono>
-#include <new>
 
 #include "ctran/checks.hpp"
-#include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 
@@ -27,39 +25,18 @@ const char* subjectName(uint32_t what) {
 }  // namespace
 
 FailureWatch::FailureWatch(ctran::PeerGroup& group, int device, uint64_t timeoutNs)
-    : group_(group), timeoutNs_(timeoutNs) {
-  ctran::GpuDeviceGuard guard(device, "the wait report of a communicator");
-  void* host = nullptr;
-  CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&host, sizeof(ctran::WaitReport)),
-                  "the wait report of a communicator (mapped host memory)");
-  hostReport_ = new (host) ctran::WaitReport();
-  void* dev = nullptr;
-  const gpuError_t e = ctran::gpuHostDevicePointer(&dev, host);
-  if (e != gpuSuccess) {
-    ctran::gpuHostFreeMapped(host);
-    ctran::throwGpuError(e, "gpuHostDevicePointer", "the wait report of a communicator");
-  }
-  deviceReport_ = static_cast<ctran::WaitReport*>(dev);
+    : group_(group), timeoutNs_(timeoutNs), report_(device, "the wait report of a communicator") {
   thread_ = std::thread([this] { watchLoop(); });
 }
 
-FailureWatch::~FailureWatch() {
-  stop();
-  // Kernels may still read the report until they end: it is freed only with the communicator,
-  // after its GPU state (whose destroy waits for the device when collective).
-  const gpuError_t e = ctran::gpuHostFreeMapped(hostReport_);
-  if (e != gpuSuccess) CTRAN_WARN("freeing the wait report: ", gpuGetErrorString(e));
-}
+// Kernels may still read the report until they end: it is freed (report_'s destructor) only
+// with the communicator, after its GPU state (whose destroy waits for the device when
+// collective).
+FailureWatch::~FailureWatch() { stop(); }
 
-ctran::WaitBound FailureWatch::waitBound() const {
-  ctran::WaitBound bound;
-  bound.timeoutNs = timeoutNs_;
-  bound.abort = &deviceReport_->abort;
-  bound.report = deviceReport_;
-  return bound;
-}
+ctran::WaitBound FailureWatch::waitBound() const { return report_.bound(timeoutNs_); }
 
-void FailureWatch::abortKernels() { __atomic_store_n(&hostReport_->abort, 1u, __ATOMIC_RELEASE); }
+void FailureWatch::abortKernels() { report_.abort(); }
 
 void FailureWatch::stop() {
   {
@@ -71,11 +48,11 @@ void FailureWatch::stop() {
 }
 
 bool FailureWatch::reportKernelTimeout() {
-  if (__atomic_load_n(&hostReport_->timedOut, __ATOMIC_ACQUIRE) == 0) return false;
+  if (!report_.timedOut()) return false;
   std::lock_guard<std::mutex> lock(reportMu_);
   if (timeoutReported_) return true;
   timeoutReported_ = true;
-  const ctran::WaitReport& r = *hostReport_;
+  const ctran::WaitReport& r = report_.report();
   ctran::TimeoutError timeout(
       ctran::strCat("a GPU kernel timed out after ", timeoutNs_ / 1000000, " ms waiting for ",
                     subjectName(r.what), " from rank ", r.peer, " (expected ", r.expected, ", saw ",

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "ctran/device_window.hpp"
+#include "ctran/wait_report.hpp"
 
 namespace ctran {
 class PeerGroup;
@@ -48,8 +48,7 @@ class FailureWatch {
 
   ctran::PeerGroup& group_;
   uint64_t timeoutNs_ = 0;
-  ctran::WaitReport* hostReport_ = nullptr;
-  ctran::WaitReport* deviceReport_ = nullptr;
+  ctran::MappedWaitReport report_;
   std::mutex reportMu_;  // held while the timeout is reported
   bool timeoutReported_ = false;
   std::mutex mu_;
