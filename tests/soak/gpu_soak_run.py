@@ -118,7 +118,8 @@ def _step(torch, comm, rc, i: int, seed: int) -> str | None:
         got = torch.zeros(n, dtype=torch.int64, device=dev)
         work = comm.alltoallv_dynamic(out, send, splits, got, async_op=async_op)
         out = out[: want.numel()]
-    work.wait()
+    if work is not None:  # the backend returns no Work for a synchronous host call
+        work.wait()
     if not torch.equal(out, want):
         bad = int((out != want).sum())
         return f"step {i}: {op} {dtype} x{per * n}: {bad} wrong"
@@ -143,7 +144,7 @@ def soak_rank(ctx, ops: int, seed: int, warmup: int, device: str):
 
     if device == "cuda":
         torch.cuda.set_device(ctx.device)
-    comm = H.comm_of(ctx, "gpu_soak", device=torch.device(device))
+    comm = H.backend_of(ctx, "gpu_soak", device=torch.device(device))
     wrong, samples, start = [], [], time.monotonic()
 
     def sample():
