@@ -1,5 +1,5 @@
 // Error reporting of the C ABI: result strings, the per-thread last error, the boundary's sink.
-#include <string>
+#include <cstdio>
 
 #include "api.hpp"
 #include "ctran/logging.hpp"
@@ -7,23 +7,27 @@
 namespace rcclx::nccl {
 namespace {
 
-thread_local std::string tLastError;
+// A fixed buffer, as NCCL's: a pointer ncclGetLastError returned stays valid for the thread's
+// life (the next error replaces its text, never frees it), and recording allocates nothing.
+constexpr size_t kLastErrorBytes = 4096;
+thread_local char tLastError[kLastErrorBytes] = "";
+
+void setLastError(const char* entryPoint, const char* message) noexcept {
+  std::snprintf(tLastError, kLastErrorBytes, "%s: %s", entryPoint, message);
+}
 
 }  // namespace
 
 void recordLastError(const char* entryPoint, const char* message) noexcept {
-  try {
-    tLastError = std::string(entryPoint) + ": " + message;
-  } catch (...) {
-  }
+  setLastError(entryPoint, message);
 }
 
 ncclResult_t fail(const char* entryPoint, ncclResult_t result, const char* message) noexcept {
+  setLastError(entryPoint, message);
   try {
-    tLastError = std::string(entryPoint) + ": " + message;
     CTRAN_WARN(tLastError, " (", ctran::resultName(static_cast<ctran::Result>(result)), ")");
   } catch (...) {
-    // Out of memory while recording the error: the result code still reaches the caller.
+    // Out of memory while logging the error: the result code still reaches the caller.
   }
   return result;
 }
@@ -51,7 +55,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm);
-const char* ncclGetLastError(ncclComm_t /*comm*/) { return rcclx::nccl::tLastError.c_str(); }
+const char* ncclGetLastError(ncclComm_t /*comm*/) { return rcclx::nccl::tLastError; }
 
 NCCL_API(void, ncclResetDebugInit, void);
 void ncclResetDebugInit(void) { ctran::log::refresh(); }

@@ -1,6 +1,7 @@
 /* NCCL 2.31's LL all-to-all and GIN scratch calls and ncclResetDebugInitInternal from a C
  * program (one process, no communicator needed):
- * - ncclLLA2ACalcSlots is maxElts * ceil(maxEltSize / 8), leaving the last error as it was;
+ * - ncclLLA2ACalcSlots is maxElts * ceil(maxEltSize / 8), leaving the last error as it was
+ *   (ncclGetLastError's pointer stays the same across errors, as NCCL's);
  *   a negative argument or a count past INT_MAX gives -1 and a last error naming the value;
  * - ncclLLA2ACreateRequirement, ncclGinOutboxCreateRequirement and
  *   ncclGinInboxA2ACreateRequirement refuse (ncclInvalidUsage, the reason in the last error)
@@ -19,6 +20,9 @@ void pncclResetDebugInitInternal(void);
 
 static void calc_slots(void) {
   EXPECT(ncclGetVersion(NULL) == ncclInvalidArgument, "a last error to keep");
+  /* As NCCL's, the last error lives in a fixed per-thread buffer: a pointer kept across later
+   * errors stays valid and reads the newest text (checked at the end). */
+  const char* kept = ncclGetLastError(NULL);
   static const int cases[][3] = {
       /* maxElts, maxEltSize, slots */
       {0, 8, 0},
@@ -53,6 +57,8 @@ static void calc_slots(void) {
                 "ncclLLA2ACalcSlots: maxElts 1048576 elements of 16384 bytes need 2147483648 "
                 "slots, more than an int holds") == 0,
          "%s", ncclGetLastError(NULL));
+  EXPECT(kept == ncclGetLastError(NULL) && strcmp(kept, ncclGetLastError(NULL)) == 0,
+         "ncclGetLastError moved: a pointer it returned before no longer reads the last error");
 }
 
 /* Both outputs filled with a pattern; `same` tells whether a call left them so. */
