@@ -135,3 +135,61 @@ def test_every_collective_finishes_under_mps_without_an_sm_limit(nranks, graph):
     results = launch(_every_collective_rank, nranks, graph, env=env, timeout=RUN_LIMIT_S)
     assert all(not r.value for r in results), [r.value for r in results]
     assert time.monotonic() - start < RUN_LIMIT_S
+
+
+def _late_rank_with_shared_memory_kernels(ctx):
+    """The peers enter each collective at once; the last rank first sleeps, then runs kernels
+    that need shared memory (softmax over long rows caches a row in it, a column sum reduces
+    through it). The peers' waiting blocks cover every SM meanwhile; the late rank's kernels
+    must still start (ctran/kernel_launch.cuh). Returns the mismatches."""
+    dev = rank_device(ctx)
+    comm = ctx.communicator()
+    n, me = ctx.nranks, ctx.rank
+    s = current_stream()
+    count = 4 << 20  # 16 MiB of float32: the grids take every block the GPU's share allows
+    x = torch.full((count,), float(me + 1), device=dev)
+    rows = torch.randn(512, 8192, device=dev)
+    bad = []
+
+    def late_kernels():
+        if me == n - 1:
+            torch.cuda.synchronize()
+            time.sleep(0.3)
+            torch.softmax(rows, dim=-1).sum(dim=0)
+
+    late_kernels()
+    out = torch.empty(count, device=dev)
+    comm.all_to_all(x, out, stream=s)
+    torch.cuda.synchronize()
+    if out.view(n, -1)[:, 0].tolist() != [float(r + 1) for r in range(n)]:
+        bad.append(f"all_to_all: blocks start {out.view(n, -1)[:, 0].tolist()}")
+
+    late_kernels()
+    scattered = torch.empty(count // n, device=dev)
+    comm.reduce_scatter(x[: count // n * n], scattered, stream=s)
+    torch.cuda.synchronize()
+    if not bool((scattered == n * (n + 1) / 2).all()):
+        bad.append(f"reduce_scatter: {scattered[:4].tolist()}")
+
+    late_kernels()
+    rows_each = count // n
+    splits = torch.full((n,), rows_each, dtype=torch.int64, device=dev)
+    got = torch.empty(n, dtype=torch.int64, device=dev)
+    received = torch.empty(rows_each * n, device=dev)
+    comm.alltoallv_dynamic(x[: rows_each * n], received, splits, got, stream=s)
+    torch.cuda.synchronize()
+    if got.tolist() != [rows_each] * n or received.view(n, -1)[:, 0].tolist() != [
+        float(r + 1) for r in range(n)
+    ]:
+        bad.append(f"alltoallv_dynamic: counts {got.tolist()}")
+    comm.destroy()
+    return bad
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_a_late_rank_runs_its_own_kernels_while_peers_wait(nranks):
+    env = _no_sm_limit_env()
+    start = time.monotonic()
+    results = launch(_late_rank_with_shared_memory_kernels, nranks, env=env, timeout=RUN_LIMIT_S)
+    assert all(not r.value for r in results), [r.value for r in results]
+    assert time.monotonic() - start < RUN_LIMIT_S

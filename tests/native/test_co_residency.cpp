@@ -234,3 +234,21 @@ TEST_CASE("channel plan: the collectives' blocks fit beside the peers' when rank
   CHECK_EQ(laneShape(64 * kMiB, false, 2, 1 * kMiB, two.transfers).lanes, 53);
   CHECK_EQ(laneShape(64 * kMiB, false, 3, 1 * kMiB, three.transfers).lanes, 17);
 }
+
+TEST_CASE("co-residency: every launch that shares the GPU keeps its SMs' shared memory free") {
+  // A peer's waiting blocks on every SM must leave room for this rank's own kernels before its
+  // collective (ctran/kernel_launch.cuh); on a GPU of its own nothing changes.
+  using rcclx::gpu::channelBlocks;
+  CHECK(contains(ranksOn({"a", "a"}).describe(), "shared memory kept free"));
+  CHECK(!channelBlocks(CoResidency()).sharedGpu);
+  CHECK(!channelBlocks(ranksOn({"a", "b"})).sharedGpu);
+  CHECK(channelBlocks(ranksOn({"a", "a", "a"})).sharedGpu);
+  // Under MPS percentages whose shares fit the unshrunk grid the launch still shares SMs.
+  const ChannelBlocks fits = channelBlocks(ranksOnShare({"a", "a"}, 100, 132));
+  CHECK(fits.sharedGpu);
+  rcclx::gpu::PlanBuilder builder(ctran::DeviceWindowHandle{}, rcclx::gpu::ChannelLayout{},
+                                  ctran::WaitBound{}, fits);
+  CHECK(builder.finish().sharedGpu);
+  CHECK(planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "a"}))).sharedGpu);
+  CHECK(!planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "b"}))).sharedGpu);
+}

@@ -95,7 +95,8 @@ std::string CoResidency::describe() const {
                            " SMs under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", mpsThreadPercent_, ")")
            : ctran::strCat(" of ", sms_, " SMs");
   s += ctran::strCat(": ", smsPerRank(), " SMs per rank, ",
-                     earlyLaunchSafe() ? "early launch on" : "no early launch", "; threads per SM");
+                     earlyLaunchSafe() ? "early launch on" : "no early launch",
+                     ", shared memory kept free; threads per SM");
   for (int k = 0; k < kWaitingKernels; ++k)
     s += ctran::strCat(k == 0 ? " " : ", ", waitingKernelName(static_cast<WaitingKernel>(k)), " ",
                        threadsPerSm_[k]);

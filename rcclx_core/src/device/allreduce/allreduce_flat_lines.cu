@@ -161,8 +161,8 @@ void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(flatLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
-                 args.pdl, a);
+    ctran::launchKernel(flatLinesKernel<T, decltype(o)::value>,
+                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
   });
   checkLaunch("dda_flat (lines)", shape.blocks, shape.threads);
 }

@@ -90,8 +90,8 @@ void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape) {
               a.llSlotBytes / 2, " bytes");
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(ddaFlatKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
-                 args.pdl, a);
+    ctran::launchKernel(ddaFlatKernel<T, decltype(o)::value>,
+                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
   });
   checkLaunch("dda_flat", shape.blocks, shape.threads);
 }

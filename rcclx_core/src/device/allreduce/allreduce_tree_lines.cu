@@ -212,8 +212,8 @@ void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(treeLinesKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
-                 args.pdl, a);
+    ctran::launchKernel(treeLinesKernel<T, decltype(o)::value>,
+                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
   });
   checkLaunch("dda_tree (lines)", shape.blocks, shape.threads);
 }

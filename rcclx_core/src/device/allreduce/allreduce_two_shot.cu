@@ -254,8 +254,8 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroC
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    launchKernel(twoShotKernel<T, decltype(o)::value>, shape.blocks, shape.threads, args.stream,
-                 args.pdl, a);
+    ctran::launchKernel(twoShotKernel<T, decltype(o)::value>,
+                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
   });
   checkLaunch(what, shape.blocks, shape.threads);
 }

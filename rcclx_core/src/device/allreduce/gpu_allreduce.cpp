@@ -46,6 +46,7 @@ void launchPlan(const GpuAllReducePlan& plan, LaunchArgs& a) {
   a.count = plan.count;
   a.type = plan.type;
   a.pdl = plan.pdl;
+  a.sharedGpu = plan.sharedGpu;
   switch (plan.kernel) {
     case GpuKernel::kFlatLl: {
       const size_t elem = dataTypeSize(plan.type);

@@ -10,6 +10,7 @@
 
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "ctran/signal_device.cuh"
 #include "device/allreduce/launch.hpp"
 
@@ -190,7 +191,7 @@ __device__ __forceinline__ V loadOwn(const void* src, size_t u, size_t count, bo
 /// Programmatic dependent launch (NVIDIA sm_90 and later): lets the next kernel of the stream
 /// be scheduled now, then waits until the kernel before this one has finished and its memory is
 /// visible. Every allreduce kernel calls it first, before any load or store; launched with
-/// launchKernel(..., pdl = true), the grid is then set up while its predecessor drains.
+/// pdl (ctran/kernel_launch.cuh), the grid is then set up while its predecessor drains.
 __device__ __forceinline__ void awaitPrecedingKernel() {
 #if !RCCLX_GPU_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -412,29 +413,6 @@ inline Buffers buffersOf(const LaunchArgs& a) {
   b.avgDivisor = a.op == RedOp::kAvg ? a.window.nranks : 1;
   b.scale = a.premulScalar;
   return b;
-}
-
-/// Launches kernel<<<blocks, threads, 0, stream>>>(args...), allowed to overlap the stream's
-/// previous kernel when `pdl` (the kernel must start with awaitPrecedingKernel()). On AMD, and
-/// with pdl false, a plain launch.
-template <typename... Params, typename... Args>
-void launchKernel(void (*kernel)(Params...), int blocks, int threads, void* stream, bool pdl,
-                  Args... args) {
-#if RCCLX_GPU_HIP
-  (void)pdl;
-  kernel<<<blocks, threads, 0, static_cast<gpuStream_t>(stream)>>>(args...);
-#else
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(static_cast<unsigned>(threads));
-  config.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  (void)cudaLaunchKernelEx(&config, kernel, args...);  // the error is read by checkLaunch()
-#endif
 }
 
 /// Throws CudaError naming `what` if the launch just made failed.

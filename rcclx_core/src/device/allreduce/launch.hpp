@@ -104,7 +104,8 @@ struct LaunchArgs {
   StagingLayout layout;
   void* stream = nullptr;  ///< cudaStream_t / hipStream_t
   ctran::WaitBound bound;  ///< bound of every in-kernel wait
-  bool pdl = false;        ///< launch with programmatic dependent launch (see launchKernel)
+  bool pdl = false;        ///< launch with programmatic dependent launch (kernel_launch.cuh)
+  bool sharedGpu = false;  ///< ranks share the GPU (kernel_launch.cuh)
   /// When recv lies in a symmetric buffer: every rank's output at the same offset, as mapped
   /// here (the two-shot kernel then stores its all-gather straight into the peers' outputs);
   /// all null otherwise.

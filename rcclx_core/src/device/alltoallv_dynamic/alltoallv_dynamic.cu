@@ -17,6 +17,7 @@
 // previous call before it writes this call's count (lane 0) or chunks, so no call overwrites
 // what a slower peer still reads.
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "ctran/signal_device.cuh"
 #include "device/alltoallv_dynamic/gpu_alltoallv_dynamic.hpp"
 
@@ -265,7 +266,8 @@ __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernel
 
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
   const int blocks = 2 * args.window.nranks * args.lanes + args.selfBlocks;
-  allToAllvDynamicKernel<<<blocks, kThreads, 0, static_cast<gpuStream_t>(stream)>>>(args);
+  ctran::launchKernel(allToAllvDynamicKernel, {blocks, kThreads, stream, false, args.sharedGpu},
+                      args);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
 }
 

@@ -45,9 +45,10 @@ constexpr int kDynamicThreads = 512;
 struct DynamicKernelArgs {
   ctran::DeviceWindowHandle window;
   DynamicCall call;
-  size_t slotBytes = 0;  ///< one lane's slot
-  int lanes = 1;         ///< blocks per peer and direction
-  int selfBlocks = 1;    ///< blocks copying this rank's own block (after the 2 x n x lanes)
+  size_t slotBytes = 0;    ///< one lane's slot
+  int lanes = 1;           ///< blocks per peer and direction
+  int selfBlocks = 1;      ///< blocks copying this rank's own block (after the 2 x n x lanes)
+  bool sharedGpu = false;  ///< ranks share the GPU (ctran/kernel_launch.cuh)
   ctran::WaitBound bound;
   DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };

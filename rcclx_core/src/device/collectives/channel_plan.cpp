@@ -33,8 +33,9 @@ ChannelLayout ChannelLayout::of(int nranks, size_t perPeerBytes) {
 ChannelBlocks channelBlocks(const CoResidency& coResidency) {
   const int unshared = kChannelBlockBudget + kMaxSelfBlocks;
   const int fits = coResidency.fit(WaitingKernel::kChannels, unshared, kMaxThreads);
-  if (fits == unshared) return {};
   ChannelBlocks b;
+  b.sharedGpu = coResidency.shared();
+  if (fits == unshared) return b;
   b.self = std::max(fits / 5, 1);
   b.transfers = std::max(fits - b.self, 1);
   return b;
@@ -61,6 +62,7 @@ PlanBuilder::PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayo
   plan_.win = win;
   plan_.layout = layout;
   plan_.bound = bound;
+  plan_.sharedGpu = blocks.sharedGpu;
 }
 
 void PlanBuilder::add(const ExchangeRole& role) {

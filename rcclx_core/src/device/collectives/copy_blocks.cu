@@ -4,6 +4,7 @@
 // receive from a peer, or a piece of a local copy. All of a call's transfers run concurrently
 // in one launch, so ranks that send to and receive from each other cannot deadlock.
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "device/collectives/channel_device.cuh"
 
 namespace rcclx::gpu {
@@ -23,7 +24,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2) copyBlocksKernel(ExchangePlan 
 
 void launchCopyBlocks(const ExchangePlan& plan, void* stream) {
   if (plan.blocks == 0) return;
-  copyBlocksKernel<<<plan.blocks, plan.threads, 0, static_cast<gpuStream_t>(stream)>>>(plan);
+  ctran::launchKernel(copyBlocksKernel, {plan.blocks, plan.threads, stream, false, plan.sharedGpu},
+                      plan);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching copy_blocks (", plan.blocks, " blocks x ",
                   plan.threads, " threads, ", plan.nroles, " roles)");
 }

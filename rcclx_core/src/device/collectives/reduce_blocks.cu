@@ -7,6 +7,7 @@
 // PREMUL_SUM scales this rank's input wherever it is loaded: in the send roles (so peers receive
 // it scaled) and for the reduce role's own values.
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "device/allreduce/kernel_common.cuh"
 #include "device/collectives/channel_device.cuh"
 
@@ -125,10 +126,10 @@ __global__ void __launch_bounds__(kMaxThreads, 2) reduceBlocksKernel(ExchangePla
 
 void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void* stream) {
   if (plan.blocks == 0) return;
-  auto s = static_cast<gpuStream_t>(stream);
+  const ctran::KernelLaunch launch{plan.blocks, plan.threads, stream, false, plan.sharedGpu};
   dispatch(kernelType(type, op), op, [&](auto t, auto o) {
     using T = decltype(t);
-    reduceBlocksKernel<T, decltype(o)::value><<<plan.blocks, plan.threads, 0, s>>>(plan);
+    ctran::launchKernel(reduceBlocksKernel<T, decltype(o)::value>, launch, plan);
   });
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching reduce_blocks (", plan.blocks, " blocks x ",
                   plan.threads, " threads, ", dataTypeName(type), " ", redOpName(op), ")");

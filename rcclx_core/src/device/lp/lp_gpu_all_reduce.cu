@@ -17,6 +17,7 @@
 // round k.
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "device/lp/lp_gpu_common.cuh"
 
 namespace rcclx::lp {
@@ -118,11 +119,11 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
 
 void launchLpAllReduce(const LpAllReduceArgs& args, void* stream) {
   const LpStaging& s = args.staging;
-  auto st = static_cast<gpuStream_t>(stream);
+  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.sharedGpu};
   if (args.bf16) {
-    lpAllReduceKernel<true><<<s.blocks, s.threads, 0, st>>>(args);
+    ctran::launchKernel(lpAllReduceKernel<true>, launch, args);
   } else {
-    lpAllReduceKernel<false><<<s.blocks, s.threads, 0, st>>>(args);
+    ctran::launchKernel(lpAllReduceKernel<false>, launch, args);
   }
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching the low-precision all_reduce (", s.blocks,
                   " blocks x ", s.threads, " threads)");

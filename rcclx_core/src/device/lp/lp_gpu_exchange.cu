@@ -15,6 +15,7 @@
 // In place works: block b writes only output chunks whose input chunks it has read.
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
+#include "ctran/kernel_launch.cuh"
 #include "device/lp/lp_gpu_common.cuh"
 
 namespace rcclx::lp {
@@ -130,11 +131,11 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
 
 void launchLpExchange(const LpExchangeArgs& args, void* stream) {
   const LpStaging& s = args.staging;
-  auto st = static_cast<gpuStream_t>(stream);
+  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.sharedGpu};
   if (args.bf16) {
-    lpExchangeKernel<true><<<s.blocks, s.threads, 0, st>>>(args);
+    ctran::launchKernel(lpExchangeKernel<true>, launch, args);
   } else {
-    lpExchangeKernel<false><<<s.blocks, s.threads, 0, st>>>(args);
+    ctran::launchKernel(lpExchangeKernel<false>, launch, args);
   }
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching a low-precision exchange (", s.blocks, " blocks x ",
                   s.threads, " threads)");
