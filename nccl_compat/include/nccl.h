@@ -2,12 +2,12 @@
  * nccl.h of RCCLX's NCCL-ABI library (libnccl.so.2, also installed as librccl.so.1).
  *
  * The types, enum values, struct layouts, macros and function signatures are those of NCCL
- * 2.28.9, so a program compiled against NCCL's own header runs on this library unchanged, and a
+ * 2.31.2, so a program compiled against NCCL's own header runs on this library unchanged, and a
  * program compiled against this header runs on NCCL. Every function also exists as a p-prefixed
  * alias (pncclAllReduce, ...) for profilers. The header needs no CUDA installation: without
  * <cuda_runtime.h> it declares cudaStream_t as the CUDA runtime does (an opaque pointer), so
- * plain C programs on host memory compile against it. Of NCCL 2.31 it has the per-collective
- * config calls, the parameter calls, ncclWinGetUserPtr and the one-sided calls so far.
+ * plain C programs on host memory compile against it. NCCL's device API (nccl_device.h) builds
+ * on the types declared here.
  *
  * Behaviour specific to RCCLX (host-memory communicators, what each call maps onto) is
  * documented in docs/nccl_compat.rst.
@@ -41,11 +41,11 @@ typedef struct CUstream_st* cudaStream_t;
 #endif
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 31
+#define NCCL_PATCH 2
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23102
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
@@ -71,7 +71,9 @@ typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-/* Result codes. This library never returns a value of ncclNumResults or above. */
+/* Result codes. This library never returns a value of ncclNumResults or above. ncclTimeout is
+ * what NCCL's device API returns from a wait whose cycle budget ran out; RCCLX's host calls
+ * report a peer that does not arrive in time (RCCLX_TIMEOUT_MS) as ncclRemoteError. */
 typedef enum {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
@@ -81,7 +83,8 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8,
+  ncclNumResults = 9
 } ncclResult_t;
 
 /* Values of an ncclConfig_t field the caller left unset. */
@@ -97,6 +100,9 @@ typedef enum {
 /* ncclCommWindowRegister flags. */
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+/* One-sided operations on the window complete in the order they were issued (RCCLX's always
+ * do: each peer's puts are applied in order). */
+#define NCCL_WIN_STRICT_ORDERING 0x02
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /* ncclConfig_t.CTAPolicy values. */
@@ -108,10 +114,22 @@ typedef enum {
 #define NCCL_SHRINK_DEFAULT 0x00
 #define NCCL_SHRINK_ABORT 0x01
 
+/* ncclCommRevoke flags: none is defined yet, so revokeFlags must be this. */
+#define NCCL_REVOKE_DEFAULT 0x00
+
+/* ncclConfig_t.hostCftMode: whether host collectives may use NCCL's collective fabric transport
+ * (CFT). RCCLX has no CFT, so every value behaves as ncclHostCftDisable. */
+typedef enum {
+  ncclHostCftDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclHostCftEnable = 1,
+  ncclHostCftDisable = 2,
+  ncclHostCftFallback = 3
+} ncclHostCftMode_t;
+
 /* Per-communicator configuration, versioned by its leading size / magic / version fields: the
- * library reads only the fields the caller's struct holds (NCCL 2.27's struct is 72 bytes, this
- * 2.28 one 80; an older, shorter one or a newer, longer one works too). Initialise it with
- * NCCL_CONFIG_INITIALIZER, then set the fields wanted. */
+ * library reads only the fields the caller's struct holds (NCCL 2.27's struct is 72 bytes,
+ * 2.28's 80, this 2.29-2.31 one 112; an older, shorter one or a newer, longer one works too).
+ * Initialise it with NCCL_CONFIG_INITIALIZER, then set the fields wanted. */
 typedef struct ncclConfig_v23100 {
   size_t size;          /* sizeof the caller's struct: set by NCCL_CONFIG_INITIALIZER */
   unsigned int magic;   /* NCCL_API_MAGIC */
@@ -138,7 +156,7 @@ typedef struct ncclConfig_v23100 {
   int launchOrderImplicit;
   int numRmaSig;
   int rmaEagerInit;
-  int hostCftMode;
+  int hostCftMode; /* an ncclHostCftMode_t */
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                                    \
@@ -255,7 +273,7 @@ typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarRes
 
 /* ---- Library, errors, memory ------------------------------------------------------------- */
 
-/* Stores NCCL_VERSION_CODE (22809 for 2.28.9) in *version. */
+/* Stores NCCL_VERSION_CODE (23102 for 2.31.2) in *version. */
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t pncclGetVersion(int* version);
 
@@ -322,8 +340,8 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm);
  * the one using it (it waits for a call in progress on that thread to return). */
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t pncclCommAbort(ncclComm_t comm);
-/* Stops the communicator from accepting new calls (revokeFlags must be 0); destroy or abort it
- * next. */
+/* Stops the communicator from accepting new calls (revokeFlags: NCCL_REVOKE_DEFAULT, the only
+ * value defined); destroy or abort it next. */
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
 
@@ -414,8 +432,8 @@ ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUse
 
 /* A SUM whose inputs are first multiplied by *scalar (of type datatype; read now for
  * ncclScalarHostImmediate, and for ncclScalarDevice too: RCCLX copies the value at creation),
- * for collectives of comm on datatype. The handle may be destroyed as soon as the last call
- * using it returned, even inside an open group. */
+ * for collectives of comm on datatype. Once the last call using the handle has returned it may
+ * be destroyed, even inside an open group. */
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm);
 ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,

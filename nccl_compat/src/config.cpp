@@ -62,6 +62,8 @@ static_assert(sizeof(ncclConfig_t) == 112, "ncclConfig_t must have NCCL 2.31's 1
 static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) + sizeof(int) == 80,
               "NCCL 2.28's ncclConfig_t ends after nvlinkCentricSched, at 80 bytes");
 static_assert(offsetof(ncclConfig_t, maxP2pPeers) == 88, "maxP2pPeers must sit at NCCL's offset");
+static_assert(offsetof(ncclConfig_t, hostCftMode) + sizeof(int) == 112,
+              "NCCL 2.31's ncclConfig_t ends after hostCftMode, at 112 bytes");
 static_assert(offsetof(ncclConfig_t, nvlsCTAs) + sizeof(int) == 72,
               "NCCL 2.27's ncclConfig_t ends after nvlsCTAs, at 72 bytes");
 static_assert(offsetof(ncclConfig_t, commName) == 48, "commName must sit at NCCL's offset");

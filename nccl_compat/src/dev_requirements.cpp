@@ -1,5 +1,5 @@
 // The resource calls of NCCL's device API (nccl_device/*.h): what a device communicator would
-// have to allocate for LSA and GIN barriers, LL all-to-all buffers and GIN scratch buffers.
+// have to allocate for LSA, GIN and CFT barriers, LL all-to-all buffers and GIN scratch buffers.
 // RCCLX makes no device communicators and has no GIN back-end, so every requirement call
 // checks its arguments and refuses (ncclInvalidUsage) without writing its outputs, as
 // ncclDevCommCreate would refuse the requirement. ncclLLA2ACalcSlots is arithmetic on its
@@ -78,6 +78,23 @@ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t /*team*
     rcclx::nccl::checkCount("nBarriers", nBarriers);
     rcclx::nccl::checkOutputs(outHandle, outReq);
     throw ctran::InvalidUsage(rcclx::nccl::kNoGin);
+  });
+}
+
+// NCCL's headers declare this call but its library does not export it; RCCLX's does, so a
+// program that names it links and is told why it cannot have CFT barriers.
+NCCL_API(ncclResult_t, ncclCftBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
+         ncclCftBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclCftBarrierCreateRequirement(ncclTeam_t /*team*/, int nBarriers,
+                                             ncclCftBarrierHandle_t* outHandle,
+                                             ncclDevResourceRequirements_t* outReq) {
+  return boundary("ncclCftBarrierCreateRequirement", [&] {
+    rcclx::nccl::checkCount("nBarriers", nBarriers);
+    rcclx::nccl::checkOutputs(outHandle, outReq);
+    throw ctran::InvalidUsage(
+        "CFT barriers need NCCL's collective fabric transport, which RCCLX does not have (every "
+        "CFT team is the rank alone), and live in a device communicator, which RCCLX does not "
+        "provide");
   });
 }
 

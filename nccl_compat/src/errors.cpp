@@ -50,6 +50,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
     case ncclInvalidUsage: return "invalid usage (run with RCCLX_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "operation timed out";
     default: return "unknown result code";
   }
 }

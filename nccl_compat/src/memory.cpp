@@ -178,9 +178,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
         CommUse use(comm, false);
         rcclx::nccl::checkRange(buff, size);
         CTRAN_CHECK(win != nullptr, ctran::InvalidArgument, "win is NULL");
-        CTRAN_CHECK((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, ctran::InvalidArgument,
-                    "winFlags 0x", std::hex, winFlags, std::dec,
-                    " has bits other than NCCL_WIN_COLL_SYMMETRIC");
+        // Strict ordering asks for what every window of RCCLX already gives: one peer's puts
+        // are applied in the order they were issued.
+        constexpr int kKnownFlags = NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING;
+        CTRAN_CHECK((winFlags & ~kKnownFlags) == 0, ctran::InvalidArgument, "winFlags 0x", std::hex,
+                    winFlags, std::dec,
+                    " has bits other than NCCL_WIN_COLL_SYMMETRIC and NCCL_WIN_STRICT_ORDERING");
         auto w = std::make_unique<ncclWindow_vidmem>();
         w->comm = &use.handle();
         w->base = buff;

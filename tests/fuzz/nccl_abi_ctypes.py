@@ -31,14 +31,14 @@ SIZE = ctypes.c_size_t
 INT32 = st.integers(-(2**31), 2**31 - 1)
 SIZE_T = st.integers(0, 2**64 - 1)
 
-NCCL_NUM_RESULTS = 8
+NCCL_NUM_RESULTS = 9
 SUCCESS, INVALID_ARGUMENT, INVALID_USAGE, IN_PROGRESS = 0, 4, 5, 7
 NUM_TYPES = 12  # ncclInt8 .. ncclFloat8e5m2
 TYPE_BYTES = [1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1]
 NUM_OPS = 5  # ncclSum .. ncclAvg; ncclNumOps and above are PreMulSum handles
 API_MAGIC = 0xCAFEBEEF
 SIM_INFO_MAGIC = 0x74685283
-VERSION_CODE = 22809
+VERSION_CODE = 23102
 CONFIG_BYTES = 112  # NCCL 2.31's ncclConfig_t
 CONFIG_UNDEF_INT = -(2**31)
 # Offsets of ncclConfig_t's fields the reader interprets (nccl.h).

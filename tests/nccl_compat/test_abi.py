@@ -1,7 +1,9 @@
 """The NCCL ABI of libnccl.so.2 / librccl.so.1: exported symbols (every one NCCL 2.31.2's
 library exports, with pnccl* aliases), sonames, a program binding every export at load, a few
 functions called through ctypes and from a plain C program (no GPU needed), and nccl.h /
-nccl_device.h compiled as C, C++ and CUDA."""
+nccl_device.h compiled as C, C++ and CUDA: NCCL 2.31.2's sizes, offsets, values and function
+signatures checked as numbers and types written into the test sources, and programs using what
+2.31 added compiled with nvcc."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ import pytest
 import ctran
 import rcclx_nccl
 
-# Every function NCCL 2.28.9's libnccl.so.2 exports (the 41 of nccl.h and the device-API host
-# functions torch links), RCCL's ncclAllToAllv, RCCLX's ncclAllToAllvDynamic and its known-counts
-# form; each also as a pnccl* alias, nothing else.
+# The functions of nccl.h NCCL's library exported up to 2.28 (41), then those NCCL 2.31 added,
+# and those only this library exports: RCCL's ncclAllToAllv, RCCLX's ncclAllToAllvDynamic and its
+# known-counts form, and ncclCftBarrierCreateRequirement (declared by NCCL 2.31's headers, not
+# exported by its library); each also as a pnccl* alias, nothing else.
 NCCL_H = (
     "ncclAllGather", "ncclAllReduce", "ncclAlltoAll", "ncclBcast", "ncclBroadcast",
     "ncclCommAbort", "ncclCommCount", "ncclCommCuDevice", "ncclCommDeregister",
@@ -55,7 +58,7 @@ NCCL_2_31 = (
 )  # fmt: skip
 EXTRA = (
     "ncclDevCommCreate", "ncclDevCommDestroy", "ncclAllToAllv", "ncclAllToAllvDynamic",
-    "ncclAllToAllvDynamicKnownCounts",
+    "ncclAllToAllvDynamicKnownCounts", "ncclCftBarrierCreateRequirement",
 )  # fmt: skip
 EXPORTED = NCCL_H + NCCL_2_31 + EXTRA
 IMPLEMENTED = EXPORTED
@@ -154,9 +157,9 @@ def test_soname(name):
 @pytest.mark.parametrize("name", sorted(LIBRARIES))
 def test_version_matches_header(name):
     major, minor, patch = (_header_macro(f"NCCL_{p}") for p in ("MAJOR", "MINOR", "PATCH"))
-    assert (major, minor) == (2, 28)
+    assert (major, minor, patch) == (2, 31, 2)
     code = _header_macro("NCCL_VERSION_CODE")
-    assert code == major * 10000 + minor * 100 + patch
+    assert code == major * 10000 + minor * 100 + patch == 23102
     assert rcclx_nccl.get_version(name) == code
 
 
@@ -170,12 +173,13 @@ def test_pnccl_aliases_are_the_same_functions():
 
 def test_error_strings():
     lib = rcclx_nccl.load()
-    strings = [lib.ncclGetErrorString(code).decode() for code in range(8)]
+    strings = [lib.ncclGetErrorString(code).decode() for code in range(9)]
     assert strings[0] == "no error"
     assert strings[4].startswith("invalid argument")
     assert strings[6] == "remote process exited or there was a network error"
-    assert len(set(strings)) == 8, strings
-    assert lib.ncclGetErrorString(8).decode() == "unknown result code"
+    assert strings[8] == "operation timed out"  # ncclTimeout (NCCL 2.31)
+    assert len(set(strings)) == 9, strings
+    assert lib.ncclGetErrorString(9).decode() == "unknown result code"  # ncclNumResults
     assert lib.ncclGetErrorString(-1).decode() == "unknown result code"
 
 
@@ -377,3 +381,79 @@ def test_nccl_h_brings_the_cuda_half_bfloat16_and_fp8_types(tmp_path):
     source = Path(__file__).resolve().parent / "c" / "cuda_types.cu"
     _compile(_nvcc(), "-std=c++17", "-c", f"-I{rcclx_nccl.include_dir()}", str(source), "-o",
              str(tmp_path / "cuda_types.o"))  # fmt: skip
+
+
+C_SOURCES = Path(__file__).resolve().parent / "c"
+
+
+@pytest.mark.parametrize(
+    ("compiler", "std", "language"),
+    [("cc", "-std=c11", "c"), ("c++", "-std=c++17", "c++")],
+)
+def test_abi_numbers_are_nccl_2_31_2s(compiler, std, language, tmp_path):
+    # Sizes, alignments, field offsets, enumerators, macros and initializers, as C and C++
+    # without CUDA; the program checks the initializers field by field when run.
+    exe = tmp_path / "abi"
+    _compile(_compiler(compiler), "-x", language, std, "-Wall", "-Wextra", "-Werror", "-pedantic",
+             "-DRCCLX_NCCL_NO_CUDA", f"-I{rcclx_nccl.include_dir()}", "-o", str(exe),
+             str(C_SOURCES / "abi_2_31.c"))  # fmt: skip
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout == "abi_2_31: initializers match\n", run.stdout
+
+
+def test_abi_numbers_hold_with_the_cuda_headers(tmp_path):
+    # The same numbers with cuda_runtime.h, the fp16 / bf16 / fp8 headers and the device part
+    # included (nvcc, CUDA).
+    _compile(_nvcc(), "-x", "cu", "-std=c++17", "-arch=sm_90", "-Werror", "all-warnings",
+             f"-I{rcclx_nccl.include_dir()}", "-c", "-o", str(tmp_path / "abi.o"),
+             str(C_SOURCES / "abi_2_31.c"))  # fmt: skip
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["host", "nvcc"])
+def test_function_signatures_are_nccl_2_31_2s(cuda, tmp_path):
+    # Every host function of NCCL 2.31.2's nccl.h and nccl_device.h with the exact type NCCL
+    # gives it; under nvcc the host overload is found beside the device function of the same
+    # name.
+    source = str(C_SOURCES / "signatures_2_31.cpp")
+    include = f"-I{rcclx_nccl.include_dir()}"
+    if cuda:
+        command = [_nvcc(), "-x", "cu", "-std=c++17", "-arch=sm_90", "-Werror", "all-warnings"]
+    else:
+        command = [_compiler("c++"), "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                   "-DRCCLX_NCCL_NO_CUDA"]  # fmt: skip
+    _compile(*command, include, "-c", "-o", str(tmp_path / "signatures.o"), source)
+
+
+def _ptx_entries(text: str) -> dict[str, str]:
+    """Each kernel of a PTX file (its mangled name) and its body."""
+    entries = {}
+    for match in re.finditer(r"\.entry (\w+)\(", text):
+        end = text.find("\n}", match.end())
+        entries[match.group(1)] = text[match.end() : end]
+    return entries
+
+
+def test_nccl_2_31_device_api_compiles_and_only_the_missing_parts_trap(tmp_path):
+    # A program written for NCCL 2.31 (LL all-to-all sessions, symmetric pointers, CFT,
+    # GIN back-ends and its C-style calls, one-shot barriers, ncclCoopAny / ncclCoopBcast, the
+    # local copy / reduce helpers) on half, __nv_bfloat16 and the fp8 types compiles with nvcc
+    # against our include dir alone. The kernels using only what works here (local*) must not
+    # trap; every other one must.
+    command = [
+        _nvcc(), "-arch=sm_90", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler",
+        "-Wall,-Wextra", f"-I{rcclx_nccl.include_dir()}", str(C_SOURCES / "device_api_2_31.cu"),
+    ]  # fmt: skip
+    _compile(*command, "-c", "-o", str(tmp_path / "device_api_2_31.o"))
+    ptx = tmp_path / "device_api_2_31.ptx"
+    _compile(*command, "-ptx", "-o", str(ptx))
+    entries = _ptx_entries(ptx.read_text())
+    local = {name: body for name, body in entries.items() if "local" in name}
+    others = {name: body for name, body in entries.items() if "local" not in name}
+    # localReduceCopy for five element types, localCoops, localTeams; llAllToAll for four,
+    # symmetric for three, cft, gin.
+    assert len(local) == 7 and len(others) == 9, sorted(entries)
+    refusal = "rcclx_nccl_device11unsupported"  # the function that prints and traps
+    for name, body in local.items():
+        assert "trap;" not in body and refusal not in body, f"{name} traps"
+    for name, body in others.items():
+        assert refusal in body, f"{name} does not stop at what RCCLX cannot provide"

@@ -147,10 +147,10 @@ def test_config_layouts_of_other_nccl_versions():
     env.pop("RCCLX_DEBUG", None)
     (result,) = run_ranks(build("config_layouts.c"), 1, env=env)
     check_ranks([result])
-    for layout in ("48", "72", "80", "newer", "initializer"):
+    for layout in ("48", "72", "80", "112", "newer", "initializer"):
         assert f"layout-{layout}: initialised" in result.stdout
     # commName is read at its offset from the 72-byte and longer structs; 2.17's has none.
-    for named in ("72", "80", "newer", "initializer"):
+    for named in ("72", "80", "112", "newer", "initializer"):
         assert f"communicator 'layout-{named}' rank 0 of 1" in result.stderr
     assert "'layout-48'" not in result.stderr
 

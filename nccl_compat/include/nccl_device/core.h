@@ -25,6 +25,7 @@
 #include "../nccl.h"
 #include "coop.h"
 #include "unsupported.h"
+#include "utility.h"
 
 /* Functions usable on the host and, under nvcc, in kernels. */
 #if defined(__CUDACC__)
@@ -214,7 +215,8 @@ struct ncclDevCommRequirements {
 /* ---- Communicator properties --------------------------------------------------------------- */
 
 /* What ncclCommQueryProperties reports (NCCL 2.31's layout), versioned like
- * ncclDevCommRequirements: initialise it with NCCL_COMM_PROPERTIES_INITIALIZER. */
+ * ncclDevCommRequirements: initialise it with NCCL_COMM_PROPERTIES_INITIALIZER (the versioned
+ * header, every other field zero until the query fills it). */
 typedef struct ncclCommProperties {
   size_t size;
   unsigned int magic;
@@ -243,8 +245,8 @@ typedef struct ncclCommProperties {
    NCCL_VERSION_CODE,                    \
    0,                                    \
    0,                                    \
-   -1,                                   \
-   -1,                                   \
+   0,                                    \
+   0,                                    \
    false,                                \
    false,                                \
    NCCL_GIN_TYPE_NONE,                   \
@@ -260,6 +262,17 @@ typedef struct ncclCommProperties {
 /* ---- The device communicator --------------------------------------------------------------- */
 
 typedef struct ncclDevCommWindowTable* ncclDevCommWindowTable_t;
+#ifdef __cplusplus
+/* The windows of a device communicator, as kernels look them up by address: blocks of 32
+ * entries chained through next. RCCLX makes no device communicator, so none exists. */
+struct ncclDevCommWindowTable {
+  struct Entry {
+    uintptr_t base, size;
+    ncclWindow_t window;
+  } entries[32];
+  struct ncclDevCommWindowTable* next;
+};
+#endif
 
 /* The fields of a window a device communicator keeps inline for its own resource buffers. */
 typedef struct ncclResourceWindow_vidmem {
@@ -428,6 +441,32 @@ RCCLX_NCCL_HOST_DEVICE ncclTeam_t ncclTeamOuterFactor(ncclTeam_t parent, int inn
   return t;
 }
 
+/* The ranks of parent that subset (a team of the calling rank inside parent) leaves out, in
+ * parent's order: the number in parent of the index-th of them (index in
+ * [0, parent.nRanks - subset.nRanks)). */
+RCCLX_NCCL_HOST_DEVICE int ncclTeamRankInDifference(ncclTeam_t parent, ncclTeam_t subset,
+                                                    int index) {
+  /* subset's members sit every `step` places of parent from `first` on. */
+  int step = subset.stride / parent.stride;
+  int first = parent.rank - subset.rank * step;
+  if (step < 0) {
+    step = -step;
+    first -= (subset.nRanks - 1) * step;
+  }
+  if (index < first) return index; /* before the first member */
+  const int pastFirst = index - first;
+  const int holes = step - 1; /* non-members between two consecutive members */
+  const int inside = (subset.nRanks - 1) * holes;
+  if (pastFirst < inside) return first + 1 + (pastFirst / holes) * step + pastFirst % holes;
+  return first + (subset.nRanks - 1) * step + 1 + (pastFirst - inside); /* after the last */
+}
+
+/* Byte offset of a resource buffer inside its device communicator's resource window (handles
+ * count 128-byte units). */
+RCCLX_NCCL_HOST_DEVICE size_t ncclGetResourceBufferOffset(ncclDevResourceHandle_t h) {
+  return (size_t)h * 128u;
+}
+
 #ifdef __cplusplus
 }
 #endif
@@ -456,6 +495,23 @@ __device__ inline ncclTeam ncclTeamLsa(ncclDevComm const& comm) {
 /* The ranks at the caller's position in every LSA team. */
 __device__ inline ncclTeam ncclTeamRail(ncclDevComm const& comm) {
   return ncclTeamOuterFactor(ncclTeamWorld(comm), comm.lsaSize);
+}
+/* The ranks reached through the collective fabric transport: all of them (FLAT), or those at
+ * the caller's place in every multimem group (HIER_MULTIMEM) or LSA team (HIER_LSA). An
+ * unknown mode gives the empty team. */
+__device__ inline ncclTeam ncclTeamCft(ncclDevComm const& comm,
+                                       ncclCftTeamMode_t mode = NCCL_CFT_TEAM_FLAT) {
+  const ncclTeam flat{comm.cftSize, comm.cftRank, 1};
+  switch (mode) {
+    case NCCL_CFT_TEAM_FLAT: return flat;
+    case NCCL_CFT_TEAM_HIER_MULTIMEM: return ncclTeamOuterFactor(flat, comm.cftMultimemSize);
+    case NCCL_CFT_TEAM_HIER_LSA: return ncclTeamOuterFactor(flat, comm.lsaSize);
+  }
+  return ncclTeam{0, 0, 0};
+}
+/* The caller's multimem group inside the CFT team. */
+__device__ inline ncclTeam ncclTeamCftMultimem(ncclDevComm const& comm) {
+  return ncclTeam{comm.cftMultimemSize, comm.cftMultimemRank, 1};
 }
 /* World rank of rank `rank` of `team`. */
 __device__ inline int ncclTeamRankToWorld(ncclDevComm const& comm, ncclTeam team, int rank) {
@@ -511,6 +567,52 @@ __device__ inline void* ncclGetResourceBufferPeerPointer(ncclDevComm const&, ncc
   rcclx_nccl_device::unsupported("ncclGetResourceBufferPeerPointer",
                                  "device communicators are not provided");
   return nullptr;
+}
+__device__ inline void* ncclGetResourceBufferMultimemPointer(ncclDevComm const&,
+                                                             ncclDevResourceHandle,
+                                                             ncclMultimemHandle) {
+  rcclx_nccl_device::noMultimem("ncclGetResourceBufferMultimemPointer");
+}
+__device__ inline void* ncclGetResourceBufferLsaMultimemPointer(ncclDevComm const&,
+                                                                ncclDevResourceHandle) {
+  rcclx_nccl_device::noMultimem("ncclGetResourceBufferLsaMultimemPointer");
+}
+
+/* ---- Device: CFT logical endpoints of window memory ----------------------------------------
+ * The endpoint and offset through which the collective fabric transport reaches a window (or
+ * a resource buffer) on a peer; RCCLX has no CFT. */
+
+__device__ inline void ncclGetCftLeInfo(ncclWindow_t, size_t, int, ncclTeam, ncclDevComm const&,
+                                        ncclCftLeId*, size_t*) {
+  rcclx_nccl_device::noCft("ncclGetCftLeInfo");
+}
+__device__ inline void ncclGetPeerLeInfo(ncclWindow_t, size_t, int, ncclDevComm const&,
+                                         ncclCftLeId*, size_t*) {
+  rcclx_nccl_device::noCft("ncclGetPeerLeInfo");
+}
+__device__ inline void ncclGetMultimemLeInfo(ncclWindow_t, size_t, ncclDevComm const&, ncclCftLeId*,
+                                             size_t*) {
+  rcclx_nccl_device::noCft("ncclGetMultimemLeInfo");
+}
+__device__ inline void ncclGetResourceBufferCftLeInfo(ncclDevComm const&, ncclDevResourceHandle,
+                                                      int, ncclCftLeId*, size_t*) {
+  rcclx_nccl_device::noCft("ncclGetResourceBufferCftLeInfo");
+}
+__device__ inline void ncclGetResourceBufferPeerLeInfo(ncclDevComm const&, ncclDevResourceHandle,
+                                                       int, ncclCftLeId*, size_t*) {
+  rcclx_nccl_device::noCft("ncclGetResourceBufferPeerLeInfo");
+}
+__device__ inline void ncclGetResourceBufferMultimemLeInfo(ncclDevComm const&,
+                                                           ncclDevResourceHandle, ncclCftLeId*,
+                                                           size_t*) {
+  rcclx_nccl_device::noCft("ncclGetResourceBufferMultimemLeInfo");
+}
+
+/* The window of the device communicator holding address ptr, looked up by every member of
+ * coop together; RCCLX's device communicators do not exist, so neither does their table. */
+template <typename Coop>
+__device__ inline ncclWindow_t ncclFindWindow(Coop, ncclDevComm const&, void const*) {
+  rcclx_nccl_device::noDevComm("ncclFindWindow");
 }
 #endif /* __CUDACC__ */
 

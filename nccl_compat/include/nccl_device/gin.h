@@ -1,30 +1,29 @@
 /*
  * nccl_device/gin.h of RCCLX's NCCL-ABI library: NCCL's GPU-initiated networking (GIN) from
- * kernels: the ncclGin context (put, signal, flush, signals and counters), the GIN barrier and
- * the world barrier that combines an LSA and a GIN barrier, and the host calls asking for GIN
- * barriers and scratch buffers. RCCLX has no GIN back-end: each device object stops the kernel
- * with a message when it is made, and the host calls (like ncclDevCommCreate for GIN signals,
- * counters and barriers) refuse first.
+ * kernels: the GIN context (ncclGin, a context over a set of back-ends: put, get, signal, flush,
+ * signals and counters), its C-style form (ncclGin_C and the ncclGin* functions), the actions a
+ * put or signal carries, and the host calls asking for GIN scratch buffers. RCCLX has no GIN
+ * back-end: each device object stops the kernel with a message when it is made, each device
+ * function when it is called, and the host calls refuse first (ncclDevCommCreate for GIN
+ * signals and counters, the requirement calls below).
  */
 #ifndef RCCLX_NCCL_DEVICE_GIN_H_
 #define RCCLX_NCCL_DEVICE_GIN_H_
 
 #include "core.h"
-#include "lsa_barrier.h"
+#include "net_device.h"
+#include "ptr.h"
+
+#if defined(RCCLX_NCCL_HAVE_CUDA_RUNTIME) && defined(__has_include)
+#if __has_include(<cuda.h>)
+/* As NCCL's device headers, which describe GIN memory with the driver API's types. */
+#include <cuda.h>
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* The resource a device communicator would need for nBarriers GIN barriers over team. RCCLX
- * has no GIN back-end, so it returns ncclInvalidUsage and writes neither output
- * (ncclInvalidArgument for a NULL output or a negative count). */
-ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
-                                             ncclGinBarrierHandle_t* outHandle,
-                                             ncclDevResourceRequirements_t* outReq);
-ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
-                                              ncclGinBarrierHandle_t* outHandle,
-                                              ncclDevResourceRequirements_t* outReq);
-
 /* GIN scratch buffers of a device communicator: an outbox (per block, 2^size_log2 bytes staged
  * for puts) and an all-to-all inbox (per block, 2^size_log2 bytes from each peer of a team,
  * with a signal per peer). NCCL's library exports the two requirement calls below, but only its
@@ -60,22 +59,42 @@ ncclResult_t pncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, in
 }
 #endif
 
+/* What a signal does to its value: add one, or add the operand. */
+typedef enum ncclGinSignalOp_t { ncclGinSignalInc = 0, ncclGinSignalAdd = 1 } ncclGinSignalOp_t;
+
+/* Bits of the optFlags argument of GIN operations. */
+enum ncclGinOptFlags {
+  ncclGinOptFlagsDefault = 0,
+  ncclGinOptFlagsMaySkipCreditCheck = 1 << 0,
+  ncclGinOptFlagsAggregateRequests = 1 << 1
+};
+
+/* The set of GIN back-ends a context serves, one bit per ncclNetDeviceType: every GIN one. */
+#define NCCL_GIN_BACKEND_MASK_ALL                                                              \
+  ((1u << (unsigned)NCCL_NET_DEVICE_GIN_PROXY) | (1u << (unsigned)NCCL_NET_DEVICE_GIN_GDAKI) | \
+   (1u << (unsigned)NCCL_NET_DEVICE_GIN_GPI) | (1u << (unsigned)NCCL_NET_DEVICE_GIN_EFA_GDA))
+
 #if defined(__CUDACC__)
 #include <cuda/atomic>
 
-/* What a GIN barrier drains before it returns: the peers' puts into this rank (Put), this
- * rank's gets (Get), or nothing (None; Relaxed is its older name). */
-enum class ncclGinFenceLevel : uint32_t { None = 0, Put = 1u << 0, Get = 1u << 1, Relaxed = 0 };
-__host__ __device__ constexpr ncclGinFenceLevel operator|(ncclGinFenceLevel a,
-                                                          ncclGinFenceLevel b) {
-  return static_cast<ncclGinFenceLevel>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
-}
-__host__ __device__ constexpr ncclGinFenceLevel operator&(ncclGinFenceLevel a,
-                                                          ncclGinFenceLevel b) {
-  return static_cast<ncclGinFenceLevel>(static_cast<uint32_t>(a) & static_cast<uint32_t>(b));
-}
+/* Which threads share a GIN context's network resources. */
+enum ncclGinResourceSharingMode : uint8_t {
+  NCCL_GIN_RESOURCE_SHARING_GPU = 0,
+  NCCL_GIN_RESOURCE_SHARING_CTA = 1,
+  NCCL_GIN_RESOURCE_SHARING_THREAD = 2
+};
 
-/* Actions a put or signal asks of the peer (remote) or of this rank (local) on completion. */
+/* Shared memory a block lends a GIN operation for its descriptor (ncclGin_DescriptorSmem
+ * points at one). */
+struct ncclGinDescriptorSmem {
+  alignas(16) char space[64];
+};
+
+/* ---- Actions of a put or signal, and descriptor and buffer tags --------------------------- *
+ * Remote actions update a signal of the peer when the data has landed: Strong ones also order
+ * every earlier put of the context to that peer, Weak ones only their own; the unqualified
+ * names are NCCL's older spellings of the Strong ones. VA signals live in a window instead of
+ * the communicator's signal table. The local actions count the source buffers released. */
 struct ncclGin_None {};
 struct ncclGin_SignalInc {
   ncclGinSignal_t signal;
@@ -102,7 +121,25 @@ struct ncclGin_VASignalInc {
   ncclWindow_t signalWindow;
   size_t signalOffset;
 };
+struct ncclGin_StrongVASignalInc {
+  ncclWindow_t signalWindow;
+  size_t signalOffset;
+};
+struct ncclGin_WeakVASignalInc {
+  ncclWindow_t signalWindow;
+  size_t signalOffset;
+};
 struct ncclGin_VASignalAdd {
+  ncclWindow_t signalWindow;
+  size_t signalOffset;
+  uint64_t value;
+};
+struct ncclGin_StrongVASignalAdd {
+  ncclWindow_t signalWindow;
+  size_t signalOffset;
+  uint64_t value;
+};
+struct ncclGin_WeakVASignalAdd {
   ncclWindow_t signalWindow;
   size_t signalOffset;
   uint64_t value;
@@ -113,135 +150,325 @@ struct ncclGin_CounterInc {
 struct ncclGin_WeakCounterInc {
   ncclGinCounter_t counter;
 };
-/* Buffer kinds a put may name. */
+struct ncclGin_DescriptorSmem {
+  ncclGinDescriptorSmem* descriptor;
+};
+/* What memory backs a buffer: device memory, host (NUMA) memory or both. */
 struct ncclGin_SegmentDevice {};
 struct ncclGin_SegmentMixed {};
 struct ncclGin_SegmentHostNuma {};
 
-namespace rcclx_nccl_device {
-__device__ inline void noGin(const char* what) {
-  unsupported(what, "GIN (GPU-initiated networking) is not provided");
-}
-}  // namespace rcclx_nccl_device
-
-/* A GIN context of a device communicator. Trailing arguments NCCL's methods take beyond those
- * named (descriptors, release scopes, flags) are accepted. */
-struct ncclGin {
+/* ---- The GIN context ----------------------------------------------------------------------- *
+ * Context `contextIndex` of a device communicator, over the back-ends of backendMask. Every
+ * member is NCCL's; none can work here, so the constructor stops the kernel. */
+template <unsigned backendMask>
+struct ncclGin_BackendMask {
   ncclDevComm const& comm;
-  int contextIndex;
+  uint32_t nConnections : 8, connectionId : 8, _ginBackend : 8;
+  uint32_t contextId;
+  ncclGinResourceSharingMode resourceSharingMode;
 
-  template <typename... More>
-  __device__ ncclGin(ncclDevComm const& devComm, int context, More...)
-      : comm(devComm), contextIndex(context) {
+  __device__ ncclGin_BackendMask(ncclDevComm const& devComm, int contextIndex,
+                                 ncclGinResourceSharingMode sharing = NCCL_GIN_RESOURCE_SHARING_GPU)
+      : comm(devComm),
+        nConnections(0),
+        connectionId(0),
+        _ginBackend(0),
+        contextId(static_cast<uint32_t>(contextIndex)),
+        resourceSharingMode(sharing),
+        _ginHandle(nullptr),
+        _signalShadows(nullptr) {
     rcclx_nccl_device::noGin("ncclGin");
   }
 
-  template <typename RemoteAction = ncclGin_None, typename LocalAction = ncclGin_None,
-            typename Coop = ncclCoopThread, typename... More>
-  __device__ void put(ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t, size_t, size_t,
-                      RemoteAction = RemoteAction{}, LocalAction = LocalAction{}, Coop = Coop{},
-                      More...) const {
-    rcclx_nccl_device::noGin("ncclGin::put");
+  __device__ bool _supportsStrongSignal() const {
+    rcclx_nccl_device::noGin("ncclGin::_supportsStrongSignal");
   }
-  template <typename T, typename RemoteAction = ncclGin_None, typename Coop = ncclCoopThread,
-            typename... More>
-  __device__ void putValue(ncclTeam, int, ncclWindow_t, size_t, T, RemoteAction = RemoteAction{},
-                           Coop = Coop{}, More...) const {
-    rcclx_nccl_device::noGin("ncclGin::putValue");
+
+  template <typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None>
+  __device__ void flushAsync(ncclTeam, uint32_t, ncclGinRequest_t*, Coop = ncclCoopThread{},
+                             uint32_t = ncclGinOptFlagsDefault,
+                             DescriptorSmem = ncclGin_None{}) const {
+    rcclx_nccl_device::noGin("ncclGin::flushAsync");
   }
-  template <typename Coop = ncclCoopThread, typename... More>
+  template <typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None>
+  __device__ void wait(ncclGinRequest_t&, Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                       cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::wait");
+  }
+  template <typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None>
+  __device__ ncclResult_t wait(ncclGinRequest_t&, Coop, DescriptorSmem, cuda::memory_order,
+                               uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::wait");
+  }
+
+  template <typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None,
+            typename SegmentType = ncclGin_SegmentDevice>
   __device__ void get(ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t, size_t, size_t,
-                      Coop = Coop{}, More...) const {
+                      Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                      uint32_t = ncclGinOptFlagsDefault,
+                      SegmentType = ncclGin_SegmentDevice{}) const {
     rcclx_nccl_device::noGin("ncclGin::get");
   }
-  template <typename RemoteAction, typename Coop = ncclCoopThread, typename... More>
-  __device__ void signal(ncclTeam, int, RemoteAction, Coop = Coop{}, More...) const {
+
+  /* put(team, peer, dstWindow, dstOffset, srcWindow, srcOffset, bytes, remoteAction,
+   * localAction, coop, descriptor, givenRelease, requiredRelease, optFlags, segment) */
+  template <typename RemoteAction = ncclGin_None, typename LocalAction = ncclGin_None,
+            typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None,
+            typename SegmentType = ncclGin_SegmentDevice>
+  __device__ void put(ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t, size_t, size_t,
+                      RemoteAction = ncclGin_None{}, LocalAction = ncclGin_None{},
+                      Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                      cuda::thread_scope = cuda::thread_scope_thread,
+                      cuda::thread_scope = cuda::thread_scope_device,
+                      uint32_t = ncclGinOptFlagsDefault,
+                      SegmentType = ncclGin_SegmentDevice{}) const {
+    rcclx_nccl_device::noGin("ncclGin::put");
+  }
+  /* The same, nElts elements from one symmetric pointer to another. */
+  template <typename T, typename RemoteAction = ncclGin_None, typename LocalAction = ncclGin_None,
+            typename Coop = ncclCoopThread, typename DescriptorSmem = ncclGin_None,
+            typename SegmentType = ncclGin_SegmentDevice>
+  __device__ void put(ncclTeam, int, ncclSymPtr<T>, ncclSymPtr<T>, size_t,
+                      RemoteAction = ncclGin_None{}, LocalAction = ncclGin_None{},
+                      Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                      cuda::thread_scope = cuda::thread_scope_thread,
+                      cuda::thread_scope = cuda::thread_scope_device,
+                      uint32_t = ncclGinOptFlagsDefault,
+                      SegmentType = ncclGin_SegmentDevice{}) const {
+    rcclx_nccl_device::noGin("ncclGin::put");
+  }
+
+  /* A value of up to 8 bytes written into the peer's window. */
+  template <typename T, typename RemoteAction = ncclGin_None, typename Coop = ncclCoopThread,
+            typename DescriptorSmem = ncclGin_None>
+  __device__ void putValue(ncclTeam, int, ncclWindow_t, size_t, T, RemoteAction = ncclGin_None{},
+                           Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                           cuda::thread_scope = cuda::thread_scope_thread,
+                           cuda::thread_scope = cuda::thread_scope_device,
+                           uint32_t = ncclGinOptFlagsDefault) const {
+    rcclx_nccl_device::noGin("ncclGin::putValue");
+  }
+  template <typename T, typename RemoteAction = ncclGin_None, typename Coop = ncclCoopThread,
+            typename DescriptorSmem = ncclGin_None>
+  __device__ void putValue(ncclTeam, int, ncclSymPtr<T>, T, RemoteAction = ncclGin_None{},
+                           Coop = ncclCoopThread{}, DescriptorSmem = ncclGin_None{},
+                           cuda::thread_scope = cuda::thread_scope_thread,
+                           cuda::thread_scope = cuda::thread_scope_device,
+                           uint32_t = ncclGinOptFlagsDefault) const {
+    rcclx_nccl_device::noGin("ncclGin::putValue");
+  }
+
+  template <typename RemoteAction, typename Coop = ncclCoopThread,
+            typename DescriptorSmem = ncclGin_None>
+  __device__ void signal(ncclTeam, int, RemoteAction, Coop = ncclCoopThread(),
+                         DescriptorSmem = ncclGin_None{},
+                         cuda::thread_scope = cuda::thread_scope_thread,
+                         cuda::thread_scope = cuda::thread_scope_device,
+                         uint32_t = ncclGinOptFlagsDefault) const {
     rcclx_nccl_device::noGin("ncclGin::signal");
   }
-  template <typename Coop, typename... More>
-  __device__ void flush(Coop, More...) const {
+
+  template <typename Coop, typename DescriptorSmem = ncclGin_None>
+  __device__ void flush(Coop, cuda::memory_order = cuda::memory_order_acquire,
+                        DescriptorSmem = ncclGin_None{}) const {
     rcclx_nccl_device::noGin("ncclGin::flush");
+  }
+  template <typename Coop, typename DescriptorSmem = ncclGin_None>
+  __device__ ncclResult_t flush(Coop, cuda::memory_order, DescriptorSmem, uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::flush");
+  }
+
+  /* Counters (56 bits) and signals compare "rolling": a wait ends once the value reached is at
+   * or past `least` modulo 2^bits. */
+  __device__ uint64_t readCounter(ncclGinCounter_t, int = 56,
+                                  cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::readCounter");
+  }
+  template <typename Coop>
+  __device__ void waitCounter(Coop, ncclGinCounter_t, uint64_t, int = 56,
+                              cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::waitCounter");
+  }
+  template <typename Coop>
+  __device__ ncclResult_t waitCounter(Coop, ncclGinCounter_t, uint64_t, int, cuda::memory_order,
+                                      uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::waitCounter");
+  }
+
+  __device__ uint64_t* getSignalShadowPtr(ncclGinSignal_t) const {
+    rcclx_nccl_device::noGin("ncclGin::getSignalShadowPtr");
+  }
+  __device__ void increaseSignalShadow(ncclGinSignal_t, uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::increaseSignalShadow");
   }
   __device__ uint64_t readSignal(ncclGinSignal_t, int = 64,
                                  cuda::memory_order = cuda::memory_order_acquire) const {
     rcclx_nccl_device::noGin("ncclGin::readSignal");
-    return 0;
   }
-  template <typename Coop, typename... More>
-  __device__ void waitSignal(Coop, ncclGinSignal_t, uint64_t, More...) const {
+  __device__ uint64_t readSignal(ncclWindow_t, size_t, int = 64,
+                                 cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::readSignal");
+  }
+  template <typename Coop>
+  __device__ void waitSignal(Coop, ncclGinSignal_t, uint64_t, int = 64,
+                             cuda::memory_order = cuda::memory_order_acquire) const {
     rcclx_nccl_device::noGin("ncclGin::waitSignal");
+  }
+  template <typename Coop>
+  __device__ ncclResult_t waitSignal(Coop, ncclGinSignal_t, uint64_t, int, cuda::memory_order,
+                                     uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::waitSignal");
+  }
+  template <typename Coop>
+  __device__ void waitSignal(Coop, ncclWindow_t, size_t, uint64_t, int = 64,
+                             cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::waitSignal");
+  }
+  template <typename Coop>
+  __device__ ncclResult_t waitSignal(Coop, ncclWindow_t, size_t, uint64_t, int, cuda::memory_order,
+                                     uint64_t) const {
+    rcclx_nccl_device::noGin("ncclGin::waitSignal");
+  }
+  template <typename Coop>
+  __device__ void waitSignalMeetShadow(Coop, ncclGinSignal_t, int = 64,
+                                       cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::waitSignalMeetShadow");
+  }
+  template <typename Coop, typename Uint>
+  __device__ void waitSignalFollowShadow(Coop, ncclGinSignal_t, Uint, Uint*, Uint*, int = 64,
+                                         cuda::memory_order = cuda::memory_order_acquire) const {
+    rcclx_nccl_device::noGin("ncclGin::waitSignalFollowShadow");
+  }
+
+  __device__ void resetCounter(ncclGinCounter_t) const {
+    rcclx_nccl_device::noGin("ncclGin::resetCounter");
   }
   __device__ void resetSignal(ncclGinSignal_t) const {
     rcclx_nccl_device::noGin("ncclGin::resetSignal");
   }
-  __device__ uint64_t readCounter(ncclGinCounter_t, int = 56,
-                                  cuda::memory_order = cuda::memory_order_acquire) const {
-    rcclx_nccl_device::noGin("ncclGin::readCounter");
-    return 0;
+  __device__ void resetSignal(ncclWindow_t, size_t) const {
+    rcclx_nccl_device::noGin("ncclGin::resetSignal");
   }
-  template <typename Coop, typename... More>
-  __device__ void waitCounter(Coop, ncclGinCounter_t, uint64_t, More...) const {
-    rcclx_nccl_device::noGin("ncclGin::waitCounter");
-  }
-  __device__ void resetCounter(ncclGinCounter_t) const {
-    rcclx_nccl_device::noGin("ncclGin::resetCounter");
-  }
+
+  /* The back-end's state, as NCCL lays the context out. */
+  void* _ginHandle;
+  uint64_t* _signalShadows;
 };
 
-/* Passed to a GIN barrier instead of an ncclGin: fence every context of the communicator. */
-struct ncclGinAllContexts {
+/* A context over one back-end, and the usual one over all of them. */
+template <ncclNetDeviceType backend>
+using ncclGin_BackendOne = ncclGin_BackendMask<(1u << static_cast<int>(backend))>;
+using ncclGin = ncclGin_BackendMask<NCCL_GIN_BACKEND_MASK_ALL>;
+
+/* ---- The C-style form ---------------------------------------------------------------------- *
+ * For code that is not a template: the context names its back-ends at run time and every
+ * operation is a function taking it. */
+struct ncclGin_C {
   ncclDevComm const& comm;
-  __host__ __device__ constexpr ncclGinAllContexts(ncclDevComm const& devComm) : comm(devComm) {}
+  uint32_t nConnections : 8, connectionId : 8, _ginBackend : 8;
+  uint32_t contextId;
+  ncclGinResourceSharingMode resourceSharingMode;
+  void* _ginHandle;
+  uint64_t* _signalShadows;
+  unsigned backendMask;
+
+  __device__ ncclGin_C(ncclDevComm const& devComm, unsigned backends, int contextIndex,
+                       ncclGinResourceSharingMode sharing = NCCL_GIN_RESOURCE_SHARING_GPU)
+      : comm(devComm),
+        nConnections(0),
+        connectionId(0),
+        _ginBackend(0),
+        contextId(static_cast<uint32_t>(contextIndex)),
+        resourceSharingMode(sharing),
+        _ginHandle(nullptr),
+        _signalShadows(nullptr),
+        backendMask(backends) {
+    rcclx_nccl_device::noGin("ncclGin_C");
+  }
 };
 
-/* A barrier over a GIN-connected team (the world, or the rail team). */
-template <typename Coop>
-struct ncclGinBarrierSession {
-  template <typename Gin, typename Team, typename... More>
-  __device__ ncclGinBarrierSession(Coop, Gin const&, Team, More...) {
-    rcclx_nccl_device::noGin("ncclGinBarrierSession");
-  }
-  ncclGinBarrierSession(ncclGinBarrierSession const&) = delete;
-  __device__ void sync(Coop, cuda::memory_order,
-                       ncclGinFenceLevel = ncclGinFenceLevel::Put | ncclGinFenceLevel::Get) {
-    rcclx_nccl_device::noGin("ncclGinBarrierSession::sync");
-  }
-  __device__ ncclResult_t sync(Coop, cuda::memory_order, ncclGinFenceLevel, uint64_t) {
-    rcclx_nccl_device::noGin("ncclGinBarrierSession::sync");
-    return ncclInvalidUsage;
-  }
-};
-
-/* A barrier over the world (an LSA barrier within each host and a GIN barrier between hosts),
- * the LSA team or the rail team. */
-template <typename Coop>
-struct ncclBarrierSession {
-  template <typename... More>
-  __device__ ncclBarrierSession(Coop, ncclTeamTagWorld, ncclGin const&, More...) {
-    rcclx_nccl_device::noGin("ncclBarrierSession");
-  }
-  template <typename... More>
-  __device__ ncclBarrierSession(Coop, ncclTeamTagRail, ncclGin const&, More...) {
-    rcclx_nccl_device::noGin("ncclBarrierSession");
-  }
-  template <typename... More>
-  __device__ ncclBarrierSession(Coop, ncclTeamTagLsa, ncclDevComm const&, More...) {
-    rcclx_nccl_device::unsupported("ncclBarrierSession", "LSA barriers are not provided");
-  }
-  template <typename... More>
-  __device__ ncclBarrierSession(Coop, ncclTeam, ncclTeam, ncclGin const&, More...) {
-    rcclx_nccl_device::noGin("ncclBarrierSession");
-  }
-  ncclBarrierSession(ncclBarrierSession const&) = delete;
-  __device__ void sync(Coop, cuda::memory_order,
-                       ncclGinFenceLevel = ncclGinFenceLevel::Put | ncclGinFenceLevel::Get) {
-    rcclx_nccl_device::noGin("ncclBarrierSession::sync");
-  }
-  __device__ ncclResult_t sync(Coop, cuda::memory_order, ncclGinFenceLevel, uint64_t) {
-    rcclx_nccl_device::noGin("ncclBarrierSession::sync");
-    return ncclInvalidUsage;
-  }
-};
+/* Makes *net in place (its storage is the caller's). */
+__device__ inline void ncclGin_C_init(ncclGin_C*, unsigned, ncclDevComm const&, int) {
+  rcclx_nccl_device::noGin("ncclGin_C_init");
+}
+__device__ inline void ncclGin_C_initWithResourceSharingMode(ncclGin_C*, unsigned,
+                                                             ncclDevComm const&, int,
+                                                             ncclGinResourceSharingMode) {
+  rcclx_nccl_device::noGin("ncclGin_C_initWithResourceSharingMode");
+}
+/* put(team, peer, dst window, offset, src window, offset, bytes, isSignal, signal, signalOp,
+ * signal operand, isCounter, counter, coop, isDescriptor, descriptor, givenRelease,
+ * requiredRelease[, optFlags]) */
+__device__ inline void ncclGinPut(ncclGin_C*, ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t,
+                                  size_t, size_t, bool, ncclGinSignal_t, ncclGinSignalOp_t,
+                                  uint64_t, bool, ncclGinCounter_t, ncclCoopAny, bool,
+                                  ncclGinDescriptorSmem*, cuda::thread_scope, cuda::thread_scope) {
+  rcclx_nccl_device::noGin("ncclGinPut");
+}
+__device__ inline void ncclGinPut_v2(ncclGin_C*, ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t,
+                                     size_t, size_t, bool, ncclGinSignal_t, ncclGinSignalOp_t,
+                                     uint64_t, bool, ncclGinCounter_t, ncclCoopAny, bool,
+                                     ncclGinDescriptorSmem*, cuda::thread_scope, cuda::thread_scope,
+                                     uint32_t) {
+  rcclx_nccl_device::noGin("ncclGinPut_v2");
+}
+__device__ inline void ncclGinGet(ncclGin_C*, ncclTeam, int, ncclWindow_t, size_t, ncclWindow_t,
+                                  size_t, size_t, ncclCoopAny, bool, ncclGinDescriptorSmem*,
+                                  uint32_t) {
+  rcclx_nccl_device::noGin("ncclGinGet");
+}
+__device__ inline void ncclGinSignal(ncclGin_C*, ncclTeam, int, bool, ncclGinSignal_t,
+                                     ncclGinSignalOp_t, uint64_t, ncclCoopAny, bool,
+                                     ncclGinDescriptorSmem*, cuda::thread_scope,
+                                     cuda::thread_scope) {
+  rcclx_nccl_device::noGin("ncclGinSignal");
+}
+__device__ inline void ncclGinSignal_v2(ncclGin_C*, ncclTeam, int, bool, ncclGinSignal_t,
+                                        ncclGinSignalOp_t, uint64_t, ncclCoopAny, bool,
+                                        ncclGinDescriptorSmem*, cuda::thread_scope,
+                                        cuda::thread_scope, uint32_t) {
+  rcclx_nccl_device::noGin("ncclGinSignal_v2");
+}
+__device__ inline void ncclGinPutValue(ncclGin_C*, ncclTeam, int, ncclWindow_t, size_t, uint64_t,
+                                       size_t, bool, ncclGinSignal_t, ncclGinSignalOp_t, uint64_t,
+                                       ncclCoopAny, bool, ncclGinDescriptorSmem*,
+                                       cuda::thread_scope, cuda::thread_scope) {
+  rcclx_nccl_device::noGin("ncclGinPutValue");
+}
+__device__ inline void ncclGinPutValue_v2(ncclGin_C*, ncclTeam, int, ncclWindow_t, size_t, uint64_t,
+                                          size_t, bool, ncclGinSignal_t, ncclGinSignalOp_t,
+                                          uint64_t, ncclCoopAny, bool, ncclGinDescriptorSmem*,
+                                          cuda::thread_scope, cuda::thread_scope, uint32_t) {
+  rcclx_nccl_device::noGin("ncclGinPutValue_v2");
+}
+__device__ inline void ncclGinFlush(ncclGin_C*, ncclCoopAny, cuda::memory_order) {
+  rcclx_nccl_device::noGin("ncclGinFlush");
+}
+__device__ inline uint64_t ncclGinReadCounter(ncclGin_C*, ncclGinCounter_t, int,
+                                              cuda::memory_order) {
+  rcclx_nccl_device::noGin("ncclGinReadCounter");
+}
+__device__ inline void ncclGinWaitCounter(ncclGin_C*, ncclCoopAny, ncclGinCounter_t, uint64_t, int,
+                                          cuda::memory_order) {
+  rcclx_nccl_device::noGin("ncclGinWaitCounter");
+}
+__device__ inline uint64_t ncclGinReadSignal(ncclGin_C*, ncclGinSignal_t, int, cuda::memory_order) {
+  rcclx_nccl_device::noGin("ncclGinReadSignal");
+}
+__device__ inline void ncclGinWaitSignal(ncclGin_C*, ncclCoopAny, ncclGinSignal_t, uint64_t, int,
+                                         cuda::memory_order) {
+  rcclx_nccl_device::noGin("ncclGinWaitSignal");
+}
+__device__ inline void ncclGinResetCounter(ncclGin_C*, ncclGinCounter_t) {
+  rcclx_nccl_device::noGin("ncclGinResetCounter");
+}
+__device__ inline void ncclGinResetSignal(ncclGin_C*, ncclGinSignal_t) {
+  rcclx_nccl_device::noGin("ncclGinResetSignal");
+}
+__device__ inline uint64_t* ncclGinGetSignalShadowPtr(ncclGin_C*, ncclGinSignal_t) {
+  rcclx_nccl_device::noGin("ncclGinGetSignalShadowPtr");
+}
 #endif /* __CUDACC__ */
 
 #endif /* RCCLX_NCCL_DEVICE_GIN_H_ */

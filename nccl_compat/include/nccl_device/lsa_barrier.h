@@ -31,19 +31,17 @@ ncclResult_t pncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
 /* One use of barrier `index` of a device communicator by a cooperative group: arrive() then
  * wait(), or sync() for both; memory operations before arrive() are visible to the peers after
  * their wait() as `order` says. With multimem the arrival travels through the team's multimem
- * group. The timed forms return ncclTimeout... in NCCL; here they never return. */
+ * group. The timed forms (a budget in clock cycles) return ncclTimeout in NCCL when it runs
+ * out. */
 template <typename Coop>
 struct ncclLsaBarrierSession {
   __device__ ncclLsaBarrierSession(Coop, ncclDevComm const&, ncclTeam, ncclLsaBarrierHandle,
-                                   uint32_t index, bool multimem = false,
-                                   ncclMultimemHandle mmHandle = {}) {
-    (void)index, (void)multimem, (void)mmHandle;
-    rcclx_nccl_device::unsupported("ncclLsaBarrierSession", "LSA barriers are not provided");
+                                   uint32_t, bool = false, ncclMultimemHandle = {}) {
+    refuse("ncclLsaBarrierSession");
   }
-  __device__ ncclLsaBarrierSession(Coop, ncclDevComm const&, ncclTeamTagLsa, uint32_t index,
-                                   bool multimem = false) {
-    (void)index, (void)multimem;
-    rcclx_nccl_device::unsupported("ncclLsaBarrierSession", "LSA barriers are not provided");
+  __device__ ncclLsaBarrierSession(Coop, ncclDevComm const&, ncclTeamTagLsa, uint32_t,
+                                   bool = false) {
+    refuse("ncclLsaBarrierSession");
   }
   ncclLsaBarrierSession(ncclLsaBarrierSession const&) = delete;
 
@@ -52,16 +50,14 @@ struct ncclLsaBarrierSession {
   __device__ void sync(Coop, cuda::memory_order) { refuse("ncclLsaBarrierSession::sync"); }
   __device__ ncclResult_t wait(Coop, cuda::memory_order, uint64_t) {
     refuse("ncclLsaBarrierSession::wait");
-    return ncclInvalidUsage;
   }
   __device__ ncclResult_t sync(Coop, cuda::memory_order, uint64_t) {
     refuse("ncclLsaBarrierSession::sync");
-    return ncclInvalidUsage;
   }
 
  private:
-  __device__ static void refuse(const char* what) {
-    rcclx_nccl_device::unsupported(what, "LSA barriers are not provided");
+  [[noreturn]] __device__ static void refuse(const char* what) {
+    rcclx_nccl_device::noLsaBarriers(what);
   }
 };
 #endif /* __CUDACC__ */

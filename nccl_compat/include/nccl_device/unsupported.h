@@ -14,7 +14,9 @@
 
 namespace rcclx_nccl_device {
 
-__device__ __noinline__ static void unsupported(const char* function, const char* why) {
+/* Never returns, so a refused function needs no made-up result after it. */
+[[noreturn]] __device__ __noinline__ static void unsupported(const char* function,
+                                                             const char* why) {
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
     printf(
         "RCCLX libnccl: %s called in a kernel (block %u): %s; RCCLX provides no device "
@@ -22,6 +24,30 @@ __device__ __noinline__ static void unsupported(const char* function, const char
         function, blockIdx.x, why);
   }
   __trap();
+  __builtin_unreachable();
+}
+
+/* The reasons, one per capability a device communicator of NCCL's would bring. */
+[[noreturn]] __device__ inline void noWindows(const char* what) {
+  unsupported(what, "windows are not readable by kernels");
+}
+[[noreturn]] __device__ inline void noDevComm(const char* what) {
+  unsupported(what, "device communicators are not provided");
+}
+[[noreturn]] __device__ inline void noLsaBarriers(const char* what) {
+  unsupported(what, "LSA barriers are not provided");
+}
+[[noreturn]] __device__ inline void noMultimem(const char* what) {
+  unsupported(what, "multimem is not provided");
+}
+[[noreturn]] __device__ inline void noGin(const char* what) {
+  unsupported(what, "GIN (GPU-initiated networking) is not provided");
+}
+[[noreturn]] __device__ inline void noCft(const char* what) {
+  unsupported(what, "CFT (the collective fabric transport) is not provided");
+}
+[[noreturn]] __device__ inline void noLlA2A(const char* what) {
+  unsupported(what, "LL all-to-all buffers are not provided");
 }
 
 }  // namespace rcclx_nccl_device

@@ -109,7 +109,7 @@ def _check(lib: ctypes.CDLL, function: str, result: int) -> None:
 
 
 def get_version(name: str = "nccl") -> int:
-    """ncclGetVersion: the NCCL_VERSION_CODE the library is compatible with (e.g. 22809)."""
+    """ncclGetVersion: the NCCL_VERSION_CODE the library implements (23102: NCCL 2.31.2)."""
     lib = load(name)
     version = ctypes.c_int(0)
     _check(lib, "ncclGetVersion", lib.ncclGetVersion(ctypes.byref(version)))

@@ -1,10 +1,11 @@
 /* ncclConfig_t as other NCCL versions lay it out, passed to ncclCommInitRankConfig: the library
  * must read each by its own size. The structs below are NCCL's published layouts (2.17: 48
- * bytes, 2.27: 72, 2.28: 80), nccl.h's own (2.31: 112) and a longer one of a newer version; each
- * initialises a 1-rank communicator non-blocking (blocking = 0 must be found at its offset) with a
- * commName that the library logs at NCCL_DEBUG=INFO. Bad magic, sizes, versions and values are
- * refused. Usage: config_layouts 0 1 */
+ * bytes, 2.27: 72, 2.28.9: 80, 2.31.2: 112, the last also as nccl.h's own) and a longer one of a
+ * newer version; each initialises a 1-rank communicator non-blocking (blocking = 0 must be found
+ * at its offset) with a commName that the library logs at NCCL_DEBUG=INFO. Bad magic, sizes,
+ * versions and values are refused. Usage: config_layouts 0 1 */
 #include <limits.h>
+#include <stddef.h>
 
 #include "nccl_test.h"
 
@@ -31,15 +32,24 @@ struct config_v22800 { /* NCCL 2.28 */
   int nChannelsPerNetPeer, nvlinkCentricSched;
 };
 
-struct config_newer { /* a later version: more fields appended */
+struct config_v23100 { /* NCCL 2.29 .. 2.31 */
   struct config_v22800 v28;
-  int more[11];
+  int graphUsageMode, numRmaCtx, maxP2pPeers, graphStreamOrdering, launchOrderImplicit, numRmaSig,
+      rmaEagerInit, hostCftMode;
+};
+
+struct config_newer { /* a later version: more fields appended */
+  struct config_v23100 v31;
+  int more[5];
 };
 
 _Static_assert(sizeof(struct config_v21700) == 48, "2.17 layout");
 _Static_assert(sizeof(struct config_v22700) == 72, "2.27 layout");
 _Static_assert(sizeof(struct config_v22800) == 80, "2.28 layout");
+_Static_assert(sizeof(struct config_v23100) == 112, "2.31 layout");
 _Static_assert(sizeof(ncclConfig_t) == 112, "nccl.h is 2.31's layout");
+_Static_assert(offsetof(ncclConfig_t, hostCftMode) == offsetof(struct config_v23100, hostCftMode),
+               "nccl.h's hostCftMode sits where NCCL 2.31 puts it");
 
 #define UNSET INT_MIN
 
@@ -89,9 +99,22 @@ int main(int argc, char** argv) {
   fill_v27(&v28.v27, sizeof v28, NCCL_VERSION(2, 28, 9), "layout-80");
   v28.nChannelsPerNetPeer = v28.nvlinkCentricSched = UNSET;
   init_with(&v28, "layout-80");
+  /* NCCL 2.31.2's, with its new fields set as a program written for it sets them. */
+  struct config_v23100 v31;
+  fill_v27(&v31.v28.v27, sizeof v31, 23102, "layout-112");
+  v31.v28.nChannelsPerNetPeer = v31.v28.nvlinkCentricSched = UNSET;
+  v31.graphUsageMode = v31.maxP2pPeers = v31.graphStreamOrdering = UNSET;
+  v31.launchOrderImplicit = v31.numRmaSig = UNSET;
+  v31.numRmaCtx = 2;
+  v31.rmaEagerInit = 1;
+  v31.hostCftMode = ncclHostCftDisable;
+  init_with(&v31, "layout-112");
   struct config_newer newer;
-  fill_v27(&newer.v28.v27, sizeof newer, NCCL_VERSION(2, 31, 0), "layout-newer");
-  for (int i = 0; i < 11; ++i) newer.more[i] = 12345; /* fields this library does not know */
+  memcpy(&newer.v31, &v31, sizeof v31);
+  newer.v31.v28.v27.size = sizeof newer;
+  newer.v31.v28.v27.version = NCCL_VERSION(2, 32, 0);
+  newer.v31.v28.v27.commName = "layout-newer";
+  for (int i = 0; i < 5; ++i) newer.more[i] = 12345; /* fields this library does not know */
   init_with(&newer, "layout-newer");
   ncclConfig_t mine = NCCL_CONFIG_INITIALIZER;
   EXPECT(mine.size == 112 && mine.magic == NCCL_API_MAGIC && mine.version == NCCL_VERSION_CODE &&

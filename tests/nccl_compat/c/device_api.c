@@ -5,9 +5,9 @@
  * meet (an initialised struct, one cleared to zero as NCCL 2.28 code does, one asking nothing);
  * ncclDevCommDestroy refuses; the host team calls agree with the properties (the world, each
  * rank its own LSA and CFT team, the rail team the world) and convert ranks; the window address
- * queries give this rank's own memory and refuse a peer's, multimem and CFT; the barrier
- * requirements refuse; bad arguments are ncclInvalidArgument; the communicator still runs
- * collectives afterwards. */
+ * queries (on a window registered with NCCL_WIN_STRICT_ORDERING) give this rank's own memory
+ * and refuse a peer's, multimem and CFT; the LSA, GIN and CFT barrier requirements refuse; bad
+ * arguments are ncclInvalidArgument; the communicator still runs collectives afterwards. */
 #include "nccl_device.h"
 #include "nccl_test.h"
 
@@ -112,6 +112,47 @@ static void team_arithmetic(void) {
   EXPECT(ncclTeamRankToTeam(lsa, world, 7) == 3 && ncclTeamRankToTeam(world, rail, 0) == 1,
          "rank conversions %d %d", ncclTeamRankToTeam(lsa, world, 7),
          ncclTeamRankToTeam(world, rail, 0));
+  EXPECT(ncclGetResourceBufferOffset(3) == 384, "resource buffer 3 at %zu",
+         ncclGetResourceBufferOffset(3));
+}
+
+/* The parent rank (0-based place in `parent`) of the index-th rank of `parent` outside
+ * `subset`, found by walking parent's places; -1 if there is none. */
+static int outside_by_walking(ncclTeam_t parent, ncclTeam_t subset, int index) {
+  const int step = subset.stride / parent.stride;
+  for (int place = 0, seen = 0; place < parent.nRanks; ++place) {
+    const int fromMe = place - parent.rank;
+    const int inSubset = fromMe % step == 0 && subset.rank + fromMe / step >= 0 &&
+                         subset.rank + fromMe / step < subset.nRanks;
+    if (!inSubset && seen++ == index) return place;
+  }
+  return -1;
+}
+
+/* NCCL 2.31's ncclTeamRankInDifference against a walk, for every sub-team with the caller in
+ * it (strides up and down, every place and size) of parents of up to 12 ranks. */
+static void team_difference(void) {
+  int checked = 0;
+  for (int n = 1; n <= 12; ++n)
+    for (int me = 0; me < n; ++me)
+      for (int step = -6; step <= 6; ++step)
+        for (int size = 1; step != 0 && size <= n; ++size)
+          for (int mine = 0; mine < size; ++mine) {
+            const int first = me - mine * step, last = me + (size - 1 - mine) * step;
+            if (first < 0 || first >= n || last < 0 || last >= n) continue;
+            const ncclTeam_t parent = {n, me, 3}, subset = {size, mine, 3 * step};
+            for (int i = 0; i < n - size; ++i, ++checked) {
+              const int got = ncclTeamRankInDifference(parent, subset, i);
+              const int want = outside_by_walking(parent, subset, i);
+              if (got != want) {
+                EXPECT(got == want,
+                       "ncclTeamRankInDifference({%d,%d,3}, {%d,%d,%d}, %d) = %d, not %d", n, me,
+                       size, mine, 3 * step, i, got, want);
+                return;
+              }
+            }
+          }
+  EXPECT(checked > 10000, "only %d team differences checked", checked);
 }
 
 static int same_team(ncclTeam_t t, int nRanks, int rank, int stride) {
@@ -173,7 +214,12 @@ static void window_queries(void) {
   const size_t bytes = 4096;
   char* buf = test_alloc(bytes);
   ncclWindow_t win = NULL;
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, bytes, &win, NCCL_WIN_DEFAULT));
+  /* NCCL 2.31's strict ordering is what RCCLX's windows always give; an unknown flag is
+   * refused (by every rank, so nothing collective starts). */
+  EXPECT_ERROR(ncclCommWindowRegister(comm, buf, bytes, &win, 0x4), ncclInvalidArgument,
+               "winFlags 0x4 has bits other than NCCL_WIN_COLL_SYMMETRIC and "
+               "NCCL_WIN_STRICT_ORDERING");
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, bytes, &win, NCCL_WIN_STRICT_ORDERING));
   void* p = NULL;
   NCCLCHECK(ncclGetLsaDevicePointer(win, 64, 0, &p));
   EXPECT(p == buf + 64, "LSA pointer %p, window at %p", p, (void*)buf);
@@ -219,6 +265,20 @@ static void window_queries(void) {
                ncclInvalidUsage, "RCCLX has no GIN back-end");
   EXPECT_ERROR(ncclGinBarrierCreateRequirement(comm, ncclTeamRail(comm), -1, &ginBarrier, &req),
                ncclInvalidArgument, "nBarriers -1 is negative");
+  /* Declared by NCCL 2.31's headers (not exported by its library); RCCLX's refuses it. */
+  ncclCftBarrierHandle_t cftBarrier = {0, 0};
+  EXPECT_ERROR(
+      ncclCftBarrierCreateRequirement(ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT), 2, &cftBarrier, &req),
+      ncclInvalidUsage,
+      "ncclCftBarrierCreateRequirement: CFT barriers need NCCL's collective fabric "
+      "transport");
+  EXPECT(cftBarrier.nBarriers == 0 && req.bufferSize == 0, "the CFT refusal wrote its outputs");
+  EXPECT_ERROR(pncclCftBarrierCreateRequirement(ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT), -3,
+                                                &cftBarrier, &req),
+               ncclInvalidArgument, "nBarriers -3 is negative");
+  EXPECT_ERROR(
+      ncclCftBarrierCreateRequirement(ncclTeamCft(comm, NCCL_CFT_TEAM_FLAT), 2, NULL, &req),
+      ncclInvalidArgument, "outHandle is NULL");
 
   NCCLCHECK(ncclCommWindowDeregister(comm, win));
   EXPECT_ERROR(ncclGetLsaDevicePointer(win, 0, 0, &p), ncclInvalidArgument, "not a live handle");
@@ -241,6 +301,7 @@ int main(int argc, char** argv) {
   query_properties();
   create_refused();
   team_arithmetic();
+  team_difference();
   host_teams();
   window_queries();
   still_usable();

@@ -78,7 +78,7 @@ __global__ void ginAllGather(ncclWindow_t sendwin, size_t sendoffset, ncclWindow
 
 using Kernel = void (*)(ncclWindow_t, size_t, ncclWindow_t, size_t, size_t, ncclDevComm);
 Kernel kernels[] = {lsaAllReduce<float>,    lsaAllReduce<double>, helpers<half>,
-                    helpers<__nv_bfloat16>, helpers<int8_t>,      ginAllGather<float>};
+                    helpers<__nv_bfloat16>, helpers<double>,      ginAllGather<float>};
 
 // The host side of nccl-tests: one device communicator per local GPU, asked for one LSA barrier
 // per CTA, and the properties that tell whether to ask at all.
