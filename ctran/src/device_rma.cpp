@@ -1,5 +1,6 @@
-// Implementation of device_rma.hpp: two DeviceWindows (the caller's memory, the signal slots and
-// counters), the wait report, and the checks; the GPU work is device/device_rma_kernels.cu's.
+// Implementation of device_rma.hpp: two DeviceWindows (the caller's memory, if any, and the
+// signal slots and counters), the wait report, and the checks; the GPU work is
+// device/device_rma_kernels.cu's.
 #include "ctran/device_rma.hpp"
 
 #include "ctran/checks.hpp"
@@ -33,9 +34,18 @@ uint64_t* expectedCounter(const DeviceWindowHandle& h, int peer) {
 // waiting in the middle of the windows' collective construction.
 DeviceRma::DeviceRma(PeerGroup& group, int device, DeviceWindow::UserMemory memory)
     : group_(&group),
-      memory_(group, device, memory),
+      device_(device),
+      name_("window"),
+      memory_(std::make_unique<DeviceWindow>(group, device, memory)),
       signals_(group, device, kCounterBytes, group.nranks()),
       waits_(std::make_unique<MappedWaitReport>(device, "the wait report of a GPU window")) {}
+
+DeviceRma::DeviceRma(PeerGroup& group, int device, const char* name)
+    : group_(&group),
+      device_(device),
+      name_(name),
+      signals_(group, device, kCounterBytes, group.nranks()),
+      waits_(std::make_unique<MappedWaitReport>(device, "the wait report of GPU signals")) {}
 
 DeviceRma::~DeviceRma() {
   if (!destroyed_) destroy(false);
@@ -48,11 +58,11 @@ void DeviceRma::checkLive(const char* what) const {
   // Sticky: the timed-out wait advanced its expected count without a signal, and the waits
   // after it ended on the abort word, so no later wait could match its peer's signals again.
   throw TimeoutError(
-      strCat("window ", what, ": rank ", r.rank, "'s wait_signal timed out after ",
+      strCat(name_, " ", what, ": rank ", r.rank, "'s wait_signal timed out after ",
              r.timeoutNs / 1000000, " ms waiting for a signal from rank ", r.peer,
              " (expected signal ", r.expected, ", saw ", r.seen,
-             "; the limit is the wait's timeout, RCCLX_TIMEOUT_MS by default): the window "
-             "failed, and every call on it raises this until it is destroyed"),
+             "; the limit is the wait's timeout, RCCLX_TIMEOUT_MS by default): the ", name_,
+             " failed, and every call on it raises this until it is destroyed"),
       r.peer);
 }
 
@@ -63,21 +73,48 @@ void DeviceRma::checkUsable(const char* what, int peer) const {
 
 void DeviceRma::checkFailed() const { checkLive("check_failed"); }
 
+void DeviceRma::checkMemory(const char* what) const {
+  CTRAN_CHECK(memory_ != nullptr, InvalidUsage, name_, " ", what,
+              ": it has no memory of its own (its puts name the window they go into)");
+}
+
 void* DeviceRma::peerData(int peer) const {
   checkUsable("peerData", peer);
-  return memory_.handle().data[peer];
+  checkMemory("peerData");
+  return memory_->handle().data[peer];
 }
 
 void DeviceRma::put(int peer, size_t offset, const void* src, size_t bytes, void* stream) {
   checkUsable("put", peer);
-  const size_t size = this->bytes();
+  checkMemory("put");
+  copy(memory_->handle(), peer, offset, src, bytes, stream);
+}
+
+void DeviceRma::put(const DeviceWindow& target, int peer, size_t offset, const void* src,
+                    size_t bytes, void* stream) {
+  checkUsable("put", peer);
+  CTRAN_CHECK(!target.destroyed(), InvalidArgument, name_,
+              " put: the target window was already destroyed");
+  const DeviceWindowHandle& h = target.handle();
+  CTRAN_CHECK(
+      h.rank == group_->rank() && h.nranks == group_->nranks() && target.device() == device_,
+      InvalidArgument, name_, " put: the target window is rank ", h.rank, " of ", h.nranks,
+      " on GPU ", target.device(), ", not rank ", group_->rank(), " of ", group_->nranks(),
+      " on GPU ", device_, " (a window of another group)");
+  copy(h, peer, offset, src, bytes, stream);
+}
+
+void DeviceRma::copy(const DeviceWindowHandle& h, int peer, size_t offset, const void* src,
+                     size_t bytes, void* stream) const {
+  const size_t size = h.dataBytes;
   CTRAN_CHECK(offset <= size && bytes <= size - offset, InvalidArgument, "window put: offset ",
               offset, " + bytes ", bytes, " exceeds the window size ", size);
   CTRAN_CHECK(src != nullptr || bytes == 0, InvalidArgument, "window put: source is null");
   if (bytes == 0) return;
 #ifdef RCCLX_HAVE_GPU
-  device::rmaCopy(device(), memory_.handle().data[peer] + offset, src, bytes, stream);
+  device::rmaCopy(device_, h.data[peer] + offset, src, bytes, stream);
 #else
+  (void)stream;
   noGpu("window put");
 #endif
 }
@@ -86,7 +123,7 @@ void DeviceRma::signal(int peer, void* stream) {
   checkUsable("signal", peer);
   const DeviceWindowHandle& h = signals_.handle();
 #ifdef RCCLX_HAVE_GPU
-  device::rmaSignal(device(), h.signals[peer] + h.rank, sentCounter(h, peer), stream);
+  device::rmaSignal(device_, h.signals[peer] + h.rank, sentCounter(h, peer), stream);
 #else
   (void)h;
   noGpu("window signal");
@@ -95,14 +132,33 @@ void DeviceRma::signal(int peer, void* stream) {
 
 void DeviceRma::waitSignal(int peer, void* stream, int64_t timeoutMs) {
   checkUsable("wait_signal", peer);
+  std::vector<uint64_t> counts(static_cast<size_t>(group_->nranks()), 0);
+  counts[peer] = 1;
+  waitSignals(counts, stream, timeoutMs);
+}
+
+void DeviceRma::waitSignals(const std::vector<uint64_t>& counts, void* stream, int64_t timeoutMs) {
+  checkLive("wait_signal");
   const DeviceWindowHandle& h = signals_.handle();
+  CTRAN_CHECK(counts.size() == static_cast<size_t>(h.nranks), InvalidArgument, name_,
+              " wait_signal: ", counts.size(), " counts for a group of ", h.nranks, " ranks");
+  device::RmaWaitList list;
+  list.slots = h.signals[h.rank];
+  list.expected = expectedCounter(h, 0);
+  list.rank = h.rank;
+  list.nranks = h.nranks;
+  bool any = false;
+  for (int p = 0; p < h.nranks; ++p) {
+    list.counts[p] = counts[p];
+    any = any || counts[p] > 0;
+  }
+  if (!any) return;
   const int64_t ms = timeoutMs >= 0 ? timeoutMs : knob::RCCLX_TIMEOUT_MS();
   const uint64_t timeoutNs = static_cast<uint64_t>(ms > 0 ? ms : 1) * 1000000ull;
 #ifdef RCCLX_HAVE_GPU
-  device::rmaWait(device(), h.signals[h.rank] + peer, expectedCounter(h, peer), h.rank, peer,
-                  waits_->bound(timeoutNs), stream);
+  device::rmaWait(device_, list, waits_->bound(timeoutNs), stream);
 #else
-  (void)h, (void)timeoutNs;
+  (void)timeoutNs, (void)stream;
   noGpu("window wait_signal");
 #endif
 }
@@ -114,10 +170,14 @@ void DeviceRma::destroy(bool collective) {
   // it at once, so freeing the signal slots (which waits for the device) does not wait out its
   // timeout, and no kernel reads the report once it is freed.
   if (!collective) waits_->abort();
-  // The memory window's collective destroy synchronises this GPU and meets every rank, after
+  // The first window's collective destroy synchronises this GPU and meets every rank, after
   // which no peer signals either: the signal window then needs no second barrier.
-  memory_.destroy(collective);
-  signals_.destroy(false);
+  if (memory_) {
+    memory_->destroy(collective);
+    signals_.destroy(false);
+  } else {
+    signals_.destroy(collective);
+  }
   waits_.reset();
 }
 

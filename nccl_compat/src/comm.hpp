@@ -75,8 +75,12 @@ struct ncclComm {
   std::shared_ptr<void> keepAlive;
   std::vector<PreMulSumOp> redOps;
   std::shared_ptr<LocalClique> clique;  ///< set when one thread made this and its peers
-  /// One-sided calls (rma.hpp): made by the first host-memory ncclCommWindowRegister.
+  /// One-sided calls on host-memory windows (rma.hpp): made by the first host-memory
+  /// ncclCommWindowRegister.
   std::shared_ptr<rcclx::nccl::Rma> rma;
+  /// The core's one-sided GPU signals are open (the first device-memory ncclCommWindowRegister
+  /// opens them); the core releases them with the communicator.
+  bool gpuSignals = false;
   /// Between ncclCommSuspend and ncclCommResume (CommUse refuses the communicator meanwhile).
   std::atomic<bool> suspended{false};
   /// ncclCommGetUniqueId's id, until an ncclCommGrow on this rank consumes it.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace rcclx::nccl::gpu {
 
@@ -11,6 +12,9 @@ namespace rcclx::nccl::gpu {
 /// build without GPU code) or RCCLX_NCCL_HOST_ONLY is set: the communicator then uses host
 /// memory only.
 int currentDevice();
+/// Why currentDevice() is -1 (RCCLX_NCCL_HOST_ONLY, no usable GPU and why, a build without GPU
+/// code), for errors about a host-memory communicator.
+std::string whyNoDevice();
 /// Device memory of the current GPU that peers can map (an IPC-capable allocation); throws
 /// CudaError naming the size when the runtime refuses.
 void* allocDevice(size_t bytes);

@@ -26,6 +26,15 @@ int currentDevice() {
   return dev;
 }
 
+std::string whyNoDevice() {
+  if (ctran::knob::RCCLX_NCCL_HOST_ONLY()) {
+    return "RCCLX_NCCL_HOST_ONLY is set, which makes every communicator a host-memory one";
+  }
+  std::string why;
+  if (ctran::device::count(&why) <= 0) return why;
+  return "no GPU was current when it was created";
+}
+
 void* allocDevice(size_t bytes) {
   void* ptr = nullptr;
   const gpuError_t err = ctran::gpuMallocPeerVisible(&ptr, bytes);

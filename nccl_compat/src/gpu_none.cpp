@@ -8,6 +8,8 @@ namespace rcclx::nccl::gpu {
 
 int currentDevice() { return -1; }
 
+std::string whyNoDevice() { return "this library was built without GPU code"; }
+
 void* allocDevice(size_t bytes) {
   throw ctran::CudaError(ctran::strCat("cannot allocate ", bytes,
                                        " bytes of device memory: this library was built without "

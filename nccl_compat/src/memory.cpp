@@ -1,6 +1,6 @@
 // Memory and registration: ncclMemAlloc / ncclMemFree, ncclCommRegister / Deregister (local),
-// ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers on the GPU,
-// mirrors for one-sided calls on the host), ncclWinGetUserPtr.
+// ncclCommWindowRegister / Deregister (collective: the core's symmetric buffers and one-sided
+// signals on the GPU, mirrors for one-sided calls on the host), ncclWinGetUserPtr.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -188,9 +188,18 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
         w->comm = &use.handle();
         w->base = buff;
         w->bytes = size;
-        // Device memory becomes one of the core's symmetric buffers (collective, zero-copy);
-        // host memory gets a mirror that peers' one-sided puts reach (collective, rma.hpp).
+        // Device memory becomes one of the core's symmetric buffers (collective, zero-copy),
+        // which one-sided calls on a stream put into; host memory gets a mirror that peers'
+        // one-sided puts on the calling thread reach (collective, rma.hpp).
         if (ctran::device::pointerDevice(buff) >= 0) {
+          // The signals those calls share come with the first such window (collective, as
+          // this call is); on a host-memory communicator, or one across hosts, the
+          // registration refuses below.
+          ncclComm& h = use.handle();
+          if (h.device >= 0 && use->topology().nHosts == 1 && !h.gpuSignals) {
+            use->openDeviceSignals();
+            h.gpuSignals = true;
+          }
           use->registerSymmetric(buff, size);
           w->symmetric = true;
         } else {

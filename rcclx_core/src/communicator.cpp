@@ -1,5 +1,6 @@
 // Communicator: creation (the configuration snapshot, the transports, both back-ends),
-// groups, splitting, symmetric buffers and the one release path of destroy() and abort().
+// groups, splitting, symmetric buffers, the one-sided calls on GPU memory and the one release
+// path of destroy() and abort().
 // The collectives are front_door.cpp's.
 #include "rcclx/communicator.hpp"
 
@@ -109,6 +110,15 @@ DeviceBackend& symmetricBuffers(Communicator::Impl& c, const char* what) {
   return *c.gpu;
 }
 
+/// For the one-sided calls on GPU memory (`what`): the device back-end.
+DeviceBackend& oneSided(Communicator::Impl& c, const char* what) {
+  checkUsable(c, what);
+  CTRAN_CHECK(c.gpu != nullptr, ctran::InvalidUsage, what,
+              ": one-sided calls on GPU memory need a communicator created with a device (pass "
+              "device= when creating it)");
+  return *c.gpu;
+}
+
 /// `name` in upper case: hint names are knob names in any case (Settings::read).
 std::string upperCase(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),
@@ -148,6 +158,25 @@ void Communicator::registerSymmetric(void* ptr, size_t bytes) {
 
 void Communicator::freeSymmetric(void* ptr) {
   symmetricBuffers(*impl_, "free_symmetric").freeSymmetric(ptr);
+}
+
+void Communicator::openDeviceSignals() {
+  DeviceBackend& gpu = oneSided(*impl_, "open_device_signals");
+  impl_->host->finalize();  // host work uses the bootstrap, which opening the signals uses too
+  gpu.openSignals();
+}
+
+void Communicator::devicePut(int peer, const void* buffer, size_t offset, const void* src,
+                             size_t bytes, void* stream) {
+  oneSided(*impl_, "device_put").put(peer, buffer, offset, src, bytes, stream);
+}
+
+void Communicator::deviceSignal(int peer, void* stream) {
+  oneSided(*impl_, "device_signal").signal(peer, stream);
+}
+
+void Communicator::deviceWaitSignals(const std::vector<uint64_t>& counts, void* stream) {
+  oneSided(*impl_, "device_wait_signals").waitSignals(counts, stream);
 }
 
 size_t Communicator::gpuMemoryBytes() const {

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from nccl_programs import build, check_ranks, rank_env, run_ranks
 
+import launcher
+
 
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_collectives(nranks):
@@ -75,6 +77,19 @@ def test_one_sided_calls_on_host_windows(nranks):
     check_ranks(results)
     for r in results:
         assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+    # A call on a stream (device-memory windows) is refused, saying why there is no GPU.
+    assert "comm is a host-memory communicator (RCCLX_NCCL_HOST_ONLY is set" in results[0].stdout
+
+
+def test_one_sided_call_on_a_stream_names_the_missing_gpu():
+    # Without RCCLX_NCCL_HOST_ONLY a communicator is a host one only where no GPU is usable; the
+    # refusal of a call on a stream then carries the runtime's reason.
+    if launcher.gpu_count() > 0:
+        pytest.skip("a GPU is usable here: the communicator would be a GPU one")
+    env = rank_env({"RCCLX_NCCL_HOST_ONLY": "0"})
+    results = run_ranks(build("one_sided.c"), 2, env=env, timeout=120)
+    check_ranks(results)
+    assert "comm is a host-memory communicator (no GPU: " in results[0].stdout, results[0].stdout
 
 
 def test_one_sided_calls_over_tcp():

@@ -1,5 +1,6 @@
 """The NCCL ABI on GPUs (``nox -s gpu``; skipped without a GPU): the C programs of
-test_c_programs.py on device (managed) memory, CUDA graph capture of every collective,
+test_c_programs.py on device (managed) memory, the one-sided calls on device-memory windows
+(eager, in CUDA graphs, a wait that times out), CUDA graph capture of every collective,
 ncclCommInitAll and a grouped initialisation over the visible GPUs, and PyTorch's own
 ``init_process_group("nccl")`` running on our library through ``rcclx-run``. Ranks share the
 GPUs when there are more ranks than GPUs."""
@@ -59,10 +60,38 @@ def test_collectives_on_device_memory(nranks):
     check_ranks(results)
 
 
-def test_one_sided_calls_refuse_device_windows():
-    # ncclMemAlloc's device memory as a window: ncclPutSignal is refused by name (one-sided
-    # calls are provided on host-memory windows).
+def test_one_sided_calls_on_host_windows_of_a_gpu_communicator():
+    # Host-memory windows keep their calls on the calling thread (NULL stream) on a GPU
+    # communicator; a put from device memory into one, and a call on a stream before any
+    # device-memory window, are refused by name.
     check_ranks(run_ranks(_gpu_build("one_sided.c"), 2, env=_env(), timeout=300))
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_one_sided_calls_on_device_windows(nranks):
+    # ncclPutSignal / ncclSignal / ncclWaitSignal on a stream over windows of ncclMemAlloc's and
+    # cudaMalloc's memory: the ring eager, all pairs, signals alone, the ring in a CUDA graph
+    # replayed 3 times with new data, each value checked exactly; the refusals.
+    results = run_ranks(_gpu_build("one_sided_gpu.c"), nranks, ("ring",), env=_env(), timeout=300)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank} one_sided_gpu ring: passed (0 failures)" in r.stdout
+
+
+def test_one_sided_wait_without_a_signal_times_out_into_an_error():
+    # A communicator split off with RCCLX_TIMEOUT_MS=2000 waits for a signal nobody sends: its
+    # kernel ends without trapping, the next calls return ncclRemoteError naming the ranks and
+    # the signals, its collectives still run, and the first communicator's ring works after it.
+    results = run_ranks(_gpu_build("one_sided_gpu.c"), 2, ("timeout",), env=_env(), timeout=300)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank} one_sided_gpu timeout: passed (0 failures)" in r.stdout
+        peer = (r.rank + 1) % 2
+        assert (
+            f"rank {r.rank} timeout: ncclSignal: one-sided GPU channel signal: rank {r.rank}'s "
+            f"wait_signal timed out after 2000 ms waiting for a signal from rank {peer} "
+            "(expected signal 1, saw 0"
+        ) in r.stdout, r.stdout
 
 
 def test_graph_capture_of_every_collective():

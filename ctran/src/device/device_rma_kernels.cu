@@ -15,13 +15,16 @@ __global__ void rmaSignalKernel(uint64_t* slot, uint64_t* sent) {
   signalRelease(slot, next);
 }
 
-__global__ void rmaWaitKernel(const uint64_t* slot, uint64_t* expected, int rank, int peer,
-                              ctran::WaitBound bound) {
-  const uint64_t next = *expected + 1;
-  *expected = next;
-  // The window's own report: a wait past its timeout records itself there and ends (no trap),
-  // and its abort word ends every later wait of the window at once.
-  signalWait(slot, next, rank, peer, bound, "a window signal");
+__global__ void rmaWaitKernel(RmaWaitList list, ctran::WaitBound bound) {
+  for (int p = 0; p < list.nranks; ++p) {
+    if (list.counts[p] == 0) continue;
+    const uint64_t target = list.expected[p] + list.counts[p];
+    list.expected[p] = target;
+    // The window's own report: a wait past its timeout records itself there and ends (no
+    // trap), and its abort word ends every later wait of the window at once (the next peers'
+    // of this kernel too).
+    signalWait(list.slots + p, target, list.rank, p, bound, "a window signal");
+  }
 }
 
 }  // namespace
@@ -39,10 +42,9 @@ void rmaSignal(int dev, uint64_t* slot, uint64_t* sent, void* stream) {
   CTRAN_GPU_CHECK(gpuGetLastError(), "window signal: launching on GPU ", dev);
 }
 
-void rmaWait(int dev, const uint64_t* slot, uint64_t* expected, int rank, int peer,
-             const WaitBound& bound, void* stream) {
+void rmaWait(int dev, const RmaWaitList& list, const WaitBound& bound, void* stream) {
   GpuDeviceGuard guard(dev, "window wait_signal");
-  rmaWaitKernel<<<1, 1, 0, static_cast<gpuStream_t>(stream)>>>(slot, expected, rank, peer, bound);
+  rmaWaitKernel<<<1, 1, 0, static_cast<gpuStream_t>(stream)>>>(list, bound);
   CTRAN_GPU_CHECK(gpuGetLastError(), "window wait_signal: launching on GPU ", dev);
 }
 

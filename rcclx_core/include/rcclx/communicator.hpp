@@ -148,6 +148,33 @@ class Communicator {
   /// registerSymmetric() made (after this GPU's work is done).
   void freeSymmetric(void* ptr);
 
+  /// One-sided calls between the ranks' GPUs (ranks on one host), each enqueued on a stream and
+  /// capturable in a CUDA graph, with the memory model of ctran/device_rma.hpp: a put enqueues a
+  /// copy into a peer's symmetric buffer, a signal a release of this rank's next sequence number
+  /// to the peer, a wait a bounded acquire of a peer's signals. Work enqueued after a wait sees
+  /// everything the peer enqueued before the signals it waited for, its puts into any symmetric
+  /// buffer included. The signals are the communicator's (one per ordered pair of ranks, not one
+  /// per buffer), counted on the GPU, so a graph replays with fresh numbers. One-sided calls of a
+  /// communicator must be ordered on the device (one stream, or events between streams).
+  ///
+  /// Collective: opens the signals (once; later calls do nothing). Throws InvalidUsage without
+  /// a device or across hosts, CudaError when the runtime fails.
+  void openDeviceSignals();
+  /// Enqueues on `stream` a copy of `bytes` from `src` (device memory) into `peer`'s symmetric
+  /// buffer matching `buffer` (this rank's, as allocSymmetric returned or registerSymmetric
+  /// took it), at byte `offset`. InvalidArgument for another pointer or a range past the buffer,
+  /// InvalidUsage before openDeviceSignals().
+  void devicePut(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
+                 void* stream);
+  /// Enqueues on `stream` this rank's next signal to `peer`, after everything before it there.
+  void deviceSignal(int peer, void* stream);
+  /// Enqueues on `stream` a wait for counts[p] more signals from each rank p (one count per
+  /// rank), bounded by the communicator's RCCLX_TIMEOUT_MS: a wait past it ends without
+  /// trapping and fails the signals, so every later one-sided call (this one too, once the
+  /// kernel recorded it) throws a TimeoutError naming this rank, the peer, the signal expected
+  /// and the one seen; collectives are unaffected, destroy() releases the signals as usual.
+  void deviceWaitSignals(const std::vector<uint64_t>& counts, void* stream);
+
   /// Collective: a ctran window of `bytes` on every rank (every rank passes the same size)
   /// with `numSignals` signal slots, over this communicator's transports (shared memory
   /// between ranks of a host, tcp or ucx between hosts): one-sided put, signal and wait

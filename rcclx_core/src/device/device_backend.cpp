@@ -188,6 +188,20 @@ class GpuBackend final : public DeviceBackend {
     resources_->registerSymmetric(ptr, bytes);
   }
   void freeSymmetric(void* ptr) override { resources_->freeSymmetric(ptr); }
+  // One-sided calls share nothing with the collectives (their own signals, the caller's
+  // buffers), so they do not enter the collectives' stream order.
+  void openSignals() override { resources_->openSignals(); }
+  void put(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
+           void* stream) override {
+    resources_->signals("device_put")
+        .put(resources_->symmetricWindow(buffer, "device_put"), peer, offset, src, bytes, stream);
+  }
+  void signal(int peer, void* stream) override {
+    resources_->signals("device_signal").signal(peer, stream);
+  }
+  void waitSignals(const std::vector<uint64_t>& counts, void* stream) override {
+    resources_->signals("device_wait_signals").waitSignals(counts, stream, resources_->timeoutMs());
+  }
   uint64_t symmetricCalls() const override { return allReduce_->zeroCopyCalls(); }
   size_t graphRegistrations() override {
     gpu::GraphRegistrations* g = resources_->graphOutputs();

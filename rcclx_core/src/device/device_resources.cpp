@@ -51,6 +51,7 @@ CoResidency agreeCoResidency(ctran::PeerGroup& group, int device) {
 DeviceResources::DeviceResources(ctran::PeerGroup& group, int device, const Settings& settings)
     : group_(&group), device_(device), rank_(group.rank()), nranks_(group.nranks()) {
   const int64_t timeoutMs = settings.timeoutMs;
+  timeoutMs_ = timeoutMs;
   watch_ = std::make_unique<FailureWatch>(
       group, device, static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull);
   bound_ = watch_->waitBound();
@@ -82,6 +83,7 @@ ctran::DeviceWindow& DeviceResources::staging(Staging which, size_t bytes, int s
 
 size_t DeviceResources::allocatedBytes() const {
   size_t bytes = scratchBytes_;
+  if (signals_ && !signals_->destroyed()) bytes += signals_->allocatedBytes();
   for (const auto& w : windows_) {
     if (w && !w->destroyed()) bytes += w->allocatedBytes();
   }
@@ -120,6 +122,10 @@ void DeviceResources::setTuning(const std::string& spec) {
 void DeviceResources::destroy(bool collective) {
   released_ = true;
   if (!collective) watch_->abortKernels();
+  // The signals first: without the collective's synchronisation their destroy ends their
+  // pending waits, before the buffers their puts go into are unmapped.
+  if (signals_ && !signals_->destroyed()) signals_->destroy(collective);
+  signals_.reset();
   for (auto& w : symmetric_) {
     if (!w->destroyed()) w->destroy(collective);
   }
@@ -193,6 +199,31 @@ void DeviceResources::freeSymmetric(void* ptr) {
   throw ctran::InvalidArgument(
       ctran::strCat("free_symmetric: ", ptr, " is not a symmetric buffer of this communicator (",
                     symmetric_.size(), " allocated or registered and not yet released)"));
+}
+
+const ctran::DeviceWindow& DeviceResources::symmetricWindow(const void* ptr,
+                                                            const char* what) const {
+  for (const auto& w : symmetric_) {
+    const ctran::DeviceWindowHandle& h = w->handle();
+    if (h.data[h.rank] == ptr) return *w;
+  }
+  throw ctran::InvalidArgument(ctran::strCat(
+      what, ": ", ptr, " is not the start of a symmetric buffer of this communicator (",
+      symmetric_.size(), " allocated or registered and not yet released)"));
+}
+
+void DeviceResources::openSignals() {
+  CTRAN_CHECK(!released_, ctran::InvalidUsage,
+              "open_device_signals: the GPU state was already released");
+  if (signals_) return;
+  signals_ = std::make_unique<ctran::DeviceRma>(*group_, device_, "one-sided GPU channel");
+}
+
+ctran::DeviceRma& DeviceResources::signals(const char* what) {
+  CTRAN_CHECK(!released_, ctran::InvalidUsage, what, ": the GPU state was already released");
+  CTRAN_CHECK(signals_ != nullptr, ctran::InvalidUsage, what,
+              ": the one-sided GPU signals were not opened (open_device_signals, collective)");
+  return *signals_;
 }
 
 bool DeviceResources::symmetricOutputs(const void* out, size_t bytes, char** peerOut) const {

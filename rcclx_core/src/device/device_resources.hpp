@@ -1,9 +1,9 @@
 // DeviceResources: the one owner of a communicator's GPU state: the device windows the kernels
 // stage through (one per use: the allreduce staging, the collectives' channels, the
-// low-precision staging, alltoallv_dynamic's slots), the symmetric buffers, the graph registrations
-// of captured outputs and the allreduce launch shapes. The algorithms (GpuAllReduce,
-// GpuCollectives, GpuLowPrecision) borrow from it; destroy() releases everything in one place and
-// one order. Compiled in builds with GPU code only.
+// low-precision staging, alltoallv_dynamic's slots), the symmetric buffers, the signals of the
+// one-sided calls, the graph registrations of captured outputs and the allreduce launch shapes. The
+// algorithms (GpuAllReduce, GpuCollectives, GpuLowPrecision) borrow from it; destroy() releases
+// everything in one place and one order. Compiled in builds with GPU code only.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ctran/device_rma.hpp"
 #include "ctran/device_window.hpp"
 #include "device/allreduce/tuning.hpp"
 #include "device/co_residency.hpp"
@@ -69,6 +70,19 @@ class DeviceResources {
   void* allocSymmetric(size_t bytes);
   void registerSymmetric(void* ptr, size_t bytes);
   void freeSymmetric(void* ptr);
+  /// The symmetric buffer that starts at `ptr` (as allocSymmetric returned it or
+  /// registerSymmetric took it), for puts into the peers'; InvalidArgument naming `what` when
+  /// none does.
+  const ctran::DeviceWindow& symmetricWindow(const void* ptr, const char* what) const;
+
+  /// Collective on the first call: the one-sided calls' signals (a DeviceRma of signals only,
+  /// its puts going into the symmetric buffers); later calls do nothing.
+  void openSignals();
+  /// The signals once opened; InvalidUsage naming `what` before, or after destroy().
+  ctran::DeviceRma& signals(const char* what);
+  /// RCCLX_TIMEOUT_MS of the communicator: the bound of the one-sided calls' waits.
+  int64_t timeoutMs() const { return timeoutMs_; }
+
   /// When [out, out + bytes) lies in one symmetric buffer and every rank's output at that
   /// offset sits alike modulo 16 bytes: fills peerOut[r] with rank r's output (as mapped
   /// here) and returns true.
@@ -112,6 +126,8 @@ class DeviceResources {
   bool released_ = false;
   std::unique_ptr<ctran::DeviceWindow> windows_[kNumStagings];
   std::vector<std::unique_ptr<ctran::DeviceWindow>> symmetric_;
+  std::unique_ptr<ctran::DeviceRma> signals_;  ///< opened by the first one-sided user
+  int64_t timeoutMs_ = 0;
   std::unique_ptr<GraphRegistrations> graphOutputs_;
   Tuning tuning_;
   void* scratch_ = nullptr;

@@ -329,6 +329,14 @@ class StagedBackend final : public DeviceBackend {
   void* allocSymmetric(size_t) override { throw noSymmetricBuffers("alloc_symmetric"); }
   void registerSymmetric(void*, size_t) override { throw noSymmetricBuffers("register_symmetric"); }
   void freeSymmetric(void*) override { throw noSymmetricBuffers("free_symmetric"); }
+  void openSignals() override { throw noDeviceSignals("open_device_signals"); }
+  void put(int, const void*, size_t, const void*, size_t, void*) override {
+    throw noDeviceSignals("device_put");
+  }
+  void signal(int, void*) override { throw noDeviceSignals("device_signal"); }
+  void waitSignals(const std::vector<uint64_t>&, void*) override {
+    throw noDeviceSignals("device_wait_signals");
+  }
   uint64_t symmetricCalls() const override { return 0; }
   size_t graphRegistrations() override { return 0; }
   void setTuning(const std::string&) override {}        // no kernels to tune
@@ -349,6 +357,13 @@ class StagedBackend final : public DeviceBackend {
     o.async = false;
     o.stream.reset();
     return o;
+  }
+
+  ctran::InvalidUsage noDeviceSignals(const char* what) const {
+    return ctran::InvalidUsage(ctran::strCat(
+        what,
+        ": one-sided calls on GPU memory need every rank on one host (the peers' memory "
+        "mapped here), but this communicator spans hosts"));
   }
 
   ctran::InvalidUsage noSymmetricBuffers(const char* what) const {

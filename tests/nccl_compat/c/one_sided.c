@@ -1,10 +1,16 @@
 /* NCCL 2.31's one-sided calls (ncclPutSignal, ncclSignal, ncclWaitSignal) on windows of host
- * memory: a ring of put + signal then wait, several puts and a bare signal waited for at once,
- * every rank putting to every rank (itself included) and one wait over all of them, empty puts,
- * a sender running far ahead of its peer's waits (more than the 1024 records it may keep
- * outstanding), and each refusal with its last error. What a rank writes to its own window
- * outside the ranges peers put into survives the waits. With NCCL_TEST_GPU the window is
- * ncclMemAlloc's device memory, which the library refuses for one-sided calls. */
+ * memory, which take the NULL stream: a ring of put + signal then wait, several puts and a bare
+ * signal waited for at once, every rank putting to every rank (itself included) and one wait over
+ * all of them, empty puts, a sender running far ahead of its peer's waits (more than the 1024
+ * records it may keep outstanding), and each refusal with its last error. What a rank writes to
+ * its own window outside the ranges peers put into survives the waits. A call on a stream is one
+ * for device-memory windows: on a host-memory communicator it is refused, its last error (printed
+ * for the test to check) saying why the communicator has no GPU. With NCCL_TEST_GPU the
+ * communicator is a GPU one and the window still host memory: the same calls work, a put from
+ * device memory into it is refused, and so is a call on a stream before any device-memory window
+ * (one_sided_gpu.c tests those). */
+#define _POSIX_C_SOURCE 200809L /* posix_memalign */
+
 #include "nccl_test.h"
 
 static int R, N;
@@ -16,7 +22,6 @@ enum { K = 64, PHASES = 3 }; /* a window: PHASES x N regions of K int32 */
  * only, so no later phase's put races with an earlier phase's check. */
 static size_t at(int phase, int sender) { return ((size_t)phase * N + sender) * K; }
 
-#ifndef NCCL_TEST_GPU
 static void wait_from(int peer, int opCnt) {
   ncclWaitSignalDesc_t d = {opCnt, peer, 0, 0};
   NCCLCHECK(ncclWaitSignal(1, &d, comm, NULL));
@@ -85,6 +90,27 @@ static void far_ahead(int32_t* w, ncclWindow_t win) {
   }
 }
 
+/* A call on a stream asks for the signals of device-memory windows: on a host-memory
+ * communicator the refusal says why it has no GPU; on a GPU one, that no device-memory window was
+ * registered yet; a put from device memory into a host-memory window is refused. */
+static void on_a_stream(void) {
+  cudaStream_t stream = (cudaStream_t)8;
+  ncclWaitSignalDesc_t d = {1, 0, 0, 0};
+#ifdef NCCL_TEST_GPU
+  EXPECT_ERROR(ncclSignal(0, 0, 0, 0, comm, stream), ncclInvalidUsage,
+               "no device-memory window was registered on comm");
+  EXPECT_ERROR(ncclWaitSignal(1, &d, comm, stream), ncclInvalidUsage,
+               "no device-memory window was registered on comm");
+#else
+  EXPECT_ERROR(ncclWaitSignal(1, &d, comm, stream), ncclInvalidUsage,
+               "stream 0x8 is not NULL, which enqueues the call on a GPU, but comm is a "
+               "host-memory communicator (");
+  EXPECT_ERROR(ncclSignal(0, 0, 0, 0, comm, stream), ncclInvalidUsage,
+               "host-memory communicator (");
+  if (R == 0) printf("refused on a stream: %s\n", ncclGetLastError(NULL));
+#endif
+}
+
 static void refusals(ncclWindow_t win) {
   int32_t v = 1;
   const size_t bytes = at(PHASES, 0) * sizeof(int32_t);
@@ -107,7 +133,8 @@ static void refusals(ncclWindow_t win) {
   EXPECT_ERROR(ncclPutSignal(&v, 1, ncclInt32, 0, NULL, 0, 0, 0, 0, comm, NULL),
                ncclInvalidArgument, "peerWin is NULL");
   EXPECT_ERROR(ncclPutSignal(&v, 1, ncclInt32, 0, win, 0, 0, 0, 0, comm, (cudaStream_t)8),
-               ncclInvalidArgument, "is not NULL: one-sided calls run on host-memory windows");
+               ncclInvalidArgument,
+               "stream 0x8 is not NULL: one-sided calls on host-memory windows (peerWin ");
   EXPECT_ERROR(ncclSignal(-1, 0, 0, 0, comm, NULL), ncclInvalidArgument, "ncclSignal: peer -1");
   EXPECT_ERROR(ncclSignal(0, 0, 0, 0, NULL, NULL), ncclInvalidArgument, "comm is NULL");
   ncclWaitSignalDesc_t d = {1, 0, 0, 3};
@@ -125,6 +152,7 @@ static void refusals(ncclWindow_t win) {
   NCCLCHECK(ncclGroupStart());
   EXPECT_ERROR(ncclSignal(0, 0, 0, 0, comm, NULL), ncclInvalidUsage, "inside ncclGroupStart");
   NCCLCHECK(ncclGroupEnd());
+  on_a_stream();
 
   /* A communicator without a window has no signals yet. */
   ncclComm_t sub = NULL;
@@ -139,7 +167,27 @@ static void refusals(ncclWindow_t win) {
   NCCLCHECK(ncclCommDestroy(sub));
 }
 
-#endif /* NCCL_TEST_GPU */
+/* The window's host memory: ncclMemAlloc's on a host-memory communicator; on a GPU one,
+ * ncclMemAlloc gives device memory, so plain page-aligned host memory. */
+static int32_t* window_memory(size_t bytes) {
+#ifdef NCCL_TEST_GPU
+  void* p = NULL;
+  if (posix_memalign(&p, 4096, bytes) != 0) exit(101);
+  return (int32_t*)p;
+#else
+  void* p = NULL;
+  NCCLCHECK(ncclMemAlloc(&p, bytes));
+  return (int32_t*)p;
+#endif
+}
+
+static void free_window_memory(int32_t* w) {
+#ifdef NCCL_TEST_GPU
+  free(w);
+#else
+  NCCLCHECK(ncclMemFree(w));
+#endif
+}
 
 int main(int argc, char** argv) {
   test_init_args(argc, argv, &R, &N);
@@ -147,26 +195,24 @@ int main(int argc, char** argv) {
   ncclUniqueId id = test_unique_id();
   NCCLCHECK(ncclCommInitRank(&comm, N, id, R));
   const size_t bytes = at(PHASES, 0) * sizeof(int32_t);
-  int32_t* w = NULL;
-  NCCLCHECK(ncclMemAlloc((void**)&w, bytes));
+  int32_t* w = window_memory(bytes);
   ncclWindow_t win = NULL;
   NCCLCHECK(ncclCommWindowRegister(comm, w, bytes, &win, NCCL_WIN_DEFAULT));
-#ifdef NCCL_TEST_GPU
-  int32_t* src = test_alloc(sizeof(int32_t));
-  EXPECT_ERROR(ncclPutSignal(src, 1, ncclInt32, 0, win, 0, 0, 0, 0, comm, NULL), ncclInvalidUsage,
-               "is on device memory: one-sided calls are provided on host-memory windows");
-  test_free(src);
-#else
   memset(w, 0, bytes);
   ring_and_all_pairs(w, win);
   far_ahead(w, win);
   refusals(win);
+#ifdef NCCL_TEST_GPU
+  int32_t* src = (int32_t*)test_alloc(sizeof(int32_t));
+  EXPECT_ERROR(ncclPutSignal(src, 1, ncclInt32, 0, win, 0, 0, 0, 0, comm, NULL), ncclInvalidUsage,
+               "is device memory (GPU ");
+  test_free(src);
 #endif
   NCCLCHECK(ncclCommWindowDeregister(comm, win));
   int32_t v = 0;
   EXPECT_ERROR(ncclPutSignal(&v, 1, ncclInt32, 0, win, 0, 0, 0, 0, comm, NULL), ncclInvalidArgument,
                "not a live handle");
-  NCCLCHECK(ncclMemFree(w));
+  free_window_memory(w);
   NCCLCHECK(ncclCommDestroy(comm));
   printf("rank %d: %s (%d failures)\n", R, g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;
