@@ -15,10 +15,10 @@
 
 namespace rcclx {
 
-/// kDdaLarge (the two-shot kernel pipelined through the staging, for large messages) runs on
-/// GPU buffers only; kRing, kFlat (one shot over the point-to-point channels, any host) and
-/// kHierarchical (phases inside and between hosts, ranks on several hosts) on host buffers
-/// only, for now.
+/// kDdaLarge: the two-shot by direct access pipelined through the staging, for large messages
+/// (GPU buffers, and host buffers whose ranks share a host). kRing, kFlat (one shot over the
+/// point-to-point channels, any host) and kHierarchical (phases inside and between hosts, ranks
+/// on several hosts) run on host buffers only, for now.
 enum class AllReduceAlgo { kAuto, kRing, kDdaFlat, kDdaTree, kDdaLarge, kFlat, kHierarchical };
 
 /// "auto", "ring", "dda_flat", "dda_tree", "dda_large", "flat", "hierarchical".
@@ -33,8 +33,9 @@ struct SelectorInput {
   RedOp op = RedOp::kSum;
   int nranks = 1;
   int nHosts = 1;
-  bool directAccess = true;  ///< every peer's staging memory is mapped (DDA possible)
-  bool gpu = false;          ///< the buffers are device memory (directAccess: GPU staging mapped)
+  bool directAccess = true;   ///< every peer's staging memory is mapped (DDA possible)
+  bool gpu = false;           ///< the buffers are device memory (directAccess: GPU staging mapped)
+  bool deterministic = true;  ///< host reductions keep the fold order (RCCLX_DETERMINISTIC)
   /// Ranks on each host, in host order (the caller keeps it alive). With nHosts > 1 the cost
   /// model decides; without it (a caller that knows only the host count) ring does.
   const std::vector<int>* hostSizes = nullptr;
@@ -77,17 +78,18 @@ struct SelectorConfig {
 /// Why the selector chose what it chose: a rule and the numbers it compared, formatted only
 /// when someone reads it (a log line at INFO, a tool), so a call pays nothing for it.
 enum class SelectRule : uint8_t {
-  kForced,          ///< forced by `forcedBy`
-  kGpuFlatMax,      ///< GPU, bytes <= gpu flat max
-  kGpuTreeMax,      ///< GPU, bytes <= gpu tree max
-  kGpuAboveTree,    ///< GPU, bytes > gpu tree max
-  kMultiHost,       ///< ranks span nHosts hosts
-  kNoDirectAccess,  ///< no direct access to peers
-  kFlatMax,         ///< bytes <= flat max
-  kTreeMax,         ///< bytes <= tree max
-  kAboveTree,       ///< bytes > tree max
-  kCostModel,       ///< ranks span several hosts: the cost model's cheapest form
-  kOneHost,         ///< not allreduce, every rank on one host: ring
+  kForced,            ///< forced by `forcedBy`
+  kGpuFlatMax,        ///< GPU, bytes <= gpu flat max
+  kGpuTreeMax,        ///< GPU, bytes <= gpu tree max
+  kGpuAboveTree,      ///< GPU, bytes > gpu tree max
+  kMultiHost,         ///< ranks span nHosts hosts
+  kNoDirectAccess,    ///< no direct access to peers
+  kFlatMax,           ///< bytes <= flat max
+  kTreeMax,           ///< bytes <= tree max
+  kAboveTree,         ///< bytes > tree max
+  kAboveTreeOrdered,  ///< bytes > tree max, deterministic: dda_large moves fewer bytes
+  kCostModel,         ///< ranks span several hosts: the cost model's cheapest form
+  kOneHost,           ///< not allreduce, every rank on one host: ring
 };
 
 struct Selection {

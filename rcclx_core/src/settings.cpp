@@ -32,6 +32,9 @@ Settings Settings::read(const CommConfig& config) {
   s.ddaChunkBytes = static_cast<size_t>(knob::RCCLX_DDA_CHUNK_BYTES(h));
   CTRAN_CHECK(s.ddaChunkBytes >= 4096, ctran::InvalidArgument,
               "RCCLX_DDA_CHUNK_BYTES=", s.ddaChunkBytes, " must be at least 4096");
+  s.ddaLargeChunkBytes = static_cast<size_t>(knob::RCCLX_DDA_LARGE_CHUNK_BYTES(h));
+  CTRAN_CHECK(s.ddaLargeChunkBytes >= 4096, ctran::InvalidArgument,
+              "RCCLX_DDA_LARGE_CHUNK_BYTES=", s.ddaLargeChunkBytes, " must be at least 4096");
   s.timeoutMs = ctran::config::getInt("RCCLX_TIMEOUT_MS", h);
 
   s.selector = selectorConfigFrom(h);

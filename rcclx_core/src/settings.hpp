@@ -21,9 +21,10 @@ struct Settings {
   size_t p2pChunkBytes = 0;
   int p2pSlots = 0;
   bool ddaEnable = true;
-  bool deterministic = true;  ///< RCCLX_DETERMINISTIC: host reductions in the fold order
-  size_t ddaChunkBytes = 0;
-  int64_t timeoutMs = 0;  ///< RCCLX_TIMEOUT_MS
+  bool deterministic = true;      ///< RCCLX_DETERMINISTIC: host reductions in the fold order
+  size_t ddaChunkBytes = 0;       ///< RCCLX_DDA_CHUNK_BYTES: dda_flat's and dda_tree's step
+  size_t ddaLargeChunkBytes = 0;  ///< RCCLX_DDA_LARGE_CHUNK_BYTES: dda_large's step
+  int64_t timeoutMs = 0;          ///< RCCLX_TIMEOUT_MS
 
   SelectorConfig selector;  ///< RCCLX_ALLREDUCE_ALGO and the thresholds
   lp::LpConfig lp;          ///< RCCL_LOW_PRECISION_* and RCCLX_LP_*

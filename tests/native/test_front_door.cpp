@@ -86,7 +86,7 @@ TEST_CASE("front door: errors name the argument and the value") {
 
 TEST_CASE("front door: hints configure one communicator, validated at creation") {
   CommConfig forced;
-  forced.hints = {{"RCCLX_ALLREDUCE_ALGO", "ring"}};
+  forced.hints = {{"RCCLX_ALLREDUCE_ALGO", "ring"}, {"RCCLX_DDA_ENABLE", "0"}};
   auto comm = oneRank(forced);
   std::vector<float> x{1, 2};
   CallOptions large;
@@ -94,7 +94,9 @@ TEST_CASE("front door: hints configure one communicator, validated at creation")
   CHECK_THROWS_AS(
       comm->allReduce(Buffer::host(x.data(), 2, DataType::kFloat32),
                       Buffer::host(x.data(), 2, DataType::kFloat32), RedOp::kSum, large),
-      ctran::InvalidArgument, "dda_large runs on GPU buffers only (algo='dda_large')");
+      ctran::InvalidArgument,
+      "without direct access (tcp transport or RCCLX_DDA_ENABLE=0) "
+      "(algo='dda_large')");
   comm->destroy();
   CommConfig bad;
   bad.hints = {{"RCCLX_P2P_SLOTS", "many"}};

@@ -50,14 +50,33 @@ TEST_CASE("host: default thresholds at their boundaries") {
   CHECK_EQ(pick(host(32 << 10)), "dda_flat");
   CHECK_EQ(pick(host((32 << 10) + 1)), "dda_tree");
   CHECK_EQ(pick(host(size_t{2} << 20)), "dda_tree");
-  CHECK_EQ(pick(host((size_t{2} << 20) + 1)), "ring");
-  CHECK_EQ(pick(host(size_t{4} << 30)), "ring");
+  CHECK_EQ(pick(host((size_t{2} << 20) + 1)), "dda_large");
+  CHECK_EQ(pick(host(size_t{4} << 30)), "dda_large");
+}
+
+TEST_CASE("host: above the tree, unordered reductions take the ring") {
+  SelectorInput in = host((size_t{2} << 20) + 1);
+  in.deterministic = false;
+  CHECK_EQ(pick(in), "ring");
+  CHECK_EQ(reason(in), "2097153 bytes > tree max 2097152");
+  in.bytes = size_t{2} << 20;
+  CHECK_EQ(pick(in), "dda_tree");
+}
+
+TEST_CASE("host: above the tree, two ranks take the ring") {
+  SelectorInput in = host(size_t{64} << 20);
+  in.nranks = 2;
+  CHECK_EQ(pick(in), "ring");
+  in.nranks = 3;
+  CHECK_EQ(pick(in), "dda_large");
 }
 
 TEST_CASE("host: the reason names the bytes and the threshold") {
   CHECK_EQ(reason(host(32 << 10)), "32768 bytes <= flat max 32768");
   CHECK_EQ(reason(host(32769)), "32769 bytes <= tree max 2097152");
-  CHECK_EQ(reason(host(2097153)), "2097153 bytes > tree max 2097152");
+  CHECK_EQ(reason(host(2097153)),
+           "2097153 bytes > tree max 2097152, deterministic (fewer bytes moved than the direct "
+           "ring)");
 }
 
 TEST_CASE("host: thresholds are taken from the config") {
@@ -67,7 +86,7 @@ TEST_CASE("host: thresholds are taken from the config") {
   CHECK_EQ(pick(host(100), cfg), "dda_flat");
   CHECK_EQ(pick(host(101), cfg), "dda_tree");
   CHECK_EQ(pick(host(1000), cfg), "dda_tree");
-  CHECK_EQ(pick(host(1001), cfg), "ring");
+  CHECK_EQ(pick(host(1001), cfg), "dda_large");
   cfg.flatMaxBytes = 0;  // flat off: only empty calls stay flat
   CHECK_EQ(pick(host(0), cfg), "dda_flat");
   CHECK_EQ(pick(host(1), cfg), "dda_tree");
@@ -115,12 +134,14 @@ TEST_CASE("host: a forced algorithm wins over the thresholds") {
   CHECK_EQ(pick(remote, forced(AllReduceAlgo::kRing, "algo='ring'")), "ring");
 }
 
-TEST_CASE("host: dda_large is refused") {
+TEST_CASE("host: dda_large forced runs on one host, not without direct access") {
   const auto large = forced(AllReduceAlgo::kDdaLarge, "RCCLX_ALLREDUCE_ALGO=dda_large");
-  CHECK_THROWS_AS(rcclx::selectAllReduce(host(size_t{64} << 20), large), ctran::InvalidArgument,
-                  "all_reduce: algorithm dda_large runs on GPU buffers only "
-                  "(RCCLX_ALLREDUCE_ALGO=dda_large); host buffers use auto, ring, dda_flat or "
-                  "dda_tree");
+  CHECK_EQ(pick(host(4), large), "dda_large");
+  SelectorInput tcp = host(size_t{64} << 20);
+  tcp.directAccess = false;
+  CHECK_THROWS_AS(rcclx::selectAllReduce(tcp, large), ctran::InvalidArgument,
+                  "all_reduce: algorithm dda_large needs every rank on one host with direct "
+                  "access to peers' memory");
 }
 
 TEST_CASE("host: dda forced without direct access or across hosts is refused") {
@@ -143,7 +164,9 @@ TEST_CASE("host: dda forced without direct access or across hosts is refused") {
 
 TEST_CASE("host: the errors carry the invalid-argument result code") {
   try {
-    rcclx::selectAllReduce(host(4), forced(AllReduceAlgo::kDdaLarge, "algo='dda_large'"));
+    SelectorInput tcp = host(4);
+    tcp.directAccess = false;
+    rcclx::selectAllReduce(tcp, forced(AllReduceAlgo::kDdaLarge, "algo='dda_large'"));
     CHECK(false);
   } catch (const ctran::Error& e) {
     CHECK_EQ(static_cast<int>(e.result()), static_cast<int>(ctran::Result::kInvalidArgument));

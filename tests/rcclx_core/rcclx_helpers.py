@@ -26,7 +26,11 @@ OP = rc.RedOp
 
 # Pipelining: with 4 KiB chunks, LARGE elements of any type span several chunks (and several
 # ring rounds on 4 ranks), so a few thousand elements exercise every chunk boundary.
-CHUNK_ENV = {"RCCLX_DDA_CHUNK_BYTES": "4096", "RCCLX_P2P_CHUNK_BYTES": "4096"}
+CHUNK_ENV = {
+    "RCCLX_DDA_CHUNK_BYTES": "4096",
+    "RCCLX_DDA_LARGE_CHUNK_BYTES": "4096",
+    "RCCLX_P2P_CHUNK_BYTES": "4096",
+}
 LARGE = 20011
 COUNTS = (0, 1, 1001, LARGE)
 

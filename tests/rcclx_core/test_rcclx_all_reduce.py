@@ -12,7 +12,7 @@ import rcclx_helpers as H
 
 from launcher import launch
 
-ALGOS = ["ring", "dda_flat", "dda_tree"]
+ALGOS = ["ring", "dda_flat", "dda_tree", "dda_large"]
 
 
 def _all_reduce_rank(ctx, algo):

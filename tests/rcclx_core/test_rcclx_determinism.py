@@ -45,7 +45,8 @@ def _rank(ctx, layout):
     rng = np.random.default_rng(7)
     windows = WINDOWS + [(int(o), int(c)) for o, c in
                          zip(rng.integers(0, N - 4099, 3), (97, 4099, 1 << 12))]  # fmt: skip
-    ar_algos = ["ring", "flat"] + (["hierarchical"] if multi else ["dda_flat", "dda_tree"])
+    one_host = ["dda_flat", "dda_tree", "dda_large"]
+    ar_algos = ["ring", "flat"] + (["hierarchical"] if multi else one_host)
     coll_algos = ["ring", "flat"] + (["hierarchical"] if multi else [])
     comms = {a: _comm(ctx, f"det-{a}", {"RCCLX_REDUCESCATTER_ALGO": a, "RCCLX_REDUCE_ALGO": a})
              for a in coll_algos}  # fmt: skip

@@ -42,11 +42,11 @@ def test_forced_gpu_algorithms():
         )
 
 
-def test_ring_is_refused_on_gpu_and_dda_large_on_host():
+def test_ring_is_refused_on_gpu_and_dda_large_without_direct_access():
     with pytest.raises(rc.InvalidArgumentError, match="ring is not implemented on GPU"):
         rc._testing.select_all_reduce(64, gpu=True, forced="ring")
-    with pytest.raises(rc.InvalidArgumentError, match="dda_large runs on GPU buffers only"):
-        rc._testing.select_all_reduce(64, forced="dda_large")
+    with pytest.raises(rc.InvalidArgumentError, match="dda_large needs every rank on one host"):
+        rc._testing.select_all_reduce(64, forced="dda_large", direct_access=False)
 
 
 def test_gpu_needs_one_host():

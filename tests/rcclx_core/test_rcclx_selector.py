@@ -30,11 +30,23 @@ def select(nbytes, **kw):
         (32 << 10, "dda_flat", "32768 bytes <= flat max 32768"),
         ((32 << 10) + 1, "dda_tree", "32769 bytes <= tree max 2097152"),
         (2 << 20, "dda_tree", "2097152 bytes <= tree max 2097152"),
-        ((2 << 20) + 1, "ring", "2097153 bytes > tree max 2097152"),
+        (
+            (2 << 20) + 1,
+            "dda_large",
+            "2097153 bytes > tree max 2097152, deterministic (fewer bytes moved than the direct "
+            "ring)",
+        ),
     ],
 )
 def test_default_thresholds(nbytes, algo, reason):
-    assert select(nbytes) == (algo, reason)
+    assert select(nbytes, nranks=3) == (algo, reason)
+
+
+def test_unordered_reductions_and_two_ranks_take_the_ring_above_the_tree():
+    ring = ("ring", "2097153 bytes > tree max 2097152")
+    assert select((2 << 20) + 1, nranks=3, deterministic=False) == ring
+    assert select((2 << 20) + 1, nranks=2) == ring
+    assert select(2 << 20, nranks=3, deterministic=False)[0] == "dda_tree"
 
 
 def test_thresholds_are_parameters():
@@ -42,6 +54,7 @@ def test_thresholds_are_parameters():
     assert select(100, **kw)[0] == "dda_flat"
     assert select(101, **kw) == ("dda_tree", "101 bytes <= tree max 1000")
     assert select(1000, **kw)[0] == "dda_tree"
+    assert select(1001, nranks=4, **kw)[0] == "dda_large"
     assert select(1001, **kw) == ("ring", "1001 bytes > tree max 1000")
     # flat disabled: everything above zero bytes goes to the tree
     assert select(1, flat_max_bytes=0)[0] == "dda_tree"
@@ -51,7 +64,8 @@ def test_thresholds_are_parameters():
 @pytest.mark.parametrize("nranks", [2, 3, 4, 8])
 @pytest.mark.parametrize("dtype", [rc.DataType.INT8, rc.DataType.BFLOAT16, rc.DataType.FLOAT64])
 def test_choice_depends_on_bytes_and_topology_only(nranks, dtype):
-    for nbytes, algo in [(1024, "dda_flat"), (1 << 20, "dda_tree"), (2 << 30, "ring")]:
+    large = "ring" if nranks == 2 else "dda_large"
+    for nbytes, algo in [(1024, "dda_flat"), (1 << 20, "dda_tree"), (2 << 30, large)]:
         assert select(nbytes, dtype=int(dtype), nranks=nranks)[0] == algo
         assert select(nbytes, dtype=int(dtype), nranks=nranks, op=int(rc.RedOp.MAX))[0] == algo
 
@@ -63,7 +77,7 @@ def test_several_hosts_or_no_direct_access_use_ring():
     assert algo == "ring" and "no direct access" in reason
 
 
-@pytest.mark.parametrize("forced", ["ring", "dda_flat", "dda_tree"])
+@pytest.mark.parametrize("forced", ["ring", "dda_flat", "dda_tree", "dda_large"])
 def test_forced_algorithm_wins_on_one_host(forced):
     for nbytes in (0, 1024, 1 << 20, 2 << 30):
         assert select(nbytes, forced=forced) == (forced, f"forced by forced='{forced}'")
@@ -74,7 +88,7 @@ def test_forced_ring_runs_anywhere():
     assert select(1024, forced="ring", direct_access=False)[0] == "ring"
 
 
-@pytest.mark.parametrize("forced", ["dda_flat", "dda_tree"])
+@pytest.mark.parametrize("forced", ["dda_flat", "dda_tree", "dda_large"])
 def test_forced_dda_on_two_hosts_raises(forced):
     with pytest.raises(rc.InvalidArgumentError) as e:
         select(1024, forced=forced, num_hosts=2)
@@ -83,7 +97,7 @@ def test_forced_dda_on_two_hosts_raises(forced):
     assert forced in msg and "2 host(s)" in msg and f"forced='{forced}'" in msg
 
 
-@pytest.mark.parametrize("forced", ["dda_flat", "dda_tree"])
+@pytest.mark.parametrize("forced", ["dda_flat", "dda_tree", "dda_large"])
 def test_forced_dda_without_direct_access_raises(forced):
     with pytest.raises(rc.InvalidArgumentError, match="without direct access"):
         select(1024, forced=forced, direct_access=False)
@@ -145,13 +159,17 @@ def test_env_thresholds_choose_and_run():
             ("dda_flat", "1024 bytes <= flat max 1024"),
             ("dda_tree", "1025 bytes <= tree max 8192"),
             ("dda_tree", "8192 bytes <= tree max 8192"),
-            ("ring", "8193 bytes > tree max 8192"),
+            (
+                "dda_large",
+                "8193 bytes > tree max 8192, deterministic (fewer bytes moved than the direct "
+                "ring)",
+            ),
         ]
         assert [(b, a) for b, a, _ in ran] == [
             (1024, "dda_flat"),
             (1028, "dda_tree"),
             (8192, "dda_tree"),
-            (8196, "ring"),
+            (8196, "dda_large"),
         ]
 
 
@@ -201,8 +219,9 @@ def _create_rank(ctx):
             ["RCCL_DDA_ALL_REDUCE_FLAT_MAX_BYTES", "lots"],
         ),
         ({"RCCLX_DDA_CHUNK_BYTES": "1024"}, ["RCCLX_DDA_CHUNK_BYTES=1024", "4096"]),
+        ({"RCCLX_DDA_LARGE_CHUNK_BYTES": "64"}, ["RCCLX_DDA_LARGE_CHUNK_BYTES=64", "4096"]),
     ],
-    ids=["algo", "threshold", "chunk"],
+    ids=["algo", "threshold", "chunk", "large_chunk"],
 )
 def test_bad_knob_fails_every_rank_at_creation(env, fragments):
     results = launch(_create_rank, 2, env={"RCCLX_TIMEOUT_MS": 3000, **env}, timeout=30)

@@ -52,12 +52,10 @@ OP = H.OP
 SPECS = [H.SPEC[name] for name in ("float32", "float64", "int32", "int64", "bfloat16")]
 REDUCTION_OPS = [OP.SUM, OP.MAX, OP.MIN, OP.PROD, OP.AVG]
 # The RCCLX_ALLREDUCE_ALGO choices (rcclx_core.perf.spec.allreduce_algos()) and no hint.
-# dda_large runs on GPU buffers only, dda_flat and dda_tree only where the ranks can read each
-# other's memory (not over tcp): elsewhere the call must be rejected, and the communicator
-# must stay usable after it.
+# dda_flat, dda_tree and dda_large run only where the ranks can read each other's memory (not
+# over tcp): elsewhere the call must be rejected, and the communicator must stay usable after it.
 ALLREDUCE_ALGOS = ("auto", "ring", "dda_flat", "dda_tree", "dda_large", None)
-GPU_ONLY_ALGOS = frozenset({"dda_large"})
-DIRECT_ACCESS_ALGOS = frozenset({"dda_flat", "dda_tree"})
+DIRECT_ACCESS_ALGOS = frozenset({"dda_flat", "dda_tree", "dda_large"})
 
 # Relative frequency of each kind of step (splits are rare: each creates a communicator).
 STEP_WEIGHTS = {
@@ -188,8 +186,7 @@ def draw_call(rng: random.Random, nranks: int, tag: int, kind: str, in_group: bo
         call.op = rng.choice(REDUCTION_OPS)
     call.root = rng.randrange(nranks)
     if kind == "all_reduce":
-        algos = [a for a in ALLREDUCE_ALGOS if not (in_group and a in GPU_ONLY_ALGOS)]
-        call.algo = rng.choice(algos)
+        call.algo = rng.choice(ALLREDUCE_ALGOS)
     if kind in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
         call.in_place = rng.random() < 0.5
     if kind == "all_to_all_v":
@@ -315,9 +312,7 @@ def issue(comm, c: Call):
         x = inputs[me].copy()
         out = None if c.in_place else poisoned(spec, c.count)
         algo = c.algo
-        cannot_run = algo in GPU_ONLY_ALGOS or (
-            algo in DIRECT_ACCESS_ALGOS and not comm.direct_access
-        )
+        cannot_run = algo in DIRECT_ACCESS_ALGOS and not comm.direct_access
         if cannot_run and c.in_group:
             algo = None  # a group records only calls that run
         elif cannot_run:

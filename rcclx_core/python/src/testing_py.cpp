@@ -24,7 +24,7 @@ void registerSelector(py::module_& m) {
       "select_all_reduce",
       [](size_t nbytes, int dtype, int op, int nranks, int nHosts, bool directAccess,
          std::string forced, size_t flatMax, size_t treeMax, bool gpu, size_t gpuFlatMax,
-         size_t gpuTreeMax) {
+         size_t gpuTreeMax, bool deterministic) {
         SelectorInput in;
         in.bytes = nbytes;
         in.type = checkDataType(dtype, "select_all_reduce");
@@ -33,6 +33,7 @@ void registerSelector(py::module_& m) {
         in.nHosts = nHosts;
         in.directAccess = directAccess;
         in.gpu = gpu;
+        in.deterministic = deterministic;
         SelectorConfig cfg;
         cfg.forced = parseAlgo(forced, "select_all_reduce");
         cfg.forcedBy = "forced='" + forced + "'";
@@ -49,6 +50,7 @@ void registerSelector(py::module_& m) {
       py::arg("tree_max_bytes") = SelectorConfig().treeMaxBytes, py::arg("gpu") = false,
       py::arg("gpu_flat_max_bytes") = SelectorConfig().gpuFlatMaxBytes,
       py::arg("gpu_tree_max_bytes") = SelectorConfig().gpuTreeMaxBytes,
+      py::arg("deterministic") = true,
       "The pure allreduce selector: (algorithm, reason) for the given call and thresholds.");
 }
 

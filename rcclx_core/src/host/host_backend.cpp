@@ -76,7 +76,9 @@ HostBackend::HostBackend(ctran::PeerGroup& group, const Settings& settings)
     allShm &= k == ctran::TransportKind::kSelf || k == ctran::TransportKind::kShm;
   }
   if (settings.ddaEnable && allShm) {
-    arena_ = std::make_unique<DirectArena>(group, settings.ddaChunkBytes, settings.timeoutMs);
+    // One staging for every DDA algorithm: slots of the largest step any of them takes.
+    const size_t slot = std::max(settings.ddaChunkBytes, settings.ddaLargeChunkBytes);
+    arena_ = std::make_unique<DirectArena>(group, slot, settings.timeoutMs);
   }
   executor_ = std::make_unique<Executor>();
 }
@@ -121,6 +123,7 @@ Selection HostBackend::select(size_t bytes, DataType type, RedOp op,
   in.nHosts = nHosts_;
   in.directAccess = arena_ != nullptr;
   in.gpu = false;
+  in.deterministic = settings_.deterministic;
   in.hostSizes = &layout_.hostSizes;
   return selectAllReduce(in, cfg);
 }
@@ -155,10 +158,16 @@ void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataT
   const RedOp combine = combineOp(op);
   switch (algo) {
     case AllReduceAlgo::kDdaFlat:
-      ddaFlatAllReduce(*arena_, foldOrder_, send, recv, count, type, combine, tag);
+      ddaFlatAllReduce(*arena_, foldOrder_, send, recv, count, type, combine,
+                       settings_.ddaChunkBytes, tag);
       break;
     case AllReduceAlgo::kDdaTree:
-      ddaTreeAllReduce(*arena_, foldOrder_, send, recv, count, type, combine, tag);
+      ddaTreeAllReduce(*arena_, foldOrder_, send, recv, count, type, combine,
+                       settings_.ddaChunkBytes, tag);
+      break;
+    case AllReduceAlgo::kDdaLarge:
+      ddaLargeAllReduce(*arena_, foldOrder_, send, recv, count, type, combine,
+                        settings_.ddaLargeChunkBytes, tag);
       break;
     case AllReduceAlgo::kFlat:
       flatAllReduce(*channels_, foldOrder_, send, recv, count, type, combine, tag);

@@ -31,6 +31,7 @@ def select_all_reduce(
     gpu: bool = False,
     gpu_flat_max_bytes: int = 262144,
     gpu_tree_max_bytes: int = 33554432,
+    deterministic: bool = True,
 ) -> tuple[str, str]: ...
 
 # --- a communicator's selection, zero-copy counters and GPU launch shapes

@@ -48,15 +48,25 @@ void hierarchicalAllReduce(Channels& channels, const HostLayout& layout,
                            const GroupReductions& reductions, const void* send, void* recv,
                            size_t count, DataType type, RedOp op, uint64_t tag);
 
+/// The DDA algorithms run in steps of `chunkBytes` (at most the arena's slot).
+///
 /// DDA flat: every rank stages its input, then loads every rank's staged input and folds all
 /// of them locally in `order`. One synchronisation per chunk; for small messages.
 void ddaFlatAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
-                      size_t count, DataType type, RedOp op, uint64_t tag);
+                      size_t count, DataType type, RedOp op, size_t chunkBytes, uint64_t tag);
 
 /// DDA tree: every rank stages its input; rank r folds slice r of all inputs (direct loads,
 /// in `order`) into its result region; then every rank copies all result slices. Two
 /// synchronisations per chunk, 1/n of the reduction work per rank; for medium messages.
 void ddaTreeAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
-                      size_t count, DataType type, RedOp op, uint64_t tag);
+                      size_t count, DataType type, RedOp op, size_t chunkBytes, uint64_t tag);
+
+/// DDA large: dda_tree's two phases moving only what each rank needs. Each rank stages only
+/// the slices its peers fold, folds its own slice (in `order`) from its input and theirs, and
+/// copies the others' results; the next chunk is staged while the peers fold this one. Fewer
+/// bytes per rank than the ring ((5n - 2) / n per message byte against 7(n - 1) / n); for
+/// large messages.
+void ddaLargeAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
+                       size_t count, DataType type, RedOp op, size_t chunkBytes, uint64_t tag);
 
 }  // namespace rcclx

@@ -10,10 +10,10 @@
 namespace rcclx {
 
 void ddaFlatAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
-                      size_t count, DataType type, RedOp op, uint64_t tag) {
+                      size_t count, DataType type, RedOp op, size_t chunkBytes, uint64_t tag) {
   const int n = arena.nranks();
   const size_t elem = dataTypeSize(type);
-  const size_t chunkElems = arena.slotBytes() / elem;
+  const size_t chunkElems = std::min(chunkBytes, arena.slotBytes()) / elem;
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   std::vector<const void*> srcs(n);

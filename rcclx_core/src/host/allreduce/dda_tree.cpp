@@ -10,11 +10,11 @@
 namespace rcclx {
 
 void ddaTreeAllReduce(DirectArena& arena, const FoldOrder& order, const void* send, void* recv,
-                      size_t count, DataType type, RedOp op, uint64_t tag) {
+                      size_t count, DataType type, RedOp op, size_t chunkBytes, uint64_t tag) {
   const int n = arena.nranks();
   const int r = arena.rank();
   const size_t elem = dataTypeSize(type);
-  const size_t chunkElems = arena.slotBytes() / elem;
+  const size_t chunkElems = std::min(chunkBytes, arena.slotBytes()) / elem;
   // Slices start on 64-byte boundaries so ranks never share a cache line of results.
   const size_t align = std::max<size_t>(1, 64 / elem);
   const char* in = static_cast<const char*>(send);
