@@ -37,6 +37,21 @@ def compiler() -> str:
     return cc
 
 
+@functools.cache
+def cuda_toolkit() -> Path:
+    """The CUDA toolkit with cuda_runtime.h and libcudart: CUDA_HOME, nvcc's install, or
+    /usr/local/cuda."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    roots.append("/usr/local/cuda")
+    for root in filter(None, roots):
+        if (Path(root) / "include" / "cuda_runtime.h").is_file():
+            return Path(root)
+    pytest.skip("no CUDA toolkit (cuda_runtime.h) to build the GPU test programs")
+
+
 def build(
     source: str | Path,
     library: str = "nccl",

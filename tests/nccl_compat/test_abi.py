@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from nccl_programs import build, cuda_toolkit
 
 import ctran
 import rcclx_nccl
@@ -381,6 +382,17 @@ def test_nccl_h_brings_the_cuda_half_bfloat16_and_fp8_types(tmp_path):
     source = Path(__file__).resolve().parent / "c" / "cuda_types.cu"
     _compile(_nvcc(), "-std=c++17", "-c", f"-I{rcclx_nccl.include_dir()}", str(source), "-o",
              str(tmp_path / "cuda_types.o"))  # fmt: skip
+
+
+def test_the_one_sided_benchmark_builds_from_the_installed_headers_and_library():
+    # nccl_compat/bench/one_sided_gpu.c uses the NCCL API and the CUDA runtime alone and is
+    # built on GPU machines as a user's program would be: against the installed nccl.h and
+    # libnccl.so.2 (-Wall -Wextra -Werror).
+    root = cuda_toolkit()
+    source = Path(__file__).resolve().parents[2] / "nccl_compat" / "bench" / "one_sided_gpu.c"
+    exe = build(source, flags=("-isystem", f"{root}/include"), tag="-bench",
+                libs=(f"-L{root / 'lib64'}", "-lcudart"))  # fmt: skip
+    assert exe.is_file()
 
 
 C_SOURCES = Path(__file__).resolve().parent / "c"

@@ -7,15 +7,13 @@ GPUs when there are more ranks than GPUs."""
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from nccl_programs import build, check_ranks, free_port, rank_env, run_ranks
+from nccl_programs import build, check_ranks, cuda_toolkit, free_port, rank_env, run_ranks
 
 import launcher
 import rcclx_nccl
@@ -25,23 +23,8 @@ pytestmark = pytest.mark.gpu
 HERE = Path(__file__).resolve().parent
 
 
-@functools.cache
-def _cuda_toolkit() -> Path:
-    """The CUDA toolkit with cuda_runtime.h and libcudart: CUDA_HOME, nvcc's install, or
-    /usr/local/cuda."""
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        roots.append(str(Path(nvcc).resolve().parent.parent))
-    roots.append("/usr/local/cuda")
-    for root in filter(None, roots):
-        if (Path(root) / "include" / "cuda_runtime.h").is_file():
-            return Path(root)
-    pytest.skip("no CUDA toolkit (cuda_runtime.h) to build the GPU test programs")
-
-
 def _gpu_build(source: str) -> Path:
-    root = _cuda_toolkit()
+    root = cuda_toolkit()
     lib = root / "lib64"
     # -isystem: the toolkit's own headers' warnings are not the programs' (-Werror).
     return build(source, flags=("-DNCCL_TEST_GPU", "-isystem", f"{root}/include"), tag="-gpu",
