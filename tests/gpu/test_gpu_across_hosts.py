@@ -1,15 +1,20 @@
 """GPU buffers on a communicator whose ranks span hosts (two pretend hosts, RCCLX_HOST_ID per
 rank, tcp between them; the ranks may share one GPU): every call runs the host back-end's
-collective on copies in pinned host memory (staged_backend.hpp).
+collective on copies in pinned host memory (staged_backend.hpp), queued behind the stream by the
+host proxy (host_proxy.hpp): the caller does not wait.
 
 The collective families of test_gpu_collectives run unchanged (bitwise against the same
 references as on one host); all_reduce by type and operator, in place, low precision (the same
 bits as the same call on host copies), a stream whose earlier work the call must wait for, and
-alltoallv_dynamic (rows past the received ones untouched); what staging refuses (graph
-capture, symmetric buffers) with errors that say why.
+alltoallv_dynamic (rows past the received ones untouched); calls that return before a late peer
+arrived, more calls in flight than the proxy has slots, two streams; a peer that dies while the
+stream waits; what staging refuses (graph capture, symmetric buffers) with errors that say why.
 """
 
 from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 import pytest
@@ -190,6 +195,112 @@ def _dynamic_rank(ctx):
 def test_alltoallv_dynamic_across_hosts():
     results = launch(_dynamic_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
     checks.assert_cases(results, expect_cases=4, same_on_all_ranks=True)
+
+
+# --- the caller does not wait --------------------------------------------------------------
+
+LATE_S = 1.5
+SLOTS = 4  # HostProxy::kSlots: calls staged at once before the caller waits for a slot
+
+
+def _behind_the_caller_rank(ctx):
+    """The last rank comes LATE_S late. The others' calls (fewer than the proxy's slots) return
+    at once; work enqueued after them on the stream sees their results; then more calls than
+    slots, on two streams, each checked."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    c = Cases()
+    n, me = ctx.nranks, ctx.rank
+    s = current_stream()
+    xs = [torch.full((1 << 20,), float(me + 1 + k), device=dev) for k in range(SLOTS - 1)]
+    torch.cuda.synchronize()
+    if me == n - 1:
+        time.sleep(LATE_S)
+    start = time.monotonic()
+    for x in xs:
+        comm.all_reduce(x, stream=s)
+    issued = time.monotonic() - start
+    xs[0].mul_(2)  # stream order: after the first call's copies back
+    torch.cuda.synchronize()
+    waited = time.monotonic() - start
+    if me != n - 1:
+        c.record(
+            "calls return before the late peer arrives",
+            None if issued < LATE_S / 3 and waited > LATE_S / 2 else
+            f"issuing took {issued:.3f} s, the stream finished after {waited:.3f} s",
+        )  # fmt: skip
+    else:
+        c.record("calls return before the late peer arrives", None)
+    base = sum(r + 1.0 for r in range(n))
+    want = [torch.full_like(x, base + n * k) for k, x in enumerate(xs)]
+    want[0] *= 2
+    c.record("results in stream order", checks.same_bits(torch.cat(xs), torch.cat(want)))
+
+    # More calls than slots, alternating between two streams ordered by events.
+    other = torch.cuda.Stream()
+    ys = [torch.full((4097 + k,), float(me * 10 + k), device=dev) for k in range(3 * SLOTS)]
+    torch.cuda.synchronize()
+    for k, y in enumerate(ys):
+        stream = s if k % 2 == 0 else other.cuda_stream
+        if k % 2 == 1:
+            other.wait_stream(torch.cuda.current_stream())
+        else:
+            torch.cuda.current_stream().wait_stream(other)
+        comm.all_reduce(y, stream=stream)
+    torch.cuda.current_stream().wait_stream(other)
+    torch.cuda.synchronize()
+    problems = [
+        checks.same_bits(y, torch.full_like(y, sum(r * 10.0 + k for r in range(n))))
+        for k, y in enumerate(ys)
+    ]
+    c.record("more calls than slots, two streams", next((p for p in problems if p), None))
+    comm.destroy()
+    return c.results
+
+
+def test_calls_run_behind_the_caller_in_stream_order():
+    results = launch(_behind_the_caller_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
+    checks.assert_cases(results, expect_cases=3)
+
+
+def _dies_while_the_stream_waits_rank(ctx):
+    """Rank 1 dies before its call; rank 0's call has returned and its stream waits on the
+    host part. The wait must end (no hang), and the next call must raise naming the rank."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    x = torch.ones(1 << 16, device=dev)
+    comm.all_reduce(x, stream=current_stream())
+    torch.cuda.synchronize()
+    if ctx.rank == 1:
+        os._exit(0)
+    start = time.monotonic()
+    comm.all_reduce(x, stream=current_stream())
+    torch.cuda.synchronize()  # the wait kernel ends once the host part fails
+    drained = time.monotonic() - start
+    try:
+        comm.all_reduce(x, stream=current_stream())
+        torch.cuda.synchronize()
+        raised = "no error raised"
+    except rc.Error as e:
+        raised = None if "rank 1" in str(e) else f"the error does not name rank 1: {e}"
+    comm.abort()
+    return {"drained_s": drained, "raised": raised}
+
+
+def test_a_peer_that_dies_while_the_stream_waits_is_an_error_not_a_hang():
+    env = {"RCCLX_TIMEOUT_MS": "5000"}
+    results = launch(
+        _dies_while_the_stream_waits_rank,
+        NRANKS,
+        env=env,
+        timeout=90,
+        expect_errors=True,
+        rank_env=pretend_hosts(),
+    )
+    survivor = results[0]
+    assert survivor.error is None, survivor.error
+    assert survivor.value["raised"] is None, survivor.value
+    assert survivor.value["drained_s"] < 30, survivor.value
 
 
 # --- what staging refuses ----------------------------------------------------------------------

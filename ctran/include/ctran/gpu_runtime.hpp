@@ -72,6 +72,8 @@ using gpuEvent_t = hipEvent_t;
 #define gpuEventRecord hipEventRecord
 #define gpuEventDestroy hipEventDestroy
 #define gpuStreamWaitEvent hipStreamWaitEvent
+#define gpuLaunchHostFunc hipLaunchHostFunc
+using gpuHostFn_t = hipHostFn_t;
 #define RCCLX_WARP_SIZE 64
 // Peer-visible memory (flags polled with system-scope atomics) must be fine-grained on AMD:
 // plain hipMalloc memory is coarse-grained, coherent only at kernel boundaries.
@@ -124,6 +126,8 @@ using gpuEvent_t = cudaEvent_t;
 #define gpuEventRecord cudaEventRecord
 #define gpuEventDestroy cudaEventDestroy
 #define gpuStreamWaitEvent cudaStreamWaitEvent
+#define gpuLaunchHostFunc cudaLaunchHostFunc
+using gpuHostFn_t = cudaHostFn_t;
 #define RCCLX_WARP_SIZE 32
 
 #endif

@@ -3,20 +3,28 @@
 // runs the host back-end's collective on the copies (whatever that picks across hosts: the
 // hierarchical forms, ucx or tcp between hosts, low precision) and copies the outputs back.
 //
-// Stream order is kept: a call first waits for the work enqueued on its stream before it, and
-// the copies back are enqueued on that stream. The call returns once the collective finished
-// on the host (it blocks the caller, unlike a kernel launch); the copies back need not have
-// finished. A call that fails leaves its GPU outputs as they were. Graph capture is refused:
-// the host part cannot be captured.
+// Stream order is kept and the caller does not wait: the copies, the host part and the copies
+// back are ordered behind the stream's earlier work by the host proxy (host_proxy.hpp), and the
+// call returns once they are enqueued; the host parts run in call order on the host back-end's
+// executor, with the communicator's host-buffer calls. A call that fails makes the outputs of
+// the calls in flight undefined and the next call raise. Graph capture is refused: a replay
+// would have no host part.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "device/device_backend.hpp"
 
+namespace ctran {
+class PeerGroup;
+}
+
 namespace rcclx {
 
-/// GPU `device`'s collectives, run by `host` on copies in pinned memory.
-std::unique_ptr<DeviceBackend> makeStagedBackend(HostBackend& host, int device);
+/// GPU `device`'s collectives over `group`, run by `host` on copies in pinned memory;
+/// `timeoutMs` is the communicator's RCCLX_TIMEOUT_MS.
+std::unique_ptr<DeviceBackend> makeStagedBackend(HostBackend& host, ctran::PeerGroup& group,
+                                                 int device, int64_t timeoutMs);
 
 }  // namespace rcclx

@@ -458,6 +458,10 @@ WorkPtr HostBackend::groupEnd(bool async) {
                            async);
 }
 
+WorkPtr HostBackend::enqueueInOrder(const char* what, std::function<void()> fn) {
+  return executor_->submit(what, 0, std::move(fn), /*async=*/true);
+}
+
 void HostBackend::runOutsideGroup(const std::function<void()>& fn) {
   struct OpenGroup {  // set aside while fn runs, put back on return and on a throw
     explicit OpenGroup(HostBackend& b)

@@ -82,6 +82,10 @@ class HostBackend {
   /// group's recorded calls stay recorded and run at its end): for the staged device
   /// back-end, which copies a call's outputs back to the GPU as soon as the call returns.
   void runOutsideGroup(const std::function<void()>& fn);
+  /// Queues `fn` (named `what` in its Work) behind every call submitted so far and returns at
+  /// once; calls submitted later run after it. For the staged device back-end's steps around a
+  /// call's host part (waiting for the stream to stage the inputs, releasing it afterwards).
+  WorkPtr enqueueInOrder(const char* what, std::function<void()> fn);
 
   /// Waits for all submitted work; stop() also ends the worker.
   void finalize();

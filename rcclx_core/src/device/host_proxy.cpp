@@ -1,0 +1,273 @@
+// Implementation of host_proxy.hpp (host side; the two kernels are in host_proxy.cu).
+#include "device/host_proxy.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+#include "ctran/checks.hpp"
+#include "ctran/gpu_runtime.hpp"
+#include "ctran/logging.hpp"
+#include "ctran/peer_group.hpp"
+#include "host/host_backend.hpp"
+
+namespace rcclx::gpu {
+namespace {
+
+// Host reductions vectorise best on aligned blocks; the words take the slot's first block.
+constexpr size_t kRegionAlign = 256;
+// How often the gate looks at the group's failure while it waits for a stream.
+constexpr auto kGatePoll = std::chrono::milliseconds(10);
+
+size_t alignUp(size_t n) { return (n + kRegionAlign - 1) / kRegionAlign * kRegionAlign; }
+
+gpuStream_t asStream(void* stream) { return static_cast<gpuStream_t>(stream); }
+
+/// What the stream and the executor hand each other, at the head of a slot's mapped memory.
+struct ProxyWords {
+  uint64_t done;           ///< the epoch of the last call whose host part finished
+  uint64_t copyBackBytes;  ///< the bytes of a data-dependent copy back (copyBackPrefix)
+};
+static_assert(sizeof(ProxyWords) <= kRegionAlign, "the words fit the slot's first block");
+
+}  // namespace
+
+struct HostProxy::Slot {
+  int device = 0;
+  char* host = nullptr;           ///< pinned, mapped: ProxyWords, then the staging
+  char* mapped = nullptr;         ///< the same memory as the GPU addresses it
+  size_t capacity = 0;            ///< staging bytes
+  uint64_t epoch = 0;             ///< calls run in this slot
+  gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
+  bool inUse = false;             ///< `released` was recorded
+
+  std::mutex mu;
+  std::condition_variable stagedChanged;
+  uint64_t stagedEpoch = 0;   ///< set by the host function
+  uint64_t pendingEpoch = 0;  ///< what the next host function sets
+
+  ProxyWords* words() const { return reinterpret_cast<ProxyWords*>(host); }
+  const ProxyWords* mappedWords() const { return reinterpret_cast<const ProxyWords*>(mapped); }
+  char* staging() const { return host + kRegionAlign; }
+  char* mappedStaging() const { return mapped + kRegionAlign; }
+
+  /// The host function: the stream has staged the inputs of pendingEpoch's call.
+  static void inputsStaged(void* self) {
+    auto* slot = static_cast<Slot*>(self);
+    {
+      std::lock_guard<std::mutex> lock(slot->mu);
+      slot->stagedEpoch = slot->pendingEpoch;
+    }
+    slot->stagedChanged.notify_all();
+  }
+
+  /// Waits for the copies back of the slot's last call (the caller, when kSlots are in flight).
+  void waitReleased() {
+    if (!inUse) return;
+    CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the previous call's copies back (GPU ", device,
+                    ")");
+    inUse = false;
+  }
+
+  /// Room for `bytes` of staging (after waitReleased).
+  void reserve(size_t bytes) {
+    if (bytes <= capacity && host != nullptr) return;
+    freeMemory();
+    const size_t grown = std::max(bytes, 2 * capacity);
+    void* p = nullptr;
+    CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&p, kRegionAlign + grown), "pinned staging of ",
+                    grown, " bytes for GPU collectives across hosts");
+    host = static_cast<char*>(p);
+    void* d = nullptr;
+    CTRAN_GPU_CHECK(ctran::gpuHostDevicePointer(&d, p), "mapping the staging into GPU ", device);
+    mapped = static_cast<char*>(d);
+    capacity = grown;
+    *words() = ProxyWords{0, 0};  // epochs only grow: the new memory starts below them
+  }
+
+  void markReleased(gpuStream_t stream) {
+    if (released == nullptr) {
+      CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&released, gpuEventDisableTiming),
+                      "a staging event of GPU ", device);
+    }
+    CTRAN_GPU_CHECK(gpuEventRecord(released, stream), "a staging event of GPU ", device);
+    inUse = true;
+  }
+
+  /// Executor side: the host part of `epoch` finished; the wait kernel may go on.
+  void publish(uint64_t epoch, size_t copyBackBytes) {
+    words()->copyBackBytes = copyBackBytes;
+    __atomic_store_n(&words()->done, epoch, __ATOMIC_RELEASE);
+  }
+
+  void freeMemory() noexcept {
+    if (host != nullptr && ctran::gpuHostFreeMapped(host) != gpuSuccess) (void)gpuGetLastError();
+    host = mapped = nullptr;
+    capacity = 0;
+  }
+
+  /// Frees everything without throwing, after the slot's stream work (destroy).
+  void release() noexcept {
+    if (inUse && gpuEventSynchronize(released) != gpuSuccess) (void)gpuGetLastError();
+    inUse = false;
+    freeMemory();
+    if (released != nullptr && gpuEventDestroy(released) != gpuSuccess) (void)gpuGetLastError();
+    released = nullptr;
+  }
+};
+
+HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs)
+    : host_(host),
+      group_(group),
+      device_(device),
+      rank_(group.rank()),
+      // A call's wait may start while the calls ahead of it in the executor still run, each
+      // bounded by the host waits' timeout: the kernel waits for them all before it gives up.
+      waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(timeoutMs, 1)) * (kSlots + 1) *
+                     1000000ull),
+      report_(device, "the wait report of GPU calls across hosts") {
+  for (auto& slot : slots_) {
+    slot = std::make_unique<Slot>();
+    slot->device = device;
+  }
+}
+
+HostProxy::~HostProxy() {
+  for (auto& slot : slots_) slot->release();
+}
+
+void HostProxy::raiseIfFailed() {
+  {
+    std::lock_guard<std::mutex> lock(failureMu_);
+    if (failure_) std::rethrow_exception(failure_);
+  }
+  if (!report_.timedOut()) return;
+  const ctran::WaitReport& r = report_.report();
+  throw ctran::TimeoutError(
+      ctran::strCat("rank ", rank_, ": a GPU call across hosts waited ", r.timeoutNs / 1000000,
+                    " ms for its host part (epoch ", r.expected, ", saw ", r.seen,
+                    "); the calls ahead of it on the host did not finish (RCCLX_TIMEOUT_MS)"));
+}
+
+HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
+  Slot& slot = *slots_[nextSlot_];
+  nextSlot_ = (nextSlot_ + 1) % kSlots;
+  slot.waitReleased();
+  slot.reserve(stagingBytes);
+  return slot;
+}
+
+void HostProxy::waitStaged(Slot& slot, uint64_t epoch) {
+  std::unique_lock<std::mutex> lock(slot.mu);
+  while (!slot.stagedChanged.wait_for(lock, kGatePoll, [&] { return slot.stagedEpoch >= epoch; })) {
+    // The host part raises the failure (its calls check the group first).
+    if (group_.failure()) return;
+  }
+}
+
+void HostProxy::fail(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(failureMu_);
+    if (!failure_) failure_ = std::move(error);
+  }
+  report_.abort();  // the streams must not wait for what never comes
+}
+
+void HostProxy::destroy(bool collective) {
+  if (destroyed_) return;
+  destroyed_ = true;
+  if (!collective) report_.abort();  // end the waits: no host part will publish
+  for (auto& slot : slots_) slot->release();
+}
+
+HostProxy::Call::Call(HostProxy& proxy, void* stream, const char* what)
+    : proxy_(proxy), stream_(stream), what_(what) {}
+
+HostProxy::Call::Region HostProxy::Call::add(const void* gpu, size_t bytes, bool input,
+                                             bool output) {
+  for (Region r = 0; r < regions_.size(); ++r) {
+    Entry& e = regions_[r];
+    if (e.gpu == gpu && e.bytes == bytes) {
+      e.input |= input;
+      e.output |= output;
+      return r;
+    }
+  }
+  regions_.push_back({const_cast<void*>(gpu), bytes, input, output, 0});
+  return regions_.size() - 1;
+}
+
+void HostProxy::Call::copyBackPrefix(Region r, std::function<size_t()> bytes) {
+  prefixRegion_ = r;
+  prefixBytes_ = std::move(bytes);
+}
+
+void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
+  const gpuStream_t stream = asStream(stream_);
+  CTRAN_CHECK(!proxy_.destroyed_, ctran::InvalidUsage, what_,
+              ": the communicator's GPU state was already released");
+  CTRAN_CHECK(!ctran::gpuStreamCapturing(stream), ctran::InvalidUsage, what_,
+              ": the communicator spans hosts, so its GPU collectives run through pinned host "
+              "memory and cannot be captured into a graph (run this call eagerly)");
+  proxy_.raiseIfFailed();
+  ctran::GpuDeviceGuard on(proxy_.device_, what_);
+  size_t total = 0;
+  for (Entry& e : regions_) {
+    e.offset = total;
+    total += alignUp(e.bytes);
+  }
+  Slot& slot = proxy_.acquire(total);
+  staging_ = slot.staging();
+  for (const Entry& e : regions_) {
+    if (e.input && e.bytes > 0) {
+      CTRAN_GPU_CHECK(gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
+                      "copying an input of ", what_, " to host memory");
+    }
+  }
+  const uint64_t epoch = ++slot.epoch;
+  slot.pendingEpoch = epoch;
+  CTRAN_GPU_CHECK(gpuLaunchHostFunc(stream, &Slot::inputsStaged, &slot),
+                  "enqueueing the host part of ", what_);
+  slot.markReleased(stream);  // the host function holds the slot until it ran
+
+  HostProxy& proxy = proxy_;
+  proxy.host_.runOutsideGroup([&] {
+    proxy.host_.enqueueInOrder("staging GPU inputs",
+                               [&proxy, &slot, epoch] { proxy.waitStaged(slot, epoch); });
+    WorkPtr work = submit();
+    proxy.host_.enqueueInOrder(
+        "releasing the GPU stream",
+        [&proxy, &slot, epoch, work = std::move(work), prefix = prefixBytes_] {
+          try {
+            if (work) work->wait();
+            slot.publish(epoch, prefix ? prefix() : 0);
+          } catch (...) {
+            proxy.fail(std::current_exception());
+            throw;
+          }
+        });
+  });
+  enqueueCopiesBack(slot, epoch);
+}
+
+void HostProxy::Call::enqueueCopiesBack(Slot& slot, uint64_t epoch) {
+  const gpuStream_t stream = asStream(stream_);
+  launchWaitForHost(&slot.mappedWords()->done, epoch, proxy_.rank_,
+                    proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
+  for (Region r = 0; r < regions_.size(); ++r) {
+    const Entry& e = regions_[r];
+    if (!e.output || e.bytes == 0) continue;
+    if (prefixBytes_ && r == prefixRegion_) {
+      launchCopyPrefix(e.gpu, slot.mappedStaging() + e.offset, &slot.mappedWords()->copyBackBytes,
+                       e.bytes, stream_);
+    } else {
+      CTRAN_GPU_CHECK(gpuMemcpyAsync(e.gpu, staging_ + e.offset, e.bytes, gpuMemcpyDefault, stream),
+                      "copying an output of ", what_, " back to the GPU");
+    }
+  }
+  slot.markReleased(stream);
+}
+
+}  // namespace rcclx::gpu

@@ -1,0 +1,146 @@
+// HostProxy: runs the staged device back-end's calls (GPU buffers of a communicator whose
+// ranks span hosts) behind the caller's back, in stream order. A call's host part (the host
+// back-end's collective on pinned copies of the GPU buffers) runs on the host back-end's
+// executor thread, in the order the calls were made (the same on every rank, as the tags
+// require), and the calling thread returns as soon as everything is enqueued:
+//
+//   stream:    copy inputs to the slot -> host function "inputs staged" -> wait kernel -> copy
+//              outputs back
+//   executor:  gate (until "inputs staged") -> the host part -> publish (done word = epoch)
+//
+// The host function only flags the slot (no runtime call, never blocks: CUDA runs host
+// functions of every stream on one thread); the gate waits for that flag; the wait kernel (one
+// thread) polls the slot's done word, pinned host memory mapped into the GPU, with system-scope
+// acquire loads until the executor publishes the call's epoch there. The caller's host time
+// does not depend on the message size, and the host never synchronizes with the stream.
+//
+// Slots: each call in flight holds one slot of pinned, mapped memory (its words, then its
+// staging, grown on demand). kSlots of them are used in turn; a slot is reused once its previous
+// call's copies back are done (the caller waits only when kSlots calls are in flight).
+//
+// Failures: when a host part fails (a dead peer, a timeout, a failure another rank reported,
+// a call's own error such as alltoallv_dynamic's rows overflowing the output) its publish step
+// records the error and sets the abort word instead of the done word, so every wait kernel of
+// this proxy ends at once and the stream drains; the outputs of the calls in flight are
+// undefined, and every later call raises the recorded error. A wait kernel that runs past its
+// bound records itself in the proxy's wait report, and the next call raises that timeout.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ctran/wait_report.hpp"
+#include "rcclx/work.hpp"
+
+namespace ctran {
+class PeerGroup;
+}
+
+namespace rcclx {
+class HostBackend;
+}
+
+namespace rcclx::gpu {
+
+class HostProxy {
+ public:
+  /// Calls in flight at once (each holds a slot of pinned staging until its copies back ran).
+  static constexpr size_t kSlots = 4;
+
+  /// For `host`'s communicator (`group`) on GPU `device`; `timeoutMs` bounds the host waits
+  /// (RCCLX_TIMEOUT_MS).
+  HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs);
+  ~HostProxy();
+  HostProxy(const HostProxy&) = delete;
+  HostProxy& operator=(const HostProxy&) = delete;
+
+  struct Slot;
+
+  /// One call's GPU memory as host copies: regions are added first, then run() stages the
+  /// inputs, queues the host part and enqueues the copies back.
+  class Call {
+   public:
+    using Region = size_t;
+
+    Call(HostProxy& proxy, void* stream, const char* what);
+
+    /// `bytes` of GPU memory at `gpu`, copied to the staging before the host part (`input`)
+    /// and back after it (`output`). The same memory added twice is one region with both.
+    Region add(const void* gpu, size_t bytes, bool input, bool output);
+    Region in(const void* gpu, size_t bytes) { return add(gpu, bytes, true, false); }
+    Region out(void* gpu, size_t bytes) { return add(gpu, bytes, false, true); }
+    /// Copies back only the first `bytes()` of output region `r`; `bytes` is called on the
+    /// executor after the host part (the rows alltoallv_dynamic received).
+    void copyBackPrefix(Region r, std::function<size_t()> bytes);
+
+    /// The host copy of region `r`: valid inside `submit` of run() and in what it queues.
+    char* host(Region r) const { return staging_ + regions_[r].offset; }
+
+    /// Stages the inputs behind the stream's earlier work, calls `submit` on this thread (it
+    /// submits the host part, asynchronously, on host(r)'s memory, and returns its Work),
+    /// enqueues the wait and the copies back on the stream, and returns. Throws what `submit`
+    /// throws (nothing is copied back then), InvalidUsage while the stream is capturing.
+    void run(const std::function<WorkPtr()>& submit);
+
+   private:
+    struct Entry {
+      void* gpu;
+      size_t bytes;
+      bool input;
+      bool output;
+      size_t offset;  ///< in the staging
+    };
+    void enqueueCopiesBack(Slot& slot, uint64_t epoch);
+
+    HostProxy& proxy_;
+    void* stream_;
+    const char* what_;
+    std::vector<Entry> regions_;
+    Region prefixRegion_ = 0;
+    std::function<size_t()> prefixBytes_;
+    char* staging_ = nullptr;
+  };
+
+  /// Raises the first host part's failure, or the timeout a wait kernel recorded, if any (at
+  /// the start of every call).
+  void raiseIfFailed();
+  /// Waits for every call in flight (collective), or ends their waits (`collective` false:
+  /// an abort), then frees the slots. The proxy takes no call afterwards.
+  void destroy(bool collective);
+
+ private:
+  Slot& acquire(size_t stagingBytes);
+  /// Executor side: until `slot`'s inputs of `epoch` are staged, or the group failed.
+  void waitStaged(Slot& slot, uint64_t epoch);
+  /// Executor side: a host part failed with `error`; ends every wait of the proxy.
+  void fail(std::exception_ptr error);
+
+  HostBackend& host_;
+  ctran::PeerGroup& group_;
+  int device_;
+  int rank_;
+  uint64_t waitTimeoutNs_;
+  ctran::MappedWaitReport report_;
+  std::array<std::unique_ptr<Slot>, kSlots> slots_;
+  size_t nextSlot_ = 0;
+  bool destroyed_ = false;
+  std::mutex failureMu_;
+  std::exception_ptr failure_;  ///< the first host part's error
+};
+
+/// Enqueues on `stream` one thread that waits until `*done` (mapped host memory) reaches
+/// `epoch`, bounded by `bound`; `rank` names this rank in a timeout's message.
+void launchWaitForHost(const uint64_t* done, uint64_t epoch, int rank,
+                       const ctran::WaitBound& bound, void* stream);
+/// Enqueues on `stream` a copy of min(*bytes, maxBytes) bytes from `src` (mapped host memory)
+/// to `dst` (device memory), the count read by the kernel.
+void launchCopyPrefix(void* dst, const void* src, const uint64_t* bytes, size_t maxBytes,
+                      void* stream);
+
+}  // namespace rcclx::gpu
