@@ -146,7 +146,9 @@ def _late_rank_with_shared_memory_kernels(ctx):
     comm = ctx.communicator()
     n, me = ctx.nranks, ctx.rank
     s = current_stream()
-    count = 4 << 20  # 16 MiB of float32: the grids take every block the GPU's share allows
+    # About 16 MiB of float32 in whole blocks per rank: the grids take every block the GPU's
+    # share allows.
+    count = (4 << 20) // n * n
     x = torch.full((count,), float(me + 1), device=dev)
     rows = torch.randn(512, 8192, device=dev)
     bad = []

@@ -203,10 +203,13 @@ int main(int argc, char** argv) {
   far_ahead(w, win);
   refusals(win);
 #ifdef NCCL_TEST_GPU
-  int32_t* src = (int32_t*)test_alloc(sizeof(int32_t));
+  /* cudaMalloc's memory, not test_alloc's: managed memory is readable on the host, and a put
+   * from it into a host-memory window is a plain copy. */
+  void* src = NULL;
+  if (cudaMalloc(&src, sizeof(int32_t)) != cudaSuccess) exit(101);
   EXPECT_ERROR(ncclPutSignal(src, 1, ncclInt32, 0, win, 0, 0, 0, 0, comm, NULL), ncclInvalidUsage,
                "is device memory (GPU ");
-  test_free(src);
+  cudaFree(src);
 #endif
   NCCLCHECK(ncclCommWindowDeregister(comm, win));
   int32_t v = 0;
