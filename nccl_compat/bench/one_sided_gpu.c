@@ -1,10 +1,11 @@
 /* One-sided puts on device-memory windows against a plain device-to-device copy of the same
  * size, in one run: per size, a ring where every rank ncclPutSignal()s its buffer into the next
- * rank's window and ncclWaitSignal()s for the previous rank's signal, against cudaMemcpyAsync of
- * the same bytes into a local buffer; both eager (a burst of calls, then one synchronize) and in
- * a CUDA graph (a burst captured once, replayed). Blocks of the two alternate so drift hits both
- * alike; medians per operation. Rank 0 prints the table and the ratios; every rank checks that
- * the previous rank's bytes arrived.
+ * rank's window and ncclWaitSignal()s for the previous rank's signal after each put; a burst of
+ * puts with one wait at the end; and cudaMemcpyAsync of the same bytes into a local buffer. Each
+ * eager (a block of calls, then one synchronize) and in a CUDA graph (a block captured once,
+ * replayed). Blocks of the kinds alternate so drift hits all alike; medians per operation. Rank 0
+ * prints the table and the ratios to the copy; every rank checks that the previous rank's bytes
+ * arrived.
  *
  * Built against the NCCL headers and library only (no internal header), one process per rank:
  *   cc -O2 -std=c11 -I$(python -m rcclx_nccl --includedir) one_sided_gpu.c -o one_sided_gpu_bench \
@@ -58,18 +59,36 @@ struct bench {
   int next, prev;
 };
 
-static void ring_step(struct bench* b, size_t bytes) {
+/* A block of OPS_PER_BLOCK operations of each kind, as enqueued eagerly or captured once. */
+static void ring_block(struct bench* b, size_t bytes) {
   ncclWaitSignalDesc_t from_prev = {1, b->prev, 0, 0};
-  NCCLCHECK(
-      ncclPutSignal(b->src, bytes, ncclUint8, b->next, b->win, 0, 0, 0, 0, b->comm, b->stream));
+  for (int i = 0; i < OPS_PER_BLOCK; ++i) {
+    NCCLCHECK(
+        ncclPutSignal(b->src, bytes, ncclUint8, b->next, b->win, 0, 0, 0, 0, b->comm, b->stream));
+    NCCLCHECK(ncclWaitSignal(1, &from_prev, b->comm, b->stream));
+  }
+}
+
+/* Puts with their signals back to back, the previous rank's signals waited for once at the end:
+ * what a put costs when nothing waits on it at once. */
+static void burst_block(struct bench* b, size_t bytes) {
+  ncclWaitSignalDesc_t from_prev = {OPS_PER_BLOCK, b->prev, 0, 0};
+  for (int i = 0; i < OPS_PER_BLOCK; ++i) {
+    NCCLCHECK(
+        ncclPutSignal(b->src, bytes, ncclUint8, b->next, b->win, 0, 0, 0, 0, b->comm, b->stream));
+  }
   NCCLCHECK(ncclWaitSignal(1, &from_prev, b->comm, b->stream));
 }
 
-static void copy_step(struct bench* b, size_t bytes) {
-  CUDACHECK(cudaMemcpyAsync(b->local, b->src, bytes, cudaMemcpyDeviceToDevice, b->stream));
+static void copy_block(struct bench* b, size_t bytes) {
+  for (int i = 0; i < OPS_PER_BLOCK; ++i) {
+    CUDACHECK(cudaMemcpyAsync(b->local, b->src, bytes, cudaMemcpyDeviceToDevice, b->stream));
+  }
 }
 
-typedef void (*step_fn)(struct bench*, size_t);
+typedef void (*block_fn)(struct bench*, size_t);
+enum { KINDS = 3 }; /* ring, burst, copy */
+static const block_fn kBlocks[KINDS] = {ring_block, burst_block, copy_block};
 
 /* Every rank's stream drained, then a collective: the next block starts together. */
 static void barrier(struct bench* b) {
@@ -78,15 +97,14 @@ static void barrier(struct bench* b) {
   CUDACHECK(cudaStreamSynchronize(b->stream));
 }
 
-/* Microseconds per operation of one block: OPS_PER_BLOCK eager calls, or one replay of a graph
- * holding as many. */
-static float block_us(struct bench* b, step_fn step, size_t bytes, cudaGraphExec_t graph) {
+/* Microseconds per operation of one block, enqueued now or replayed from `graph`. */
+static float block_us(struct bench* b, block_fn block, size_t bytes, cudaGraphExec_t graph) {
   barrier(b);
   CUDACHECK(cudaEventRecord(b->start, b->stream));
   if (graph) {
     CUDACHECK(cudaGraphLaunch(graph, b->stream));
   } else {
-    for (int i = 0; i < OPS_PER_BLOCK; ++i) step(b, bytes);
+    block(b, bytes);
   }
   CUDACHECK(cudaEventRecord(b->stop, b->stream));
   CUDACHECK(cudaEventSynchronize(b->stop));
@@ -95,11 +113,11 @@ static float block_us(struct bench* b, step_fn step, size_t bytes, cudaGraphExec
   return ms * 1000.0f / OPS_PER_BLOCK;
 }
 
-static cudaGraphExec_t capture(struct bench* b, step_fn step, size_t bytes) {
+static cudaGraphExec_t capture(struct bench* b, block_fn block, size_t bytes) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDACHECK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < OPS_PER_BLOCK; ++i) step(b, bytes);
+  block(b, bytes);
   CUDACHECK(cudaStreamEndCapture(b->stream, &graph));
   CUDACHECK(cudaGraphInstantiate(&exec, graph, 0));
   CUDACHECK(cudaGraphDestroy(graph));
@@ -111,27 +129,22 @@ static int by_value(const void* x, const void* y) {
   return (a > c) - (a < c);
 }
 
-/* Median microseconds per operation of the ring and the copy, blocks alternating. */
-static void time_pair(struct bench* b, size_t bytes, int graphed, float* ring_us, float* copy_us) {
-  cudaGraphExec_t ring_graph = graphed ? capture(b, ring_step, bytes) : NULL;
-  cudaGraphExec_t copy_graph = graphed ? capture(b, copy_step, bytes) : NULL;
-  float ring[BLOCKS], copy[BLOCKS];
+/* Median microseconds per operation of each kind, blocks alternating between the kinds. */
+static void time_kinds(struct bench* b, size_t bytes, int graphed, float median[KINDS]) {
+  cudaGraphExec_t graphs[KINDS] = {NULL, NULL, NULL};
+  float times[KINDS][BLOCKS];
+  for (int k = 0; k < KINDS && graphed; ++k) graphs[k] = capture(b, kBlocks[k], bytes);
   for (int i = 0; i < WARMUP_BLOCKS + BLOCKS; ++i) {
-    const float r = block_us(b, ring_step, bytes, ring_graph);
-    const float c = block_us(b, copy_step, bytes, copy_graph);
-    if (i >= WARMUP_BLOCKS) {
-      ring[i - WARMUP_BLOCKS] = r;
-      copy[i - WARMUP_BLOCKS] = c;
+    for (int k = 0; k < KINDS; ++k) {
+      const float t = block_us(b, kBlocks[k], bytes, graphs[k]);
+      if (i >= WARMUP_BLOCKS) times[k][i - WARMUP_BLOCKS] = t;
     }
   }
-  if (graphed) {
-    CUDACHECK(cudaGraphExecDestroy(ring_graph));
-    CUDACHECK(cudaGraphExecDestroy(copy_graph));
+  for (int k = 0; k < KINDS; ++k) {
+    if (graphed) CUDACHECK(cudaGraphExecDestroy(graphs[k]));
+    qsort(times[k], BLOCKS, sizeof(float), by_value);
+    median[k] = times[k][BLOCKS / 2];
   }
-  qsort(ring, BLOCKS, sizeof(float), by_value);
-  qsort(copy, BLOCKS, sizeof(float), by_value);
-  *ring_us = ring[BLOCKS / 2];
-  *copy_us = copy[BLOCKS / 2];
 }
 
 /* The previous rank's bytes (value prev + 1) are in this rank's window: first and last byte. */
@@ -190,25 +203,26 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     printf(
-        "# one-sided ring (ncclPutSignal to the next rank + ncclWaitSignal from the previous)\n"
-        "# against cudaMemcpyAsync device-to-device of the same bytes; %d ranks on %d GPU(s);\n"
-        "# median of %d blocks of %d operations, microseconds per operation\n",
+        "# ring: ncclPutSignal to the next rank, then ncclWaitSignal for the previous one's;\n"
+        "# burst: the puts back to back, one wait for them all per block; copy:\n"
+        "# cudaMemcpyAsync device-to-device of the same bytes. %d ranks on %d GPU(s); median of\n"
+        "# %d blocks of %d operations, microseconds per operation; x = time / copy's\n",
         nranks, gpus, BLOCKS, OPS_PER_BLOCK);
-    printf("%12s  %11s %11s %7s  %11s %11s %7s\n", "bytes", "eager_put", "eager_copy", "ratio",
-           "graph_put", "graph_copy", "ratio");
+    printf("%10s %5s %9s %9s %9s %7s %7s\n", "bytes", "mode", "ring", "burst", "copy", "ring_x",
+           "burst_x");
   }
   int bad = 0;
   for (size_t bytes = minbytes; bytes <= maxbytes; bytes *= 4) {
-    float eager_ring, eager_copy, graph_ring, graph_copy;
-    time_pair(&b, bytes, 0, &eager_ring, &eager_copy);
-    bad += !arrived(&b, bytes);
-    CUDACHECK(cudaMemsetAsync(b.winmem, 0, bytes, b.stream));
-    time_pair(&b, bytes, 1, &graph_ring, &graph_copy);
-    bad += !arrived(&b, bytes);
-    if (rank == 0) {
-      printf("%12zu  %11.2f %11.2f %7.2f  %11.2f %11.2f %7.2f\n", bytes, eager_ring, eager_copy,
-             eager_ring / eager_copy, graph_ring, graph_copy, graph_ring / graph_copy);
-      fflush(stdout);
+    for (int graphed = 0; graphed <= 1; ++graphed) {
+      float t[KINDS];
+      CUDACHECK(cudaMemsetAsync(b.winmem, 0, bytes, b.stream));
+      time_kinds(&b, bytes, graphed, t);
+      bad += !arrived(&b, bytes);
+      if (rank == 0) {
+        printf("%10zu %5s %9.2f %9.2f %9.2f %7.2f %7.2f\n", bytes, graphed ? "graph" : "eager",
+               t[0], t[1], t[2], t[0] / t[2], t[1] / t[2]);
+        fflush(stdout);
+      }
     }
   }
   barrier(&b);
