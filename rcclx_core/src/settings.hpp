@@ -37,6 +37,7 @@ struct Settings {
   size_t a2avDynamicSlotBytes = 0;  ///< RCCLX_A2AV_DYNAMIC_SLOT_BYTES, checked
   std::string gpuTuning;            ///< RCCLX_GPU_TUNING, checked
   bool gpuGraphRegister = true;
+  size_t stagedBytesInFlight = 0;  ///< RCCLX_STAGED_BYTES_IN_FLIGHT: the host proxy's staging
   size_t lpGpuStagingBytes = 0;
   int lpGpuBlocks = 0;
   size_t lpGpuChunkBlocks = 0;

@@ -7,8 +7,8 @@ The collective families of test_gpu_collectives run unchanged (bitwise against t
 references as on one host); all_reduce by type and operator, in place, low precision (the same
 bits as the same call on host copies), a stream whose earlier work the call must wait for, and
 alltoallv_dynamic (rows past the received ones untouched); calls that return before a late peer
-arrived, more calls in flight than the proxy has slots, two streams; a peer that dies while the
-stream waits; what staging refuses (graph capture, symmetric buffers) with errors that say why.
+arrived, calls past the staging budget on two streams; a peer that dies while the stream waits;
+what staging refuses (graph capture, symmetric buffers) with errors that say why.
 """
 
 from __future__ import annotations
@@ -200,19 +200,19 @@ def test_alltoallv_dynamic_across_hosts():
 # --- the caller does not wait --------------------------------------------------------------
 
 LATE_S = 1.5
-SLOTS = 4  # HostProxy::kSlots: calls staged at once before the caller waits for a slot
+SMALL_CALLS = 40  # fewer than HostProxy::kMaxCallsInFlight
 
 
 def _behind_the_caller_rank(ctx):
-    """The last rank comes LATE_S late. The others' calls (fewer than the proxy's slots) return
-    at once; work enqueued after them on the stream sees their results; then more calls than
-    slots, on two streams, each checked."""
+    """The last rank comes LATE_S late. The others' calls (three of 4 MiB, then SMALL_CALLS of
+    4 KiB) return at once; work enqueued after them on the stream sees their results."""
     dev = rank_device(ctx)
     comm = _spans_hosts(ctx)
     c = Cases()
     n, me = ctx.nranks, ctx.rank
     s = current_stream()
-    xs = [torch.full((1 << 20,), float(me + 1 + k), device=dev) for k in range(SLOTS - 1)]
+    xs = [torch.full((1 << 20,), float(me + 1 + k), device=dev) for k in range(3)]
+    xs += [torch.full((1024,), float(me + 4 + k), device=dev) for k in range(SMALL_CALLS)]
     torch.cuda.synchronize()
     if me == n - 1:
         time.sleep(LATE_S)
@@ -227,7 +227,8 @@ def _behind_the_caller_rank(ctx):
         c.record(
             "calls return before the late peer arrives",
             None if issued < LATE_S / 3 and waited > LATE_S / 2 else
-            f"issuing took {issued:.3f} s, the stream finished after {waited:.3f} s",
+            f"issuing {len(xs)} calls took {issued:.3f} s, the stream finished after "
+            f"{waited:.3f} s",
         )  # fmt: skip
     else:
         c.record("calls return before the late peer arrives", None)
@@ -235,32 +236,55 @@ def _behind_the_caller_rank(ctx):
     want = [torch.full_like(x, base + n * k) for k, x in enumerate(xs)]
     want[0] *= 2
     c.record("results in stream order", checks.same_bits(torch.cat(xs), torch.cat(want)))
-
-    # More calls than slots, alternating between two streams ordered by events.
-    other = torch.cuda.Stream()
-    ys = [torch.full((4097 + k,), float(me * 10 + k), device=dev) for k in range(3 * SLOTS)]
-    torch.cuda.synchronize()
-    for k, y in enumerate(ys):
-        stream = s if k % 2 == 0 else other.cuda_stream
-        if k % 2 == 1:
-            other.wait_stream(torch.cuda.current_stream())
-        else:
-            torch.cuda.current_stream().wait_stream(other)
-        comm.all_reduce(y, stream=stream)
-    torch.cuda.current_stream().wait_stream(other)
-    torch.cuda.synchronize()
-    problems = [
-        checks.same_bits(y, torch.full_like(y, sum(r * 10.0 + k for r in range(n))))
-        for k, y in enumerate(ys)
-    ]
-    c.record("more calls than slots, two streams", next((p for p in problems if p), None))
     comm.destroy()
     return c.results
 
 
 def test_calls_run_behind_the_caller_in_stream_order():
     results = launch(_behind_the_caller_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
-    checks.assert_cases(results, expect_cases=3)
+    checks.assert_cases(results, expect_cases=2)
+
+
+def _past_the_staging_budget_rank(ctx):
+    """RCCLX_STAGED_BYTES_IN_FLIGHT of 256 KiB: calls of 64 KiB (128 KiB of staging each)
+    alternate between two streams ordered by events; the caller waits for staging, and every
+    result is right; then one call larger than the budget runs alone."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    c = Cases()
+    n, me = ctx.nranks, ctx.rank
+    s = current_stream()
+    other = torch.cuda.Stream()
+    ys = [torch.full((16384,), float(me * 10 + k), device=dev) for k in range(12)]
+    torch.cuda.synchronize()
+    for k, y in enumerate(ys):
+        if k % 2 == 1:
+            other.wait_stream(torch.cuda.current_stream())
+            comm.all_reduce(y, stream=other.cuda_stream)
+        else:
+            torch.cuda.current_stream().wait_stream(other)
+            comm.all_reduce(y, stream=s)
+    torch.cuda.current_stream().wait_stream(other)
+    torch.cuda.synchronize()
+    problems = [
+        checks.same_bits(y, torch.full_like(y, sum(r * 10.0 + k for r in range(n))))
+        for k, y in enumerate(ys)
+    ]
+    c.record("calls past the budget, two streams", next((p for p in problems if p), None))
+    big = torch.full((1 << 18,), float(me + 1), device=dev)  # 1 MiB: past the budget alone
+    comm.all_reduce(big, stream=s)
+    torch.cuda.synchronize()
+    c.record("a call larger than the budget", checks.same_bits(big, torch.full_like(big, 3.0)))
+    comm.destroy()
+    return c.results
+
+
+def test_calls_past_the_staging_budget_wait_for_staging():
+    env = {"RCCLX_STAGED_BYTES_IN_FLIGHT": "256K"}
+    results = launch(
+        _past_the_staging_budget_rank, NRANKS, env=env, timeout=120, rank_env=pretend_hosts()
+    )
+    checks.assert_cases(results, expect_cases=2)
 
 
 def _dies_while_the_stream_waits_rank(ctx):

@@ -73,6 +73,8 @@ using gpuEvent_t = hipEvent_t;
 #define gpuEventDestroy hipEventDestroy
 #define gpuStreamWaitEvent hipStreamWaitEvent
 #define gpuLaunchHostFunc hipLaunchHostFunc
+#define gpuEventQuery hipEventQuery
+#define gpuErrorNotReady hipErrorNotReady
 using gpuHostFn_t = hipHostFn_t;
 #define RCCLX_WARP_SIZE 64
 // Peer-visible memory (flags polled with system-scope atomics) must be fine-grained on AMD:
@@ -127,6 +129,8 @@ using gpuEvent_t = cudaEvent_t;
 #define gpuEventDestroy cudaEventDestroy
 #define gpuStreamWaitEvent cudaStreamWaitEvent
 #define gpuLaunchHostFunc cudaLaunchHostFunc
+#define gpuEventQuery cudaEventQuery
+#define gpuErrorNotReady cudaErrorNotReady
 using gpuHostFn_t = cudaHostFn_t;
 #define RCCLX_WARP_SIZE 32
 

@@ -261,8 +261,7 @@ class GpuBackend final : public DeviceBackend {
 std::unique_ptr<DeviceBackend> DeviceBackend::create(ctran::PeerGroup& group,
                                                      const Settings& settings, int device,
                                                      HostBackend& host) {
-  if (group.topology().nHosts > 1)
-    return makeStagedBackend(host, group, device, settings.timeoutMs);
+  if (group.topology().nHosts > 1) return makeStagedBackend(host, group, device, settings);
   return std::make_unique<GpuBackend>(group, settings, device, [&host] { host.finalize(); });
 }
 

@@ -20,6 +20,19 @@ namespace {
 constexpr size_t kRegionAlign = 256;
 // How often the gate looks at the group's failure while it waits for a stream.
 constexpr auto kGatePoll = std::chrono::milliseconds(10);
+// Staging is allocated in powers of two from this size, so a slot serves calls of similar sizes
+// without reallocating.
+constexpr size_t kMinStagingBytes = size_t{64} << 10;
+// A wait kernel may start while calls queued ahead of its own still run on the executor, each
+// bounded by the host waits' timeout; it gives up after this many timeouts (a last resort: a
+// failed host part ends every wait at once through the abort word).
+constexpr uint64_t kWaitTimeouts = 8;
+
+size_t stagingSize(size_t bytes) {
+  size_t size = kMinStagingBytes;
+  while (size < bytes) size *= 2;
+  return size;
+}
 
 size_t alignUp(size_t n) { return (n + kRegionAlign - 1) / kRegionAlign * kRegionAlign; }
 
@@ -40,8 +53,9 @@ struct HostProxy::Slot {
   char* mapped = nullptr;         ///< the same memory as the GPU addresses it
   size_t capacity = 0;            ///< staging bytes
   uint64_t epoch = 0;             ///< calls run in this slot
+  uint64_t lastUse = 0;           ///< the proxy's call count when it last took this slot
   gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
-  bool inUse = false;             ///< `released` was recorded
+  bool inUse = false;             ///< `released` was recorded and may not have completed
 
   std::mutex mu;
   std::condition_variable stagedChanged;
@@ -63,19 +77,28 @@ struct HostProxy::Slot {
     slot->stagedChanged.notify_all();
   }
 
-  /// Waits for the copies back of the slot's last call (the caller, when kSlots are in flight).
-  void waitReleased() {
+  /// Notes whether the stream work of the slot's last call has completed (no wait).
+  void pollReleased() {
     if (!inUse) return;
-    CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the previous call's copies back (GPU ", device,
-                    ")");
+    const gpuError_t state = gpuEventQuery(released);
+    if (state == gpuErrorNotReady) return;
+    CTRAN_GPU_CHECK(state, "the copies back of a call across hosts (GPU ", device, ")");
     inUse = false;
   }
 
-  /// Room for `bytes` of staging (after waitReleased).
+  /// Waits for the copies back of the slot's last call.
+  void waitReleased() {
+    if (!inUse) return;
+    CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the copies back of a call across hosts (GPU ",
+                    device, ")");
+    inUse = false;
+  }
+
+  /// Room for `bytes` of staging (the slot is free).
   void reserve(size_t bytes) {
     if (bytes <= capacity && host != nullptr) return;
     freeMemory();
-    const size_t grown = std::max(bytes, 2 * capacity);
+    const size_t grown = stagingSize(bytes);
     void* p = nullptr;
     CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&p, kRegionAlign + grown), "pinned staging of ",
                     grown, " bytes for GPU collectives across hosts");
@@ -118,21 +141,16 @@ struct HostProxy::Slot {
   }
 };
 
-HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs)
+HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs,
+                     size_t bytesInFlight)
     : host_(host),
       group_(group),
       device_(device),
       rank_(group.rank()),
-      // A call's wait may start while the calls ahead of it in the executor still run, each
-      // bounded by the host waits' timeout: the kernel waits for them all before it gives up.
-      waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(timeoutMs, 1)) * (kSlots + 1) *
+      bytesInFlight_(bytesInFlight),
+      waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(timeoutMs, 1)) * kWaitTimeouts *
                      1000000ull),
-      report_(device, "the wait report of GPU calls across hosts") {
-  for (auto& slot : slots_) {
-    slot = std::make_unique<Slot>();
-    slot->device = device;
-  }
-}
+      report_(device, "the wait report of GPU calls across hosts") {}
 
 HostProxy::~HostProxy() {
   for (auto& slot : slots_) slot->release();
@@ -152,11 +170,50 @@ void HostProxy::raiseIfFailed() {
 }
 
 HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
-  Slot& slot = *slots_[nextSlot_];
-  nextSlot_ = (nextSlot_ + 1) % kSlots;
-  slot.waitReleased();
-  slot.reserve(stagingBytes);
-  return slot;
+  const size_t want = stagingSize(stagingBytes);
+  for (;;) {
+    Slot* fit = nullptr;     // the smallest free slot whose staging is large enough
+    Slot* free = nullptr;    // any free slot
+    Slot* oldest = nullptr;  // the slot in flight taken first
+    size_t held = 0;
+    for (auto& slot : slots_) {
+      slot->pollReleased();
+      held += slot->capacity;
+      if (slot->inUse) {
+        if (oldest == nullptr || slot->lastUse < oldest->lastUse) oldest = slot.get();
+        continue;
+      }
+      free = slot.get();
+      if (slot->capacity >= want && (fit == nullptr || slot->capacity < fit->capacity))
+        fit = slot.get();
+    }
+    Slot* take = fit;
+    if (take == nullptr) {
+      // Idle staging goes first; then, if the call still does not fit, the oldest call in
+      // flight is waited for. A call larger than the budget runs once nothing else is staged.
+      for (auto& slot : slots_) {
+        if (held + want <= bytesInFlight_) break;
+        if (!slot->inUse && slot->capacity > 0) {
+          held -= slot->capacity;
+          slot->freeMemory();
+        }
+      }
+      if (held + want <= bytesInFlight_ || oldest == nullptr) {
+        if (free == nullptr && slots_.size() < kMaxCallsInFlight) {
+          slots_.push_back(std::make_unique<Slot>());
+          slots_.back()->device = device_;
+          free = slots_.back().get();
+        }
+        take = free;
+      }
+    }
+    if (take != nullptr) {
+      take->reserve(want);
+      take->lastUse = ++calls_;
+      return *take;
+    }
+    oldest->waitReleased();
+  }
 }
 
 void HostProxy::waitStaged(Slot& slot, uint64_t epoch) {

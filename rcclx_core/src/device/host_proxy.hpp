@@ -14,9 +14,13 @@
 // acquire loads until the executor publishes the call's epoch there. The caller's host time
 // does not depend on the message size, and the host never synchronizes with the stream.
 //
-// Slots: each call in flight holds one slot of pinned, mapped memory (its words, then its
-// staging, grown on demand). kSlots of them are used in turn; a slot is reused once its previous
-// call's copies back are done (the caller waits only when kSlots calls are in flight).
+// Slots: each call in flight holds one slot of pinned memory mapped into the GPU (its words, then
+// its staging), free again once its copies back have run. A call takes the smallest free slot
+// that fits, or grows or adds one, as long as the slots' staging together stays within
+// `bytesInFlight` (RCCLX_STAGED_BYTES_IN_FLIGHT) and at most kMaxCallsInFlight calls are in
+// flight; otherwise it first frees idle staging, then waits on the calling thread for the
+// oldest call's copies back. So small calls never wait on the caller, and large ones wait only
+// once that much is staged; a call larger than the budget runs alone.
 //
 // Failures: when a host part fails (a dead peer, a timeout, a failure another rank reported,
 // a call's own error such as alltoallv_dynamic's rows overflowing the output) its publish step
@@ -26,7 +30,6 @@
 // bound records itself in the proxy's wait report, and the next call raises that timeout.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -50,12 +53,13 @@ namespace rcclx::gpu {
 
 class HostProxy {
  public:
-  /// Calls in flight at once (each holds a slot of pinned staging until its copies back ran).
-  static constexpr size_t kSlots = 4;
+  /// Calls in flight at once, whatever their size (each holds a slot until its copies back ran).
+  static constexpr size_t kMaxCallsInFlight = 64;
 
   /// For `host`'s communicator (`group`) on GPU `device`; `timeoutMs` bounds the host waits
-  /// (RCCLX_TIMEOUT_MS).
-  HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs);
+  /// (RCCLX_TIMEOUT_MS); the staging of the calls in flight stays within `bytesInFlight`.
+  HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs,
+            size_t bytesInFlight);
   ~HostProxy();
   HostProxy(const HostProxy&) = delete;
   HostProxy& operator=(const HostProxy&) = delete;
@@ -125,10 +129,11 @@ class HostProxy {
   ctran::PeerGroup& group_;
   int device_;
   int rank_;
+  size_t bytesInFlight_;
   uint64_t waitTimeoutNs_;
   ctran::MappedWaitReport report_;
-  std::array<std::unique_ptr<Slot>, kSlots> slots_;
-  size_t nextSlot_ = 0;
+  std::vector<std::unique_ptr<Slot>> slots_;  ///< never shrinks: queued steps hold references
+  uint64_t calls_ = 0;
   bool destroyed_ = false;
   std::mutex failureMu_;
   std::exception_ptr failure_;  ///< the first host part's error

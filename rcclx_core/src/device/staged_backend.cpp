@@ -30,8 +30,9 @@ void stageExchange(StagedCall& call, const Exchange& x, std::vector<StagedCall::
 
 class StagedBackend final : public DeviceBackend {
  public:
-  StagedBackend(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs)
-      : host_(host), proxy_(host, group, device, timeoutMs) {}
+  StagedBackend(HostBackend& host, ctran::PeerGroup& group, int device, const Settings& settings)
+      : host_(host),
+        proxy_(host, group, device, settings.timeoutMs, settings.stagedBytesInFlight) {}
 
   Selection select(size_t bytes, DataType type, RedOp op,
                    const SelectorConfig& cfg) const override {
@@ -224,8 +225,8 @@ class StagedBackend final : public DeviceBackend {
 }  // namespace
 
 std::unique_ptr<DeviceBackend> makeStagedBackend(HostBackend& host, ctran::PeerGroup& group,
-                                                 int device, int64_t timeoutMs) {
-  return std::make_unique<StagedBackend>(host, group, device, timeoutMs);
+                                                 int device, const Settings& settings) {
+  return std::make_unique<StagedBackend>(host, group, device, settings);
 }
 
 }  // namespace rcclx

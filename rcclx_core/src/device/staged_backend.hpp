@@ -11,10 +11,10 @@
 // would have no host part.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 
 #include "device/device_backend.hpp"
+#include "settings.hpp"
 
 namespace ctran {
 class PeerGroup;
@@ -22,9 +22,9 @@ class PeerGroup;
 
 namespace rcclx {
 
-/// GPU `device`'s collectives over `group`, run by `host` on copies in pinned memory;
-/// `timeoutMs` is the communicator's RCCLX_TIMEOUT_MS.
+/// GPU `device`'s collectives over `group`, run by `host` on copies in pinned memory, under
+/// the communicator's `settings` (RCCLX_TIMEOUT_MS, RCCLX_STAGED_BYTES_IN_FLIGHT).
 std::unique_ptr<DeviceBackend> makeStagedBackend(HostBackend& host, ctran::PeerGroup& group,
-                                                 int device, int64_t timeoutMs);
+                                                 int device, const Settings& settings);
 
 }  // namespace rcclx
