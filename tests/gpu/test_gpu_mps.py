@@ -141,7 +141,10 @@ def _late_rank_with_shared_memory_kernels(ctx):
     """The peers enter each collective at once; the last rank first sleeps, then runs kernels
     that need shared memory (softmax over long rows caches a row in it, a column sum reduces
     through it). The peers' waiting blocks cover every SM meanwhile; the late rank's kernels
-    must still start (ctran/kernel_launch.cuh). Returns the mismatches."""
+    must still start (ctran/kernel_launch.cuh). On an H100 it also passed before launches kept
+    shared memory free (the 16 MiB grids leave room there): a regression test of a late rank,
+    while tools/gpu/mps_shared_memory_probe.sh shows the starvation itself. Returns the
+    mismatches."""
     dev = rank_device(ctx)
     comm = ctx.communicator()
     n, me = ctx.nranks, ctx.rank
