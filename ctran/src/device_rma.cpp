@@ -11,8 +11,9 @@
 namespace ctran {
 namespace {
 
-// This rank's counters, in its signal window's data area: sent[p] then expected[p].
-constexpr size_t kCounterBytes = 2 * kMaxDeviceRanks * sizeof(uint64_t);
+// This rank's counters, in its signal window's data area: sent[p], expected[p], then the word
+// a put's blocks count their arrivals in (rmaPutSignal).
+constexpr size_t kCounterBytes = (2 * kMaxDeviceRanks + 1) * sizeof(uint64_t);
 
 uint64_t* sentCounter(const DeviceWindowHandle& h, int peer) {
   return reinterpret_cast<uint64_t*>(h.data[h.rank]) + peer;
@@ -20,6 +21,11 @@ uint64_t* sentCounter(const DeviceWindowHandle& h, int peer) {
 
 uint64_t* expectedCounter(const DeviceWindowHandle& h, int peer) {
   return reinterpret_cast<uint64_t*>(h.data[h.rank]) + kMaxDeviceRanks + peer;
+}
+
+unsigned* arrivalCounter(const DeviceWindowHandle& h) {
+  return reinterpret_cast<unsigned*>(reinterpret_cast<uint64_t*>(h.data[h.rank]) +
+                                     2 * kMaxDeviceRanks);
 }
 
 #ifndef RCCLX_HAVE_GPU
@@ -87,12 +93,22 @@ void* DeviceRma::peerData(int peer) const {
 void DeviceRma::put(int peer, size_t offset, const void* src, size_t bytes, void* stream) {
   checkUsable("put", peer);
   checkMemory("put");
-  copy(memory_->handle(), peer, offset, src, bytes, stream);
+  copy(memory_->handle(), peer, offset, src, bytes, false, stream);
 }
 
 void DeviceRma::put(const DeviceWindow& target, int peer, size_t offset, const void* src,
                     size_t bytes, void* stream) {
   checkUsable("put", peer);
+  copy(targetHandle(target), peer, offset, src, bytes, false, stream);
+}
+
+void DeviceRma::putSignal(const DeviceWindow& target, int peer, size_t offset, const void* src,
+                          size_t bytes, void* stream) {
+  checkUsable("put", peer);
+  copy(targetHandle(target), peer, offset, src, bytes, true, stream);
+}
+
+const DeviceWindowHandle& DeviceRma::targetHandle(const DeviceWindow& target) const {
   CTRAN_CHECK(!target.destroyed(), InvalidArgument, name_,
               " put: the target window was already destroyed");
   const DeviceWindowHandle& h = target.handle();
@@ -101,31 +117,47 @@ void DeviceRma::put(const DeviceWindow& target, int peer, size_t offset, const v
       InvalidArgument, name_, " put: the target window is rank ", h.rank, " of ", h.nranks,
       " on GPU ", target.device(), ", not rank ", group_->rank(), " of ", group_->nranks(),
       " on GPU ", device_, " (a window of another group)");
-  copy(h, peer, offset, src, bytes, stream);
+  return h;
 }
 
 void DeviceRma::copy(const DeviceWindowHandle& h, int peer, size_t offset, const void* src,
-                     size_t bytes, void* stream) const {
+                     size_t bytes, bool signal, void* stream) const {
   const size_t size = h.dataBytes;
   CTRAN_CHECK(offset <= size && bytes <= size - offset, InvalidArgument, "window put: offset ",
               offset, " + bytes ", bytes, " exceeds the window size ", size);
   CTRAN_CHECK(src != nullptr || bytes == 0, InvalidArgument, "window put: source is null");
-  if (bytes == 0) return;
+  char* dst = h.data[peer] + offset;
+  if (signal) {
+    const device::RmaSignalTarget target{signalSlot(peer), sentCounter(signals_.handle(), peer),
+                                         arrivalCounter(signals_.handle())};
 #ifdef RCCLX_HAVE_GPU
-  device::rmaCopy(device_, h.data[peer] + offset, src, bytes, stream);
+    device::rmaPutSignal(device_, dst, src, bytes, target, stream);
 #else
-  (void)stream;
-  noGpu("window put");
+    (void)target, (void)dst, (void)stream;
+    noGpu("window put");
 #endif
+  } else if (bytes > 0) {
+#ifdef RCCLX_HAVE_GPU
+    device::rmaCopy(device_, dst, src, bytes, stream);
+#else
+    noGpu("window put");
+#endif
+  }
+}
+
+uint64_t* DeviceRma::signalSlot(int peer) const {
+  const DeviceWindowHandle& h = signals_.handle();
+  return h.signals[peer] + h.rank;
 }
 
 void DeviceRma::signal(int peer, void* stream) {
   checkUsable("signal", peer);
-  const DeviceWindowHandle& h = signals_.handle();
+  uint64_t* slot = signalSlot(peer);
+  uint64_t* sent = sentCounter(signals_.handle(), peer);
 #ifdef RCCLX_HAVE_GPU
-  device::rmaSignal(device_, h.signals[peer] + h.rank, sentCounter(h, peer), stream);
+  device::rmaSignal(device_, slot, sent, stream);
 #else
-  (void)h;
+  (void)slot, (void)sent, (void)stream;
   noGpu("window signal");
 #endif
 }

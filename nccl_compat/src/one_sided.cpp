@@ -100,8 +100,7 @@ void putDevice(const CommUse& use, const ncclWindow_vidmem& w, const void* win, 
       ": a put into a device-memory window copies from device memory of its "
       "communicator's GPU");
   rcclx::Communicator& core = gpuChannel(use, stream);
-  core.devicePut(peer, w.base, offset, localbuff, bytes, stream);
-  core.deviceSignal(peer, stream);
+  core.devicePutSignal(peer, w.base, offset, localbuff, bytes, stream);
 }
 
 }  // namespace

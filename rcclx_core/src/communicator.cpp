@@ -166,9 +166,9 @@ void Communicator::openDeviceSignals() {
   gpu.openSignals();
 }
 
-void Communicator::devicePut(int peer, const void* buffer, size_t offset, const void* src,
-                             size_t bytes, void* stream) {
-  oneSided(*impl_, "device_put").put(peer, buffer, offset, src, bytes, stream);
+void Communicator::devicePutSignal(int peer, const void* buffer, size_t offset, const void* src,
+                                   size_t bytes, void* stream) {
+  oneSided(*impl_, "device_put_signal").putSignal(peer, buffer, offset, src, bytes, stream);
 }
 
 void Communicator::deviceSignal(int peer, void* stream) {

@@ -7,6 +7,7 @@
 // Memory model.
 //  * put(peer, offset, src, bytes, stream) enqueues a copy from this rank's device memory into
 //    the peer's memory at `offset` (or into the peer's part of another mapped window).
+//  * putSignal(target, peer, ...) is a put and a signal in one kernel (see there).
 //  * signal(peer, stream) enqueues a one-thread kernel that runs after everything before it on
 //    the stream (the copies of earlier puts complete first: stream order), fences at system
 //    scope and stores this rank's next sequence number for `peer` into this rank's slot of the
@@ -77,6 +78,10 @@ class DeviceRma {
   /// group or GPU, or a range past its data.
   void put(const DeviceWindow& target, int peer, size_t offset, const void* src, size_t bytes,
            void* stream);
+  /// put(target, ...) then signal(peer, ...) in one kernel: the copy's blocks fence their stores
+  /// and the last one releases the signal, with the same memory model as the two calls.
+  void putSignal(const DeviceWindow& target, int peer, size_t offset, const void* src, size_t bytes,
+                 void* stream);
   /// Enqueues on `stream` this rank's next signal to `peer` (release; see the memory model).
   void signal(int peer, void* stream);
   /// Enqueues on `stream` a wait for `peer`'s next signal (acquire); the kernel gives up after
@@ -106,9 +111,14 @@ class DeviceRma {
   void checkUsable(const char* what, int peer) const;
   /// InvalidUsage naming `what` without memory of its own.
   void checkMemory(const char* what) const;
-  /// Checks the range, then enqueues the copy into `peer`'s data of `h` (the put's work).
+  /// This rank's signal slot in `peer`'s signal array, as mapped here.
+  uint64_t* signalSlot(int peer) const;
+  /// Checks that `target` is a live window of this group on this GPU; returns its handle.
+  const DeviceWindowHandle& targetHandle(const DeviceWindow& target) const;
+  /// Checks the range, then enqueues the copy into `peer`'s data of `h` (the put's work), and
+  /// with `signal` this rank's next signal to `peer` in the same kernel.
   void copy(const DeviceWindowHandle& h, int peer, size_t offset, const void* src, size_t bytes,
-            void* stream) const;
+            bool signal, void* stream) const;
 
   PeerGroup* group_;
   int device_;

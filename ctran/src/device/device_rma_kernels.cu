@@ -1,10 +1,61 @@
-// The GPU side of DeviceRma: the put copy and the signal / wait kernels (one thread each).
+// The GPU side of DeviceRma: the put copy, the put that signals, and the signal / wait kernels
+// (one thread each).
+#include <algorithm>
+#include <cstdint>
+
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/signal_device.cuh"
 #include "device/device_rma_kernels.hpp"
 
 namespace ctran::device {
 namespace {
+
+constexpr int kPutThreads = 512;
+// Below this many bytes per block a launch is all start-up; above it more blocks hide latency.
+constexpr size_t kPutBytesPerBlock = size_t{32} << 10;
+constexpr int kPutUnroll = 4;  // 16-byte loads in flight per thread before their stores
+// Blocks per SM a large put may use: enough resident warps to keep the memory system busy.
+constexpr int kPutBlocksPerSm = 4;
+
+/// The grid's share of a copy: 16-byte words when both ends allow them, bytes for the rest.
+__device__ __forceinline__ void copyGridShare(char* dst, const char* src, size_t bytes) {
+  const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t whole = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
+    const size_t words = bytes / 16;
+    auto* d = reinterpret_cast<uint4*>(dst);
+    const auto* s = reinterpret_cast<const uint4*>(src);
+    size_t i = first;
+    for (; i + (kPutUnroll - 1) * stride < words; i += kPutUnroll * stride) {
+      uint4 v[kPutUnroll];
+#pragma unroll
+      for (int u = 0; u < kPutUnroll; ++u) v[u] = s[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < kPutUnroll; ++u) d[i + u * stride] = v[u];
+    }
+    for (; i < words; i += stride) d[i] = s[i];
+    whole = words * 16;
+  }
+  for (size_t i = whole + first; i < bytes; i += stride) dst[i] = src[i];
+}
+
+__global__ void rmaPutSignalKernel(char* dst, const char* src, size_t bytes,
+                                   RmaSignalTarget target) {
+  copyGridShare(dst, src, bytes);
+  // The grid barrier's pattern: the block meets, one thread fences at system scope (cumulative:
+  // it covers the block's stores the barrier ordered before it) and counts the block in. The
+  // last block in has seen every block's count, so its release covers every block's stores.
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence_system();
+  if (atomicAdd(target.arrivals, 1u) != gridDim.x - 1) return;
+  __threadfence_system();
+  *target.arrivals = 0;  // the next put on this stream starts after this kernel ended
+  const uint64_t next = *target.sent + 1;
+  *target.sent = next;
+  signalRelease(target.slot, next);
+}
 
 __global__ void rmaSignalKernel(uint64_t* slot, uint64_t* sent) {
   const uint64_t next = *sent + 1;
@@ -34,6 +85,21 @@ void rmaCopy(int dev, void* dst, const void* src, size_t bytes, void* stream) {
   CTRAN_GPU_CHECK(
       gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, static_cast<gpuStream_t>(stream)),
       "window put: copying ", bytes, " bytes on GPU ", dev);
+}
+
+void rmaPutSignal(int dev, void* dst, const void* src, size_t bytes, const RmaSignalTarget& target,
+                  void* stream) {
+  GpuDeviceGuard guard(dev, "window put");
+  int sms = 1;
+  CTRAN_GPU_CHECK(gpuDeviceGetAttribute(&sms, gpuDevAttrMultiProcessorCount, dev),
+                  "window put: the SM count of GPU ", dev);
+  const size_t wanted = (bytes + kPutBytesPerBlock - 1) / kPutBytesPerBlock;
+  const size_t most = static_cast<size_t>(std::max(sms, 1)) * kPutBlocksPerSm;
+  const int blocks = static_cast<int>(std::clamp<size_t>(wanted, 1, most));
+  rmaPutSignalKernel<<<blocks, kPutThreads, 0, static_cast<gpuStream_t>(stream)>>>(
+      static_cast<char*>(dst), static_cast<const char*>(src), bytes, target);
+  CTRAN_GPU_CHECK(gpuGetLastError(), "window put: launching a copy of ", bytes, " bytes on GPU ",
+                  dev);
 }
 
 void rmaSignal(int dev, uint64_t* slot, uint64_t* sent, void* stream) {

@@ -1,6 +1,7 @@
-// The GPU side of DeviceRma (device_rma.hpp): a copy and the two one-thread kernels, enqueued
-// on a stream. No GPU runtime types here (streams are void*), so host-only code includes it;
-// only builds with GPU code define these functions (device_rma_kernels.cu).
+// The GPU side of DeviceRma (device_rma.hpp): a copy, a copy that signals when it is done, and
+// the two one-thread kernels, enqueued on a stream. No GPU runtime types here (streams are void*),
+// so host-only code includes it; only builds with GPU code define these functions
+// (device_rma_kernels.cu).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,22 @@ void rmaCopy(int dev, void* dst, const void* src, size_t bytes, void* stream);
 /// Enqueues: *sent += 1, then a system-scope fence and a release store of *sent into `slot` (a
 /// peer's signal slot for this rank).
 void rmaSignal(int dev, uint64_t* slot, uint64_t* sent, void* stream);
+
+/// A put's signal: the counter it advances, the slot it releases, and the word its blocks count
+/// their arrivals in (device memory, 0 between kernels).
+struct RmaSignalTarget {
+  uint64_t* slot = nullptr;  ///< the peer's signal slot for this rank
+  uint64_t* sent = nullptr;  ///< this rank's count of signals sent to the peer
+  unsigned* arrivals = nullptr;
+};
+
+/// Enqueues one kernel that copies `bytes` from `src` to `dst` (device memory, this GPU's or
+/// mapped) and then signals as rmaSignal does: each block fences its stores at system scope and
+/// counts itself in `target.arrivals`; the last block to arrive resets the count, advances
+/// `*target.sent` and releases it into `target.slot`. One launch instead of a copy and a
+/// signal kernel, so a put costs what a copy of its size costs.
+void rmaPutSignal(int dev, void* dst, const void* src, size_t bytes, const RmaSignalTarget& target,
+                  void* stream);
 
 /// Enqueues one thread that, for each rank p with a count, in rank order: expected[p] +=
 /// counts[p], then polls slots[p] (acquire) until it reaches expected[p]. Every poll is ended by

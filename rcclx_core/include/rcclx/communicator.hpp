@@ -162,10 +162,11 @@ class Communicator {
   void openDeviceSignals();
   /// Enqueues on `stream` a copy of `bytes` from `src` (device memory) into `peer`'s symmetric
   /// buffer matching `buffer` (this rank's, as allocSymmetric returned or registerSymmetric
-  /// took it), at byte `offset`. InvalidArgument for another pointer or a range past the buffer,
-  /// InvalidUsage before openDeviceSignals().
-  void devicePut(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
-                 void* stream);
+  /// took it), at byte `offset`, and this rank's next signal to `peer`, in one kernel (the
+  /// signal covers everything before it on the stream too). InvalidArgument for another pointer
+  /// or a range past the buffer, InvalidUsage before openDeviceSignals().
+  void devicePutSignal(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
+                       void* stream);
   /// Enqueues on `stream` this rank's next signal to `peer`, after everything before it there.
   void deviceSignal(int peer, void* stream);
   /// Enqueues on `stream` a wait for counts[p] more signals from each rank p (one count per

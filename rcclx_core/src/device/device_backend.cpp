@@ -191,10 +191,11 @@ class GpuBackend final : public DeviceBackend {
   // One-sided calls share nothing with the collectives (their own signals, the caller's
   // buffers), so they do not enter the collectives' stream order.
   void openSignals() override { resources_->openSignals(); }
-  void put(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
-           void* stream) override {
-    resources_->signals("device_put")
-        .put(resources_->symmetricWindow(buffer, "device_put"), peer, offset, src, bytes, stream);
+  void putSignal(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
+                 void* stream) override {
+    resources_->signals("device_put_signal")
+        .putSignal(resources_->symmetricWindow(buffer, "device_put_signal"), peer, offset, src,
+                   bytes, stream);
   }
   void signal(int peer, void* stream) override {
     resources_->signals("device_signal").signal(peer, stream);

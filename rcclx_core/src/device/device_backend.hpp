@@ -85,8 +85,8 @@ class DeviceBackend {
   virtual void freeSymmetric(void* ptr) = 0;
   /// One-sided calls (see Communicator::openDeviceSignals and its neighbours).
   virtual void openSignals() = 0;
-  virtual void put(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
-                   void* stream) = 0;
+  virtual void putSignal(int peer, const void* buffer, size_t offset, const void* src, size_t bytes,
+                         void* stream) = 0;
   virtual void signal(int peer, void* stream) = 0;
   virtual void waitSignals(const std::vector<uint64_t>& counts, void* stream) = 0;
   /// Allreduce calls that stored their all-gather straight into the peers' outputs.

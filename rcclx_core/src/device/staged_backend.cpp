@@ -177,8 +177,8 @@ class StagedBackend final : public DeviceBackend {
   void registerSymmetric(void*, size_t) override { throw noSymmetricBuffers("register_symmetric"); }
   void freeSymmetric(void*) override { throw noSymmetricBuffers("free_symmetric"); }
   void openSignals() override { throw noDeviceSignals("open_device_signals"); }
-  void put(int, const void*, size_t, const void*, size_t, void*) override {
-    throw noDeviceSignals("device_put");
+  void putSignal(int, const void*, size_t, const void*, size_t, void*) override {
+    throw noDeviceSignals("device_put_signal");
   }
   void signal(int, void*) override { throw noDeviceSignals("device_signal"); }
   void waitSignals(const std::vector<uint64_t>&, void*) override {

@@ -20,7 +20,9 @@
 #error one_sided_gpu.c needs NCCL_TEST_GPU (CUDA)
 #endif
 
-enum { K = 1024, SETS = 4, REPLAYS = 3 };
+/* K: the ints of a put, so that a put spans several of the copy's blocks and ends in a partial
+ * 16-byte word, and most regions start off a 16-byte boundary (the copy's byte path). */
+enum { K = 24 * 1024 + 3, SETS = 4, REPLAYS = 3 };
 enum { SET_EAGER = 0, SET_GRAPH = 1, SET_AFTER = 2, SET_ALL_PAIRS = 3 };
 
 static int R, N, NEXT, PREV;
@@ -42,7 +44,7 @@ static int32_t *srcA, *srcB, *outA, *outB; /* K elements each, device memory */
 
 /* Element k of what `sender` puts into window `which` (0: A, 1: B) in round `round`. */
 static int32_t value(int sender, int round, int which, int k) {
-  return ((sender * 32 + round) * 2 + which) * 2048 + k;
+  return ((sender * 32 + round) * 2 + which) * 32768 + k;
 }
 
 /* Byte offset of `sender`'s region of set `set` in a window: each region is written by one put
