@@ -53,7 +53,6 @@ struct HostProxy::Slot {
   char* mapped = nullptr;         ///< the same memory as the GPU addresses it
   size_t capacity = 0;            ///< staging bytes
   uint64_t epoch = 0;             ///< calls run in this slot
-  uint64_t lastUse = 0;           ///< the proxy's call count when it last took this slot
   gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
   bool inUse = false;             ///< `released` was recorded and may not have completed
 
@@ -78,12 +77,13 @@ struct HostProxy::Slot {
   }
 
   /// Notes whether the stream work of the slot's last call has completed (no wait).
-  void pollReleased() {
-    if (!inUse) return;
+  bool pollReleased() {
+    if (!inUse) return true;
     const gpuError_t state = gpuEventQuery(released);
-    if (state == gpuErrorNotReady) return;
+    if (state == gpuErrorNotReady) return false;
     CTRAN_GPU_CHECK(state, "the copies back of a call across hosts (GPU ", device, ")");
     inUse = false;
+    return true;
   }
 
   /// Waits for the copies back of the slot's last call.
@@ -110,7 +110,7 @@ struct HostProxy::Slot {
     *words() = ProxyWords{0, 0};  // epochs only grow: the new memory starts below them
   }
 
-  void markReleased(gpuStream_t stream) {
+  void recordReleased(gpuStream_t stream) {
     if (released == nullptr) {
       CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&released, gpuEventDisableTiming),
                       "a staging event of GPU ", device);
@@ -169,20 +169,29 @@ void HostProxy::raiseIfFailed() {
                     "); the calls ahead of it on the host did not finish (RCCLX_TIMEOUT_MS)"));
 }
 
+void HostProxy::retireCompleted() {
+  // Calls complete in the order they were made on each stream, so the oldest slots are the
+  // ones to look at; a slot freed behind a slower stream's waits for that one (a new slot is
+  // added meanwhile if the budget allows). One or two event queries per call, not one per slot.
+  while (!inFlight_.empty() && inFlight_.front()->pollReleased()) inFlight_.pop_front();
+}
+
+void HostProxy::holdUntilStreamPasses(Slot& slot, void* stream) {
+  const bool wasFree = !slot.inUse;
+  slot.recordReleased(asStream(stream));
+  if (wasFree) inFlight_.push_back(&slot);
+}
+
 HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
   const size_t want = stagingSize(stagingBytes);
+  retireCompleted();
   for (;;) {
-    Slot* fit = nullptr;     // the smallest free slot whose staging is large enough
-    Slot* free = nullptr;    // any free slot
-    Slot* oldest = nullptr;  // the slot in flight taken first
+    Slot* fit = nullptr;   // the smallest free slot whose staging is large enough
+    Slot* free = nullptr;  // any free slot
     size_t held = 0;
     for (auto& slot : slots_) {
-      slot->pollReleased();
       held += slot->capacity;
-      if (slot->inUse) {
-        if (oldest == nullptr || slot->lastUse < oldest->lastUse) oldest = slot.get();
-        continue;
-      }
+      if (slot->inUse) continue;
       free = slot.get();
       if (slot->capacity >= want && (fit == nullptr || slot->capacity < fit->capacity))
         fit = slot.get();
@@ -198,7 +207,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
           slot->freeMemory();
         }
       }
-      if (held + want <= bytesInFlight_ || oldest == nullptr) {
+      if (held + want <= bytesInFlight_ || inFlight_.empty()) {
         if (free == nullptr && slots_.size() < kMaxCallsInFlight) {
           slots_.push_back(std::make_unique<Slot>());
           slots_.back()->device = device_;
@@ -209,10 +218,11 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
     }
     if (take != nullptr) {
       take->reserve(want);
-      take->lastUse = ++calls_;
       return *take;
     }
-    oldest->waitReleased();
+    inFlight_.front()->waitReleased();
+    inFlight_.pop_front();
+    retireCompleted();
   }
 }
 
@@ -237,6 +247,7 @@ void HostProxy::destroy(bool collective) {
   destroyed_ = true;
   if (!collective) report_.abort();  // end the waits: no host part will publish
   for (auto& slot : slots_) slot->release();
+  inFlight_.clear();
 }
 
 HostProxy::Call::Call(HostProxy& proxy, void* stream, const char* what)
@@ -277,6 +288,22 @@ void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
   }
   Slot& slot = proxy_.acquire(total);
   staging_ = slot.staging();
+  try {
+    stageAndSubmit(slot, submit);
+    enqueueCopiesBack(slot);
+  } catch (...) {
+    // What was enqueued (a copy into the staging, the host function) still uses the slot.
+    try {
+      proxy_.holdUntilStreamPasses(slot, stream_);
+    } catch (...) {  // the first error is the one to raise
+    }
+    throw;
+  }
+  proxy_.holdUntilStreamPasses(slot, stream_);
+}
+
+void HostProxy::Call::stageAndSubmit(Slot& slot, const std::function<WorkPtr()>& submit) {
+  const gpuStream_t stream = asStream(stream_);
   for (const Entry& e : regions_) {
     if (e.input && e.bytes > 0) {
       CTRAN_GPU_CHECK(gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
@@ -287,7 +314,6 @@ void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
   slot.pendingEpoch = epoch;
   CTRAN_GPU_CHECK(gpuLaunchHostFunc(stream, &Slot::inputsStaged, &slot),
                   "enqueueing the host part of ", what_);
-  slot.markReleased(stream);  // the host function holds the slot until it ran
 
   HostProxy& proxy = proxy_;
   proxy.host_.runOutsideGroup([&] {
@@ -306,12 +332,11 @@ void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
           }
         });
   });
-  enqueueCopiesBack(slot, epoch);
 }
 
-void HostProxy::Call::enqueueCopiesBack(Slot& slot, uint64_t epoch) {
+void HostProxy::Call::enqueueCopiesBack(Slot& slot) {
   const gpuStream_t stream = asStream(stream_);
-  launchWaitForHost(&slot.mappedWords()->done, epoch, proxy_.rank_,
+  launchWaitForHost(&slot.mappedWords()->done, slot.epoch, proxy_.rank_,
                     proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
   for (Region r = 0; r < regions_.size(); ++r) {
     const Entry& e = regions_[r];
@@ -324,7 +349,6 @@ void HostProxy::Call::enqueueCopiesBack(Slot& slot, uint64_t epoch) {
                       "copying an output of ", what_, " back to the GPU");
     }
   }
-  slot.markReleased(stream);
 }
 
 }  // namespace rcclx::gpu

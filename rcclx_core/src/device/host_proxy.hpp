@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -100,7 +101,10 @@ class HostProxy {
       bool output;
       size_t offset;  ///< in the staging
     };
-    void enqueueCopiesBack(Slot& slot, uint64_t epoch);
+    /// Copies the inputs to `slot`, flags them on the stream, queues the host part.
+    void stageAndSubmit(Slot& slot, const std::function<WorkPtr()>& submit);
+    /// The wait for the host part of the slot's last call, then the copies back.
+    void enqueueCopiesBack(Slot& slot);
 
     HostProxy& proxy_;
     void* stream_;
@@ -120,6 +124,11 @@ class HostProxy {
 
  private:
   Slot& acquire(size_t stagingBytes);
+  /// Frees the slots at the head of inFlight_ whose stream work has completed.
+  void retireCompleted();
+  /// Records `slot`'s release on `stream` behind what is enqueued there (it stays taken until
+  /// then).
+  void holdUntilStreamPasses(Slot& slot, void* stream);
   /// Executor side: until `slot`'s inputs of `epoch` are staged, or the group failed.
   void waitStaged(Slot& slot, uint64_t epoch);
   /// Executor side: a host part failed with `error`; ends every wait of the proxy.
@@ -133,7 +142,7 @@ class HostProxy {
   uint64_t waitTimeoutNs_;
   ctran::MappedWaitReport report_;
   std::vector<std::unique_ptr<Slot>> slots_;  ///< never shrinks: queued steps hold references
-  uint64_t calls_ = 0;
+  std::deque<Slot*> inFlight_;                ///< slots taken, in the order they were taken
   bool destroyed_ = false;
   std::mutex failureMu_;
   std::exception_ptr failure_;  ///< the first host part's error
