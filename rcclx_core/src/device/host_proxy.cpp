@@ -1,16 +1,14 @@
-// Implementation of host_proxy.hpp (host side; the two kernels are in host_proxy.cu).
+// Implementation of host_proxy.hpp (host side; the kernels are in host_proxy.cu).
 #include "device/host_proxy.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
+#include "ctran/wait.hpp"
 #include "host/host_backend.hpp"
 
 namespace rcclx::gpu {
@@ -18,8 +16,12 @@ namespace {
 
 // Host reductions vectorise best on aligned blocks; the words take the slot's first block.
 constexpr size_t kRegionAlign = 256;
-// How often the gate looks at the group's failure while it waits for a stream.
-constexpr auto kGatePoll = std::chrono::milliseconds(10);
+// How often (in microseconds of waiting) the gate looks at the group's failure.
+constexpr int64_t kGateCheckUs = 10000;
+// A call whose regions together are at most this many bytes is copied by its step kernel (one
+// launch, no copy engine); its block reads the staging back over the bus, which costs more GPU
+// time than a copy engine's transfer above a few KiB.
+constexpr size_t kInlineBytes = size_t{16} << 10;
 // Staging is allocated in powers of two from this size, so a slot serves calls of similar sizes
 // without reallocating.
 constexpr size_t kMinStagingBytes = size_t{64} << 10;
@@ -40,6 +42,7 @@ gpuStream_t asStream(void* stream) { return static_cast<gpuStream_t>(stream); }
 
 /// What the stream and the executor hand each other, at the head of a slot's mapped memory.
 struct ProxyWords {
+  uint64_t staged;         ///< the epoch of the last call whose inputs are in the staging
   uint64_t done;           ///< the epoch of the last call whose host part finished
   uint64_t copyBackBytes;  ///< the bytes of a data-dependent copy back (copyBackPrefix)
 };
@@ -56,25 +59,10 @@ struct HostProxy::Slot {
   gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
   bool inUse = false;             ///< `released` was recorded and may not have completed
 
-  std::mutex mu;
-  std::condition_variable stagedChanged;
-  uint64_t stagedEpoch = 0;   ///< set by the host function
-  uint64_t pendingEpoch = 0;  ///< what the next host function sets
-
   ProxyWords* words() const { return reinterpret_cast<ProxyWords*>(host); }
-  const ProxyWords* mappedWords() const { return reinterpret_cast<const ProxyWords*>(mapped); }
+  ProxyWords* mappedWords() const { return reinterpret_cast<ProxyWords*>(mapped); }
   char* staging() const { return host + kRegionAlign; }
   char* mappedStaging() const { return mapped + kRegionAlign; }
-
-  /// The host function: the stream has staged the inputs of pendingEpoch's call.
-  static void inputsStaged(void* self) {
-    auto* slot = static_cast<Slot*>(self);
-    {
-      std::lock_guard<std::mutex> lock(slot->mu);
-      slot->stagedEpoch = slot->pendingEpoch;
-    }
-    slot->stagedChanged.notify_all();
-  }
 
   /// Notes whether the stream work of the slot's last call has completed (no wait).
   bool pollReleased() {
@@ -107,7 +95,7 @@ struct HostProxy::Slot {
     CTRAN_GPU_CHECK(ctran::gpuHostDevicePointer(&d, p), "mapping the staging into GPU ", device);
     mapped = static_cast<char*>(d);
     capacity = grown;
-    *words() = ProxyWords{0, 0};  // epochs only grow: the new memory starts below them
+    *words() = ProxyWords{0, 0, 0};  // epochs only grow: the new memory starts below them
   }
 
   void recordReleased(gpuStream_t stream) {
@@ -227,8 +215,14 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
 }
 
 void HostProxy::waitStaged(Slot& slot, uint64_t epoch) {
-  std::unique_lock<std::mutex> lock(slot.mu);
-  while (!slot.stagedChanged.wait_for(lock, kGatePoll, [&] { return slot.stagedEpoch >= epoch; })) {
+  const uint64_t* staged = &slot.words()->staged;
+  ctran::Backoff backoff;
+  int64_t checkedAtUs = 0;
+  while (__atomic_load_n(staged, __ATOMIC_ACQUIRE) < epoch) {
+    backoff.pause();
+    const int64_t waited = backoff.waitedUs();
+    if (waited - checkedAtUs < kGateCheckUs) continue;
+    checkedAtUs = waited;
     // The host part raises the failure (its calls check the group first).
     if (group_.failure()) return;
   }
@@ -288,11 +282,14 @@ void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
   }
   Slot& slot = proxy_.acquire(total);
   staging_ = slot.staging();
+  const uint64_t epoch = ++slot.epoch;
   try {
-    stageAndSubmit(slot, submit);
-    enqueueCopiesBack(slot);
+    enqueue(slot, epoch, inlineCopies(), submit);
   } catch (...) {
-    // What was enqueued (a copy into the staging, the host function) still uses the slot.
+    // The gate may be queued already: it must not wait for a kernel that never runs (the host
+    // part then runs on what is staged, if it was queued, so the peers are not left waiting).
+    __atomic_store_n(&slot.words()->staged, epoch, __ATOMIC_RELEASE);
+    // What was enqueued (a copy into the staging, the kernel) still uses the slot.
     try {
       proxy_.holdUntilStreamPasses(slot, stream_);
     } catch (...) {  // the first error is the one to raise
@@ -302,19 +299,47 @@ void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
   proxy_.holdUntilStreamPasses(slot, stream_);
 }
 
-void HostProxy::Call::stageAndSubmit(Slot& slot, const std::function<WorkPtr()>& submit) {
-  const gpuStream_t stream = asStream(stream_);
+bool HostProxy::Call::inlineCopies() const {
+  int inputs = 0;
+  int outputs = 0;
+  size_t bytes = 0;
   for (const Entry& e : regions_) {
+    inputs += e.input ? 1 : 0;
+    outputs += e.output ? 1 : 0;
+    bytes += e.bytes;
+  }
+  return bytes <= kInlineBytes && inputs <= ProxyStep::kMaxCopies &&
+         outputs <= ProxyStep::kMaxCopies;
+}
+
+void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
+                              const std::function<WorkPtr()>& submit) {
+  const gpuStream_t stream = asStream(stream_);
+  ProxyStep step;
+  step.staged = &slot.mappedWords()->staged;
+  step.done = &slot.mappedWords()->done;
+  step.copyBackBytes = &slot.mappedWords()->copyBackBytes;
+  step.epoch = epoch;
+  step.rank = proxy_.rank_;
+  for (Region r = 0; r < regions_.size(); ++r) {
+    const Entry& e = regions_[r];
     if (e.input && e.bytes > 0) {
-      CTRAN_GPU_CHECK(gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
-                      "copying an input of ", what_, " to host memory");
+      if (inlineCopies) {
+        step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
+      } else {
+        CTRAN_GPU_CHECK(
+            gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
+            "copying an input of ", what_, " to host memory");
+      }
+    }
+    if (e.output && e.bytes > 0 && inlineCopies) {
+      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
+      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
     }
   }
-  const uint64_t epoch = ++slot.epoch;
-  slot.pendingEpoch = epoch;
-  CTRAN_GPU_CHECK(gpuLaunchHostFunc(stream, &Slot::inputsStaged, &slot),
-                  "enqueueing the host part of ", what_);
 
+  // The host part is queued before the kernel that waits for it is launched, so a failure to
+  // queue it (submit throws) leaves no kernel waiting.
   HostProxy& proxy = proxy_;
   proxy.host_.runOutsideGroup([&] {
     proxy.host_.enqueueInOrder("staging GPU inputs",
@@ -332,12 +357,9 @@ void HostProxy::Call::stageAndSubmit(Slot& slot, const std::function<WorkPtr()>&
           }
         });
   });
-}
 
-void HostProxy::Call::enqueueCopiesBack(Slot& slot) {
-  const gpuStream_t stream = asStream(stream_);
-  launchWaitForHost(&slot.mappedWords()->done, slot.epoch, proxy_.rank_,
-                    proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
+  launchProxyStep(step, proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
+  if (inlineCopies) return;
   for (Region r = 0; r < regions_.size(); ++r) {
     const Entry& e = regions_[r];
     if (!e.output || e.bytes == 0) continue;

@@ -1,5 +1,5 @@
-// The host proxy's two kernels (host_proxy.hpp): the wait for a call's host part, and the copy
-// back whose size the host part decided.
+// The host proxy's two kernels (host_proxy.hpp): a call's stream step around its host part, and
+// the copy back whose size the host part decided.
 #include <algorithm>
 #include <cstdint>
 
@@ -12,34 +12,65 @@ namespace {
 constexpr int kCopyThreads = 256;
 constexpr int kMaxCopyBlocks = 1024;
 
-__global__ void waitForHostKernel(const uint64_t* done, uint64_t epoch, int rank,
-                                  ctran::WaitBound bound) {
-  ctran::device::signalWait(done, epoch, rank, rank, bound, "the host part of its call");
+/// This block's or grid's share (`first`, `stride`) of a copy: 16-byte words where both ends
+/// allow them, bytes for the rest.
+__device__ __forceinline__ void copyShare(char* dst, const char* src, size_t n, size_t first,
+                                          size_t stride) {
+  size_t words = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
+    words = n / 16;
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    for (size_t i = first; i < words; i += stride) d[i] = s[i];
+  }
+  for (size_t i = words * 16 + first; i < n; i += stride) dst[i] = src[i];
 }
 
-// Reads the staging over the bus (mapped host memory): 16-byte loads where both ends allow.
+// One block. Its stores into the staging (mapped host memory) are fenced at system scope before
+// the "staged" word is released, so the executor that acquires the word reads them all; the
+// copies back read the staging only after the done word was acquired.
+__global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
+  for (int i = 0; i < step.inputs; ++i) {
+    copyShare(static_cast<char*>(step.in[i].dst), static_cast<const char*>(step.in[i].src),
+              step.in[i].bytes, threadIdx.x, blockDim.x);
+  }
+  __syncthreads();
+  __shared__ bool published;
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    ctran::device::signalRelease(step.staged, step.epoch);
+    ctran::device::signalWait(step.done, step.epoch, step.rank, step.rank, bound,
+                              "the host part of its call");
+    published = ctran::device::signalAcquire(step.done) >= step.epoch;
+  }
+  __syncthreads();
+  if (!published) return;  // aborted: the outputs of the calls in flight are undefined
+  for (int i = 0; i < step.outputs; ++i) {
+    size_t n = step.out[i].bytes;
+    if (i == step.prefixOutput) {
+      const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(step.copyBackBytes);
+      if (want < n) n = static_cast<size_t>(want);
+    }
+    copyShare(static_cast<char*>(step.out[i].dst), static_cast<const char*>(step.out[i].src), n,
+              threadIdx.x, blockDim.x);
+  }
+}
+
+// Reads the staging over the bus (mapped host memory).
 __global__ void copyPrefixKernel(char* dst, const char* src, const uint64_t* bytes,
                                  size_t maxBytes) {
   const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(bytes);
   const size_t n = want < maxBytes ? static_cast<size_t>(want) : maxBytes;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  size_t vectors = 0;
-  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
-    vectors = n / 16;
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    uint4* d = reinterpret_cast<uint4*>(dst);
-    for (size_t i = first; i < vectors; i += stride) d[i] = s[i];
-  }
-  for (size_t i = vectors * 16 + first; i < n; i += stride) dst[i] = src[i];
+  copyShare(dst, src, n, static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+            static_cast<size_t>(gridDim.x) * blockDim.x);
 }
 
 }  // namespace
 
-void launchWaitForHost(const uint64_t* done, uint64_t epoch, int rank,
-                       const ctran::WaitBound& bound, void* stream) {
-  waitForHostKernel<<<1, 1, 0, static_cast<gpuStream_t>(stream)>>>(done, epoch, rank, bound);
-  CTRAN_GPU_CHECK(gpuGetLastError(), "launching the wait for a call's host part");
+void launchProxyStep(const ProxyStep& step, const ctran::WaitBound& bound, void* stream) {
+  const int threads = step.inputs + step.outputs > 0 ? kCopyThreads : 1;
+  proxyStepKernel<<<1, threads, 0, static_cast<gpuStream_t>(stream)>>>(step, bound);
+  CTRAN_GPU_CHECK(gpuGetLastError(), "launching the stream step of a call across hosts");
 }
 
 void launchCopyPrefix(void* dst, const void* src, const uint64_t* bytes, size_t maxBytes,

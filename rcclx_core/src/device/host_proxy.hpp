@@ -4,15 +4,17 @@
 // executor thread, in the order the calls were made (the same on every rank, as the tags
 // require), and the calling thread returns as soon as everything is enqueued:
 //
-//   stream:    copy inputs to the slot -> host function "inputs staged" -> wait kernel -> copy
-//              outputs back
-//   executor:  gate (until "inputs staged") -> the host part -> publish (done word = epoch)
+//   stream:    [copy inputs to the slot] -> the step kernel: [copy inputs], release "staged",
+//              wait for "done", [copy outputs back] -> [copy outputs back]
+//   executor:  gate (until "staged") -> the host part -> publish ("done" = the call's epoch)
 //
-// The host function only flags the slot (no runtime call, never blocks: CUDA runs host
-// functions of every stream on one thread); the gate waits for that flag; the wait kernel (one
-// thread) polls the slot's done word, pinned host memory mapped into the GPU, with system-scope
-// acquire loads until the executor publishes the call's epoch there. The caller's host time
-// does not depend on the message size, and the host never synchronizes with the stream.
+// Both words are in the slot's pinned memory, mapped into the GPU: the kernel stores "staged"
+// with a system-scope release after the inputs are in the staging, and polls "done" with
+// system-scope acquire loads; the gate polls "staged" (spinning, then yielding, then napping).
+// A small call (kInlineBytes in a few regions) is a single kernel launch: one block copies its
+// regions over the bus itself; a larger one uses the copy engines before and after the kernel.
+// The caller's host time does not depend on the message size, and the host never synchronizes
+// with the stream.
 //
 // Slots: each call in flight holds one slot of pinned memory mapped into the GPU (its words, then
 // its staging), free again once its copies back have run. A call takes the smallest free slot
@@ -101,10 +103,12 @@ class HostProxy {
       bool output;
       size_t offset;  ///< in the staging
     };
-    /// Copies the inputs to `slot`, flags them on the stream, queues the host part.
-    void stageAndSubmit(Slot& slot, const std::function<WorkPtr()>& submit);
-    /// The wait for the host part of the slot's last call, then the copies back.
-    void enqueueCopiesBack(Slot& slot);
+    /// Whether the step kernel copies the regions itself (small calls).
+    bool inlineCopies() const;
+    /// Enqueues the call's `epoch` in `slot`: the inputs' copies, the host part on the
+    /// executor, the step kernel, the copies back.
+    void enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
+                 const std::function<WorkPtr()>& submit);
 
     HostProxy& proxy_;
     void* stream_;
@@ -129,7 +133,8 @@ class HostProxy {
   /// Records `slot`'s release on `stream` behind what is enqueued there (it stays taken until
   /// then).
   void holdUntilStreamPasses(Slot& slot, void* stream);
-  /// Executor side: until `slot`'s inputs of `epoch` are staged, or the group failed.
+  /// Executor side: until `slot`'s inputs of `epoch` are staged (the step kernel says so), or
+  /// the group failed.
   void waitStaged(Slot& slot, uint64_t epoch);
   /// Executor side: a host part failed with `error`; ends every wait of the proxy.
   void fail(std::exception_ptr error);
@@ -148,10 +153,32 @@ class HostProxy {
   std::exception_ptr failure_;  ///< the first host part's error
 };
 
-/// Enqueues on `stream` one thread that waits until `*done` (mapped host memory) reaches
-/// `epoch`, bounded by `bound`; `rank` names this rank in a timeout's message.
-void launchWaitForHost(const uint64_t* done, uint64_t epoch, int rank,
-                       const ctran::WaitBound& bound, void* stream);
+/// One call's step on the stream between its inputs and its outputs (host_proxy.cu): copies
+/// `in` (device memory to the staging), releases `epoch` into `*staged`, waits until `*done`
+/// reaches `epoch` (bounded; `rank` names this rank in a timeout's message), then, unless the
+/// wait was aborted, copies `out` back (the output `prefixOutput` only for *copyBackBytes
+/// bytes). The words and the staging are mapped host memory.
+struct ProxyStep {
+  static constexpr int kMaxCopies = 4;
+  struct Copy {
+    const void* src;
+    void* dst;
+    size_t bytes;
+  };
+  uint64_t* staged = nullptr;
+  const uint64_t* done = nullptr;
+  const uint64_t* copyBackBytes = nullptr;
+  uint64_t epoch = 0;
+  int rank = 0;
+  int inputs = 0;
+  int outputs = 0;
+  int prefixOutput = -1;
+  Copy in[kMaxCopies] = {};
+  Copy out[kMaxCopies] = {};
+};
+
+/// Enqueues `step` on `stream` (one block; one thread when it copies nothing).
+void launchProxyStep(const ProxyStep& step, const ctran::WaitBound& bound, void* stream);
 /// Enqueues on `stream` a copy of min(*bytes, maxBytes) bytes from `src` (mapped host memory)
 /// to `dst` (device memory), the count read by the kernel.
 void launchCopyPrefix(void* dst, const void* src, const uint64_t* bytes, size_t maxBytes,
