@@ -156,8 +156,20 @@ namespace {
 // The fewest ranks for which auto takes dda_large above the tree (deterministic reductions).
 constexpr int kDdaLargeMinRanks = 3;
 
+// A selection by `rule`, which compared `bytes` with `limit`.
+Selection byRule(AllReduceAlgo algo, SelectRule rule, size_t bytes, size_t limit) {
+  Selection s;
+  s.algo = algo;
+  s.rule = rule;
+  s.bytes = bytes;
+  s.limit = limit;
+  return s;
+}
+
 Selection forced(const SelectorConfig& cfg) {
-  return {cfg.forced, SelectRule::kForced, 0, 0, cfg.forcedBy.c_str()};
+  Selection s = byRule(cfg.forced, SelectRule::kForced, 0, 0);
+  s.forcedBy = cfg.forcedBy.c_str();
+  return s;
 }
 
 // Device buffers: dda_flat, dda_tree, dda_large on one host; nothing else yet.
@@ -176,10 +188,10 @@ Selection selectGpu(const SelectorInput& in, const SelectorConfig& cfg) {
   }
   if (cfg.forced != AllReduceAlgo::kAuto) return forced(cfg);
   if (in.bytes <= cfg.gpuFlatMaxBytes)
-    return {AllReduceAlgo::kDdaFlat, SelectRule::kGpuFlatMax, in.bytes, cfg.gpuFlatMaxBytes};
+    return byRule(AllReduceAlgo::kDdaFlat, SelectRule::kGpuFlatMax, in.bytes, cfg.gpuFlatMaxBytes);
   if (in.bytes <= cfg.gpuTreeMaxBytes)
-    return {AllReduceAlgo::kDdaTree, SelectRule::kGpuTreeMax, in.bytes, cfg.gpuTreeMaxBytes};
-  return {AllReduceAlgo::kDdaLarge, SelectRule::kGpuAboveTree, in.bytes, cfg.gpuTreeMaxBytes};
+    return byRule(AllReduceAlgo::kDdaTree, SelectRule::kGpuTreeMax, in.bytes, cfg.gpuTreeMaxBytes);
+  return byRule(AllReduceAlgo::kDdaLarge, SelectRule::kGpuAboveTree, in.bytes, cfg.gpuTreeMaxBytes);
 }
 
 // Several hosts with a known layout: the cost model's cheapest form.
@@ -222,8 +234,8 @@ Selection selectAllReduce(const SelectorInput& in, const SelectorConfig& cfg) {
   }
   if (!ddaPossible) {
     if (in.nHosts > 1 && in.hostSizes != nullptr) {
-      Selection s{AllReduceAlgo::kRing, SelectRule::kCostModel, in.bytes,
-                  static_cast<size_t>(in.nHosts)};
+      Selection s = byRule(AllReduceAlgo::kRing, SelectRule::kCostModel, in.bytes,
+                           static_cast<size_t>(in.nHosts));
       s.cost = costOf(CostCollective::kAllReduce, in, cfg);
       const AllReduceAlgo byForm[kCostForms] = {AllReduceAlgo::kFlat, AllReduceAlgo::kRing,
                                                 AllReduceAlgo::kHierarchical};
@@ -231,19 +243,20 @@ Selection selectAllReduce(const SelectorInput& in, const SelectorConfig& cfg) {
       return s;
     }
     if (in.nHosts > 1)
-      return {AllReduceAlgo::kRing, SelectRule::kMultiHost, in.bytes,
-              static_cast<size_t>(in.nHosts)};
-    return {AllReduceAlgo::kRing, SelectRule::kNoDirectAccess, in.bytes, 0};
+      return byRule(AllReduceAlgo::kRing, SelectRule::kMultiHost, in.bytes,
+                    static_cast<size_t>(in.nHosts));
+    return byRule(AllReduceAlgo::kRing, SelectRule::kNoDirectAccess, in.bytes, 0);
   }
   if (in.bytes <= cfg.flatMaxBytes)
-    return {AllReduceAlgo::kDdaFlat, SelectRule::kFlatMax, in.bytes, cfg.flatMaxBytes};
+    return byRule(AllReduceAlgo::kDdaFlat, SelectRule::kFlatMax, in.bytes, cfg.flatMaxBytes);
   if (in.bytes <= cfg.treeMaxBytes)
-    return {AllReduceAlgo::kDdaTree, SelectRule::kTreeMax, in.bytes, cfg.treeMaxBytes};
+    return byRule(AllReduceAlgo::kDdaTree, SelectRule::kTreeMax, in.bytes, cfg.treeMaxBytes);
   // In the fold order, dda_large moves fewer bytes than the direct ring and measured faster from
   // 3 ranks (not at 2); unordered, the classic ring (partial sums passed along) stays the fastest.
   if (in.deterministic && in.nranks >= kDdaLargeMinRanks)
-    return {AllReduceAlgo::kDdaLarge, SelectRule::kAboveTreeOrdered, in.bytes, cfg.treeMaxBytes};
-  return {AllReduceAlgo::kRing, SelectRule::kAboveTree, in.bytes, cfg.treeMaxBytes};
+    return byRule(AllReduceAlgo::kDdaLarge, SelectRule::kAboveTreeOrdered, in.bytes,
+                  cfg.treeMaxBytes);
+  return byRule(AllReduceAlgo::kRing, SelectRule::kAboveTree, in.bytes, cfg.treeMaxBytes);
 }
 
 CollectiveSelection selectCollective(CostCollective c, const SelectorInput& in,
