@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host/allreduce/allreduce.hpp"
+#include "host/allreduce/dda_chunk.hpp"
 #include "host/cpu/fold_order.hpp"
 #include "host/direct/direct_arena.hpp"
 
@@ -23,32 +24,23 @@ void ddaLargeAllReduce(DirectArena& arena, const FoldOrder& order, const void* s
   const int r = arena.rank();
   const size_t elem = dataTypeSize(type);
   const size_t chunkElems = std::min(chunkBytes, arena.slotBytes()) / elem;
-  // Slices start on 64-byte boundaries so ranks never share a cache line of results.
-  const size_t align = std::max<size_t>(1, 64 / elem);
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   std::vector<const void*> srcs(n);
 
-  struct Chunk {
-    size_t done;   // first element
-    size_t len;    // elements
-    size_t slice;  // elements per slice (the last may be shorter)
-    uint64_t step;
-    size_t lo(int p) const { return std::min(slice * p, len); }
-    size_t hi(int p) const { return std::min(slice * (p + 1), len); }
+  struct Chunk : DdaChunk {
+    uint64_t step = 0;
   };
-  auto chunkAt = [&](size_t done) {
-    Chunk c{done, std::min(chunkElems, count - done), 0, 0};
-    c.slice = ((c.len + n - 1) / n + align - 1) / align * align;
-    return c;
+  auto chunkAt = [&](size_t first) {
+    return Chunk{DdaChunk::at(first, count, chunkElems, n, elem)};
   };
   // Stages the peers' slices of chunk `c` (never slice r: this rank folds it from its input).
   auto publishInput = [&](Chunk& c) {
     c.step = arena.beginStep(tag, c.len * elem);
     for (int i = 1; i < n; ++i) {
       const int p = (r + i) % n;
-      std::memcpy(arena.input(c.step) + c.lo(p) * elem, in + (c.done + c.lo(p)) * elem,
-                  (c.hi(p) - c.lo(p)) * elem);
+      std::memcpy(arena.input(c.step) + c.lo(p) * elem, in + (c.first + c.lo(p)) * elem,
+                  c.sliceLen(p) * elem);
     }
     arena.publish(0, c.step);
   };
@@ -58,27 +50,27 @@ void ddaLargeAllReduce(DirectArena& arena, const FoldOrder& order, const void* s
   for (;;) {
     arena.waitPeers(0, cur.step);
     for (int p = 0; p < n; ++p) {
-      srcs[p] = p == r ? in + (cur.done + cur.lo(r)) * elem
+      srcs[p] = p == r ? in + (cur.first + cur.lo(r)) * elem
                        : arena.peerInput(p, cur.step) + cur.lo(r) * elem;
     }
     char* mine = arena.result(cur.step) + cur.lo(r) * elem;
-    order.fold(mine, srcs.data(), n, cur.hi(r) - cur.lo(r), type, op);
+    order.fold(mine, srcs.data(), n, cur.sliceLen(r), type, op);
     arena.publish(1, cur.step);
     // In place, this chunk's input is no longer read here (the peers' slices are staged, slice
     // r is folded): its result may go to out now.
-    std::memcpy(out + (cur.done + cur.lo(r)) * elem, mine, (cur.hi(r) - cur.lo(r)) * elem);
-    const size_t nextDone = cur.done + cur.len;
-    const bool more = nextDone < count;
+    std::memcpy(out + (cur.first + cur.lo(r)) * elem, mine, cur.sliceLen(r) * elem);
+    const size_t nextFirst = cur.first + cur.len;
+    const bool more = nextFirst < count;
     Chunk next{};
     if (more) {
-      next = chunkAt(nextDone);
+      next = chunkAt(nextFirst);
       publishInput(next);
     }
     arena.waitPeers(1, cur.step);
     for (int i = 1; i < n; ++i) {
       const int p = (r + i) % n;
-      std::memcpy(out + (cur.done + cur.lo(p)) * elem,
-                  arena.peerResult(p, cur.step) + cur.lo(p) * elem, (cur.hi(p) - cur.lo(p)) * elem);
+      std::memcpy(out + (cur.first + cur.lo(p)) * elem,
+                  arena.peerResult(p, cur.step) + cur.lo(p) * elem, cur.sliceLen(p) * elem);
     }
     arena.endStep(cur.step);
     if (!more) break;
