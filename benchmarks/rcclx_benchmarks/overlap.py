@@ -42,7 +42,7 @@ def _rank(args: argparse.Namespace) -> None:
     os.environ["RCCLX_HOST_ID"] = f"rcclx-overlap-host-{rank}"
     device = torch.device("cuda", rank % torch.cuda.device_count())
     torch.cuda.set_device(device)
-    dist.init_process_group("rcclx", device_id=device)
+    dist.init_process_group("cpu:rcclx,cuda:rcclx")  # env:// rendezvous
     comm_stream = torch.cuda.Stream(device)
     data = torch.ones(args.bytes // 4, device=device)
     a = torch.randn(MATMUL_N, MATMUL_N, device=device, dtype=torch.bfloat16)

@@ -321,20 +321,13 @@ void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
   step.copyBackBytes = &slot.mappedWords()->copyBackBytes;
   step.epoch = epoch;
   step.rank = proxy_.rank_;
-  for (Region r = 0; r < regions_.size(); ++r) {
-    const Entry& e = regions_[r];
-    if (e.input && e.bytes > 0) {
-      if (inlineCopies) {
-        step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
-      } else {
-        CTRAN_GPU_CHECK(
-            gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
-            "copying an input of ", what_, " to host memory");
-      }
-    }
-    if (e.output && e.bytes > 0 && inlineCopies) {
-      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
-      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
+  for (const Entry& e : regions_) {
+    if (!e.input || e.bytes == 0) continue;
+    if (inlineCopies) {
+      step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
+    } else {
+      CTRAN_GPU_CHECK(gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
+                      "copying an input of ", what_, " to host memory");
     }
   }
 
@@ -358,6 +351,15 @@ void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
         });
   });
 
+  // The outputs after the host part is queued: `submit` may have asked for a prefix copy.
+  if (inlineCopies) {
+    for (Region r = 0; r < regions_.size(); ++r) {
+      const Entry& e = regions_[r];
+      if (!e.output || e.bytes == 0) continue;
+      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
+      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
+    }
+  }
   launchProxyStep(step, proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
   if (inlineCopies) return;
   for (Region r = 0; r < regions_.size(); ++r) {

@@ -83,7 +83,8 @@ class HostProxy {
     Region in(const void* gpu, size_t bytes) { return add(gpu, bytes, true, false); }
     Region out(void* gpu, size_t bytes) { return add(gpu, bytes, false, true); }
     /// Copies back only the first `bytes()` of output region `r`; `bytes` is called on the
-    /// executor after the host part (the rows alltoallv_dynamic received).
+    /// executor after the host part (the rows alltoallv_dynamic received). May be called
+    /// before run() or inside its `submit`.
     void copyBackPrefix(Region r, std::function<size_t()> bytes);
 
     /// The host copy of region `r`: valid inside `submit` of run() and in what it queues.
