@@ -119,6 +119,10 @@ def main() -> None:
     if "RANK" in os.environ:
         _rank(args)
         return
+    import torch
+
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA GPU (this machine's torch sees none): it times GPU tensors")
     command = [sys.executable, "-m", "rcclx_benchmarks.overlap", *sys.argv[1:]]
     sys.exit(run_local_ranks(command, args.ranks))
 

@@ -368,3 +368,20 @@ def _refusals_rank(ctx):
 def test_what_staging_refuses_is_a_clear_error():
     results = launch(_refusals_rank, NRANKS, timeout=120, rank_env=pretend_hosts())
     checks.assert_cases(results, expect_cases=3, same_on_all_ranks=True)
+
+
+# --- rcclx-overlap: the benchmark of compute beside calls across hosts -----------------------
+
+
+def test_overlap_benchmark_runs_and_checks_its_result():
+    """rcclx-overlap (benchmarks/rcclx_benchmarks/overlap.py) end to end, small: both ranks
+    finish, the all_reduce of ones it checks at the end is right, and rank 0 prints the ratio."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "rcclx_benchmarks.overlap", "--bytes", "1M", "--calls", "2"]
+    proc = subprocess.run(
+        [*cmd, "--rounds", "1"], capture_output=True, text=True, timeout=120
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "together / sum" in proc.stdout, proc.stdout
