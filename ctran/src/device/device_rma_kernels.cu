@@ -43,15 +43,19 @@ __device__ __forceinline__ void copyGridShare(char* dst, const char* src, size_t
 __global__ void rmaPutSignalKernel(char* dst, const char* src, size_t bytes,
                                    RmaSignalTarget target) {
   copyGridShare(dst, src, bytes);
-  // The grid barrier's pattern: the block meets, one thread fences at system scope (cumulative:
-  // it covers the block's stores the barrier ordered before it) and counts the block in. The
-  // last block in has seen every block's count, so its release covers every block's stores.
   __syncthreads();
   if (threadIdx.x != 0) return;
-  __threadfence_system();
-  if (atomicAdd(target.arrivals, 1u) != gridDim.x - 1) return;
-  __threadfence_system();
-  *target.arrivals = 0;  // the next put on this stream starts after this kernel ended
+  // One block: the barrier orders its stores before the release, which is cumulative (the
+  // producer pattern of signal_device.cuh). Several: the grid barrier's pattern, one thread per
+  // block fences at system scope (covering the block's stores the barrier ordered before it) and
+  // counts the block in; the last block in has seen every block's count, so its release covers
+  // every block's stores.
+  if (gridDim.x > 1) {
+    __threadfence_system();
+    if (atomicAdd(target.arrivals, 1u) != gridDim.x - 1) return;
+    __threadfence_system();
+    *target.arrivals = 0;  // the next put on this stream starts after this kernel ended
+  }
   const uint64_t next = *target.sent + 1;
   *target.sent = next;
   signalRelease(target.slot, next);

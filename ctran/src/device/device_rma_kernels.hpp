@@ -38,10 +38,10 @@ struct RmaSignalTarget {
 };
 
 /// Enqueues one kernel that copies `bytes` from `src` to `dst` (device memory, this GPU's or
-/// mapped) and then signals as rmaSignal does: each block fences its stores at system scope and
-/// counts itself in `target.arrivals`; the last block to arrive resets the count, advances
-/// `*target.sent` and releases it into `target.slot`. One launch instead of a copy and a
-/// signal kernel, so a put costs what a copy of its size costs.
+/// mapped) and then signals as rmaSignal does: with several blocks each fences its stores at
+/// system scope and counts itself in `target.arrivals`, and the last to arrive resets the count;
+/// that block (or the only one, after its barrier) advances `*target.sent` and releases it into
+/// `target.slot`. One launch instead of a copy and a signal kernel.
 void rmaPutSignal(int dev, void* dst, const void* src, size_t bytes, const RmaSignalTarget& target,
                   void* stream);
 
