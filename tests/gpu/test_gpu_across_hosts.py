@@ -8,7 +8,8 @@ references as on one host); all_reduce by type and operator, in place, low preci
 bits as the same call on host copies), a stream whose earlier work the call must wait for, and
 alltoallv_dynamic (rows past the received ones untouched); calls that return before a late peer
 arrived, calls past the staging budget on two streams; a peer that dies while the stream waits;
-what staging refuses (graph capture, symmetric buffers) with errors that say why.
+what staging refuses (graph capture, symmetric buffers) with errors that say why; rcclx-overlap
+(compute beside calls across hosts) end to end.
 """
 
 from __future__ import annotations
