@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ctran/copy_device.cuh"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/signal_device.cuh"
 #include "device/device_rma_kernels.hpp"
@@ -13,36 +14,13 @@ namespace {
 constexpr int kPutThreads = 512;
 // Below this many bytes per block a launch is all start-up; above it more blocks hide latency.
 constexpr size_t kPutBytesPerBlock = size_t{32} << 10;
-constexpr int kPutUnroll = 4;  // 16-byte loads in flight per thread before their stores
 // Blocks per SM a large put may use: enough resident warps to keep the memory system busy.
 constexpr int kPutBlocksPerSm = 4;
 
-/// The grid's share of a copy: 16-byte words when both ends allow them, bytes for the rest.
-__device__ __forceinline__ void copyGridShare(char* dst, const char* src, size_t bytes) {
-  const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  size_t whole = 0;
-  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
-    const size_t words = bytes / 16;
-    auto* d = reinterpret_cast<uint4*>(dst);
-    const auto* s = reinterpret_cast<const uint4*>(src);
-    size_t i = first;
-    for (; i + (kPutUnroll - 1) * stride < words; i += kPutUnroll * stride) {
-      uint4 v[kPutUnroll];
-#pragma unroll
-      for (int u = 0; u < kPutUnroll; ++u) v[u] = s[i + u * stride];
-#pragma unroll
-      for (int u = 0; u < kPutUnroll; ++u) d[i + u * stride] = v[u];
-    }
-    for (; i < words; i += stride) d[i] = s[i];
-    whole = words * 16;
-  }
-  for (size_t i = whole + first; i < bytes; i += stride) dst[i] = src[i];
-}
-
 __global__ void rmaPutSignalKernel(char* dst, const char* src, size_t bytes,
                                    RmaSignalTarget target) {
-  copyGridShare(dst, src, bytes);
+  copyShare(dst, src, bytes, blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
+            static_cast<size_t>(gridDim.x) * blockDim.x);
   __syncthreads();
   if (threadIdx.x != 0) return;
   // One block: the barrier orders its stores before the release, which is cumulative (the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ctran/copy_device.cuh"
 #include "ctran/signal_device.cuh"
 #include "device/host_proxy.hpp"
 
@@ -12,27 +13,14 @@ namespace {
 constexpr int kCopyThreads = 256;
 constexpr int kMaxCopyBlocks = 1024;
 
-/// This block's or grid's share (`first`, `stride`) of a copy: 16-byte words where both ends
-/// allow them, bytes for the rest.
-__device__ __forceinline__ void copyShare(char* dst, const char* src, size_t n, size_t first,
-                                          size_t stride) {
-  size_t words = 0;
-  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
-    words = n / 16;
-    const uint4* s = reinterpret_cast<const uint4*>(src);
-    uint4* d = reinterpret_cast<uint4*>(dst);
-    for (size_t i = first; i < words; i += stride) d[i] = s[i];
-  }
-  for (size_t i = words * 16 + first; i < n; i += stride) dst[i] = src[i];
-}
-
 // One block. Its stores into the staging (mapped host memory) are fenced at system scope before
 // the "staged" word is released, so the executor that acquires the word reads them all; the
 // copies back read the staging only after the done word was acquired.
 __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
   for (int i = 0; i < step.inputs; ++i) {
-    copyShare(static_cast<char*>(step.in[i].dst), static_cast<const char*>(step.in[i].src),
-              step.in[i].bytes, threadIdx.x, blockDim.x);
+    ctran::device::copyShare(static_cast<char*>(step.in[i].dst),
+                             static_cast<const char*>(step.in[i].src), step.in[i].bytes,
+                             threadIdx.x, blockDim.x);
   }
   __syncthreads();
   __shared__ bool published;
@@ -51,8 +39,8 @@ __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
       const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(step.copyBackBytes);
       if (want < n) n = static_cast<size_t>(want);
     }
-    copyShare(static_cast<char*>(step.out[i].dst), static_cast<const char*>(step.out[i].src), n,
-              threadIdx.x, blockDim.x);
+    ctran::device::copyShare(static_cast<char*>(step.out[i].dst),
+                             static_cast<const char*>(step.out[i].src), n, threadIdx.x, blockDim.x);
   }
 }
 
@@ -61,8 +49,8 @@ __global__ void copyPrefixKernel(char* dst, const char* src, const uint64_t* byt
                                  size_t maxBytes) {
   const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(bytes);
   const size_t n = want < maxBytes ? static_cast<size_t>(want) : maxBytes;
-  copyShare(dst, src, n, static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
-            static_cast<size_t>(gridDim.x) * blockDim.x);
+  ctran::device::copyShare(dst, src, n, static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                           static_cast<size_t>(gridDim.x) * blockDim.x);
 }
 
 }  // namespace
