@@ -139,4 +139,4 @@ def test_torch_nccl_process_group_runs_on_our_library():
         assert f"rank {rank}: OK" in out
         # The line our library logs when a communicator is ready: NVIDIA's NCCL never prints it.
         assert "nccl_compat: RCCLX's libnccl (NCCL 2.31.2 ABI) communicator" in err, err[-4000:]
-        assert str(rcclx_nccl.get_version()) in out or "(2, 31, 2)" in out
+        assert f"libnccl version {rcclx_nccl.get_version()}" in out, out

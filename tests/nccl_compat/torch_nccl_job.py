@@ -1,14 +1,25 @@
 """One rank of PyTorch's own NCCL process group (``init_process_group("nccl")``), run by
 test_gpu_nccl.py under ``rcclx-run`` so that it runs on RCCLX's libnccl.so.2. Reads RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT; checks every collective against a reference and prints
-``rank R: OK`` and the NCCL version torch reports."""
+``rank R: OK`` and the version of the libnccl.so.2 this process runs (torch's own
+``torch.cuda.nccl.version()`` is the version of the headers torch was built against)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 import torch
 import torch.distributed as dist
+
+
+def loaded_nccl_version() -> int:
+    """ncclGetVersion of the libnccl.so.2 already loaded in this process (dlopen of a loaded
+    soname returns that library)."""
+    lib = ctypes.CDLL("libnccl.so.2")
+    version = ctypes.c_int(0)
+    assert lib.ncclGetVersion(ctypes.byref(version)) == 0
+    return version.value
 
 
 def main() -> None:
@@ -46,7 +57,7 @@ def main() -> None:
             w.wait()
         torch.testing.assert_close(got, everyone[peer_from], rtol=0, atol=0)
     torch.cuda.synchronize()
-    print(f"rank {rank}: OK, torch.cuda.nccl.version() = {torch.cuda.nccl.version()}", flush=True)
+    print(f"rank {rank}: OK, libnccl version {loaded_nccl_version()}", flush=True)
     dist.destroy_process_group()
 
 
