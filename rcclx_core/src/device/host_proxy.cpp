@@ -1,5 +1,6 @@
 // Implementation of host_proxy.hpp (host side; the kernels are in host_proxy.cu).
 #include "device/host_proxy.hpp"
+#include "device/host_proxy_state.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -14,133 +15,41 @@
 namespace rcclx::gpu {
 namespace {
 
-// Host reductions vectorise best on aligned blocks; the words take the slot's first block.
-constexpr size_t kRegionAlign = 256;
 // How often (in microseconds of waiting) the gate looks at the group's failure.
 constexpr int64_t kGateCheckUs = 10000;
 // A call whose regions together are at most this many bytes is copied by its step kernel (one
 // launch, no copy engine); its block reads the staging back over the bus, which costs more GPU
 // time than a copy engine's transfer above a few KiB.
 constexpr size_t kInlineBytes = size_t{16} << 10;
-// Staging is allocated in powers of two from this size, so a slot serves calls of similar sizes
-// without reallocating.
-constexpr size_t kMinStagingBytes = size_t{64} << 10;
 // A wait kernel may start while calls queued ahead of its own still run on the executor, each
 // bounded by the host waits' timeout; it gives up after this many timeouts (a last resort: a
 // failed host part ends every wait at once through the abort word).
 constexpr uint64_t kWaitTimeouts = 8;
 
-size_t stagingSize(size_t bytes) {
-  size_t size = kMinStagingBytes;
-  while (size < bytes) size *= 2;
-  return size;
-}
-
 size_t alignUp(size_t n) { return (n + kRegionAlign - 1) / kRegionAlign * kRegionAlign; }
 
 gpuStream_t asStream(void* stream) { return static_cast<gpuStream_t>(stream); }
 
-/// What the stream and the executor hand each other, at the head of a slot's mapped memory.
-struct ProxyWords {
-  uint64_t staged;         ///< the epoch of the last call whose inputs are in the staging
-  uint64_t done;           ///< the epoch of the last call whose host part finished
-  uint64_t copyBackBytes;  ///< the bytes of a data-dependent copy back (copyBackPrefix)
-};
-static_assert(sizeof(ProxyWords) <= kRegionAlign, "the words fit the slot's first block");
-
 }  // namespace
 
-struct HostProxy::Slot {
-  int device = 0;
-  char* host = nullptr;           ///< pinned, mapped: ProxyWords, then the staging
-  char* mapped = nullptr;         ///< the same memory as the GPU addresses it
-  size_t capacity = 0;            ///< staging bytes
-  uint64_t epoch = 0;             ///< calls run in this slot
-  gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
-  bool inUse = false;             ///< `released` was recorded and may not have completed
-
-  ProxyWords* words() const { return reinterpret_cast<ProxyWords*>(host); }
-  ProxyWords* mappedWords() const { return reinterpret_cast<ProxyWords*>(mapped); }
-  char* staging() const { return host + kRegionAlign; }
-  char* mappedStaging() const { return mapped + kRegionAlign; }
-
-  /// Notes whether the stream work of the slot's last call has completed (no wait).
-  bool pollReleased() {
-    if (!inUse) return true;
-    const gpuError_t state = gpuEventQuery(released);
-    if (state == gpuErrorNotReady) return false;
-    CTRAN_GPU_CHECK(state, "the copies back of a call across hosts (GPU ", device, ")");
-    inUse = false;
-    return true;
-  }
-
-  /// Waits for the copies back of the slot's last call.
-  void waitReleased() {
-    if (!inUse) return;
-    CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the copies back of a call across hosts (GPU ",
-                    device, ")");
-    inUse = false;
-  }
-
-  /// Room for `bytes` of staging (the slot is free).
-  void reserve(size_t bytes) {
-    if (bytes <= capacity && host != nullptr) return;
-    freeMemory();
-    const size_t grown = stagingSize(bytes);
-    void* p = nullptr;
-    CTRAN_GPU_CHECK(ctran::gpuHostAllocMapped(&p, kRegionAlign + grown), "pinned staging of ",
-                    grown, " bytes for GPU collectives across hosts");
-    host = static_cast<char*>(p);
-    void* d = nullptr;
-    CTRAN_GPU_CHECK(ctran::gpuHostDevicePointer(&d, p), "mapping the staging into GPU ", device);
-    mapped = static_cast<char*>(d);
-    capacity = grown;
-    *words() = ProxyWords{0, 0, 0};  // epochs only grow: the new memory starts below them
-  }
-
-  void recordReleased(gpuStream_t stream) {
-    if (released == nullptr) {
-      CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&released, gpuEventDisableTiming),
-                      "a staging event of GPU ", device);
-    }
-    CTRAN_GPU_CHECK(gpuEventRecord(released, stream), "a staging event of GPU ", device);
-    inUse = true;
-  }
-
-  /// Executor side: the host part of `epoch` finished; the wait kernel may go on.
-  void publish(uint64_t epoch, size_t copyBackBytes) {
-    words()->copyBackBytes = copyBackBytes;
-    __atomic_store_n(&words()->done, epoch, __ATOMIC_RELEASE);
-  }
-
-  void freeMemory() noexcept {
-    if (host != nullptr && ctran::gpuHostFreeMapped(host) != gpuSuccess) (void)gpuGetLastError();
-    host = mapped = nullptr;
-    capacity = 0;
-  }
-
-  /// Frees everything without throwing, after the slot's stream work (destroy).
-  void release() noexcept {
-    if (inUse && gpuEventSynchronize(released) != gpuSuccess) (void)gpuGetLastError();
-    inUse = false;
-    freeMemory();
-    if (released != nullptr && gpuEventDestroy(released) != gpuSuccess) (void)gpuGetLastError();
-    released = nullptr;
-  }
-};
-
-HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs,
-                     size_t bytesInFlight)
+HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device,
+                     const Settings& settings)
     : host_(host),
       group_(group),
+      settings_(settings),
       device_(device),
       rank_(group.rank()),
-      bytesInFlight_(bytesInFlight),
-      waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(timeoutMs, 1)) * kWaitTimeouts *
-                     1000000ull),
+      bytesInFlight_(settings.stagedBytesInFlight),
+      waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(settings.timeoutMs, 1)) *
+                     kWaitTimeouts * 1000000ull),
       report_(device, "the wait report of GPU calls across hosts") {}
 
 HostProxy::~HostProxy() {
+  try {
+    destroyGraphs(false);
+  } catch (const std::exception& e) {
+    CTRAN_WARN("releasing the graph replays of GPU calls across hosts: ", e.what());
+  }
   for (auto& slot : slots_) slot->release();
 }
 
@@ -214,7 +123,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
   }
 }
 
-void HostProxy::waitStaged(Slot& slot, uint64_t epoch) {
+void HostProxy::waitStaged(const Slot& slot, uint64_t epoch, ctran::PeerGroup& group) {
   const uint64_t* staged = &slot.words()->staged;
   ctran::Backoff backoff;
   int64_t checkedAtUs = 0;
@@ -224,8 +133,28 @@ void HostProxy::waitStaged(Slot& slot, uint64_t epoch) {
     if (waited - checkedAtUs < kGateCheckUs) continue;
     checkedAtUs = waited;
     // The host part raises the failure (its calls check the group first).
-    if (group_.failure()) return;
+    if (group.failure()) return;
   }
+}
+
+void HostProxy::queueHostPart(HostBackend& host, ctran::PeerGroup& group, Slot& slot,
+                              uint64_t epoch, const HostPart& hostPart, const HostCopies& at,
+                              const CopyBackBytes& prefixBytes) {
+  host.runOutsideGroup([&] {
+    host.enqueueInOrder("staging GPU inputs",
+                        [this, &slot, &group, epoch] { waitStaged(slot, epoch, group); });
+    WorkPtr work = hostPart(host, at);
+    host.enqueueInOrder("releasing the GPU stream",
+                        [this, &slot, epoch, work = std::move(work), prefixBytes, at] {
+                          try {
+                            if (work) work->wait();
+                            slot.publish(epoch, prefixBytes ? prefixBytes(at) : 0);
+                          } catch (...) {
+                            fail(std::current_exception());
+                            throw;
+                          }
+                        });
+  });
 }
 
 void HostProxy::fail(std::exception_ptr error) {
@@ -240,6 +169,7 @@ void HostProxy::destroy(bool collective) {
   if (destroyed_) return;
   destroyed_ = true;
   if (!collective) report_.abort();  // end the waits: no host part will publish
+  destroyGraphs(collective);
   for (auto& slot : slots_) slot->release();
   inFlight_.clear();
 }
@@ -261,30 +191,48 @@ HostProxy::Call::Region HostProxy::Call::add(const void* gpu, size_t bytes, bool
   return regions_.size() - 1;
 }
 
-void HostProxy::Call::copyBackPrefix(Region r, std::function<size_t()> bytes) {
+void HostProxy::Call::copyBackPrefix(Region r, CopyBackBytes bytes) {
   prefixRegion_ = r;
   prefixBytes_ = std::move(bytes);
 }
 
-void HostProxy::Call::run(const std::function<WorkPtr()>& submit) {
-  const gpuStream_t stream = asStream(stream_);
-  CTRAN_CHECK(!proxy_.destroyed_, ctran::InvalidUsage, what_,
-              ": the communicator's GPU state was already released");
-  CTRAN_CHECK(!ctran::gpuStreamCapturing(stream), ctran::InvalidUsage, what_,
-              ": the communicator spans hosts, so its GPU collectives run through pinned host "
-              "memory and cannot be captured into a graph (run this call eagerly)");
-  proxy_.raiseIfFailed();
-  ctran::GpuDeviceGuard on(proxy_.device_, what_);
+size_t HostProxy::Call::layOut() {
   size_t total = 0;
   for (Entry& e : regions_) {
     e.offset = total;
     total += alignUp(e.bytes);
   }
-  Slot& slot = proxy_.acquire(total);
-  staging_ = slot.staging();
+  return total;
+}
+
+HostProxy::HostCopies HostProxy::Call::copiesIn(char* staging) const {
+  std::vector<size_t> offsets;
+  offsets.reserve(regions_.size());
+  for (const Entry& e : regions_) offsets.push_back(e.offset);
+  return HostCopies(staging, std::move(offsets));
+}
+
+void HostProxy::Call::run(HostPart hostPart) {
+  CTRAN_CHECK(!proxy_.destroyed_, ctran::InvalidUsage, what_,
+              ": the communicator's GPU state was already released");
+  proxy_.raiseIfFailed();
+  ctran::GpuDeviceGuard on(proxy_.device_, what_);
+  if (ctran::gpuStreamCapturing(asStream(stream_))) {
+    capture(std::move(hostPart));
+  } else {
+    runEagerly(std::move(hostPart));
+  }
+}
+
+void HostProxy::Call::runEagerly(HostPart hostPart) {
+  proxy_.releaseGoneGraphs();  // frees pinned memory: not while capturing
+  Slot& slot = proxy_.acquire(layOut());
   const uint64_t epoch = ++slot.epoch;
+  const HostCopies at = copiesIn(slot.staging());
   try {
-    enqueue(slot, epoch, inlineCopies(), submit);
+    enqueue(slot, epoch, nullptr, [&] {
+      proxy_.queueHostPart(proxy_.host_, proxy_.group_, slot, epoch, hostPart, at, prefixBytes_);
+    });
   } catch (...) {
     // The gate may be queued already: it must not wait for a kernel that never runs (the host
     // part then runs on what is staged, if it was queued, so the peers are not left waiting).
@@ -312,56 +260,39 @@ bool HostProxy::Call::inlineCopies() const {
          outputs <= ProxyStep::kMaxCopies;
 }
 
-void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
-                              const std::function<WorkPtr()>& submit) {
+void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, const uint64_t* replayWord,
+                              const std::function<void()>& queueHostPart) {
   const gpuStream_t stream = asStream(stream_);
+  const bool inlined = inlineCopies();
   ProxyStep step;
   step.staged = &slot.mappedWords()->staged;
   step.done = &slot.mappedWords()->done;
   step.copyBackBytes = &slot.mappedWords()->copyBackBytes;
+  step.replay = replayWord;
   step.epoch = epoch;
   step.rank = proxy_.rank_;
   for (const Entry& e : regions_) {
     if (!e.input || e.bytes == 0) continue;
-    if (inlineCopies) {
+    if (inlined) {
       step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
     } else {
-      CTRAN_GPU_CHECK(gpuMemcpyAsync(staging_ + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
-                      "copying an input of ", what_, " to host memory");
+      CTRAN_GPU_CHECK(
+          gpuMemcpyAsync(slot.staging() + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
+          "copying an input of ", what_, " to host memory");
     }
+  }
+  for (Region r = 0; inlined && r < regions_.size(); ++r) {
+    const Entry& e = regions_[r];
+    if (!e.output || e.bytes == 0) continue;
+    if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
+    step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
   }
 
   // The host part is queued before the kernel that waits for it is launched, so a failure to
-  // queue it (submit throws) leaves no kernel waiting.
-  HostProxy& proxy = proxy_;
-  proxy.host_.runOutsideGroup([&] {
-    proxy.host_.enqueueInOrder("staging GPU inputs",
-                               [&proxy, &slot, epoch] { proxy.waitStaged(slot, epoch); });
-    WorkPtr work = submit();
-    proxy.host_.enqueueInOrder(
-        "releasing the GPU stream",
-        [&proxy, &slot, epoch, work = std::move(work), prefix = prefixBytes_] {
-          try {
-            if (work) work->wait();
-            slot.publish(epoch, prefix ? prefix() : 0);
-          } catch (...) {
-            proxy.fail(std::current_exception());
-            throw;
-          }
-        });
-  });
-
-  // The outputs after the host part is queued: `submit` may have asked for a prefix copy.
-  if (inlineCopies) {
-    for (Region r = 0; r < regions_.size(); ++r) {
-      const Entry& e = regions_[r];
-      if (!e.output || e.bytes == 0) continue;
-      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
-      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
-    }
-  }
+  // queue it leaves no kernel waiting.
+  queueHostPart();
   launchProxyStep(step, proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
-  if (inlineCopies) return;
+  if (inlined) return;
   for (Region r = 0; r < regions_.size(); ++r) {
     const Entry& e = regions_[r];
     if (!e.output || e.bytes == 0) continue;
@@ -369,8 +300,9 @@ void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
       launchCopyPrefix(e.gpu, slot.mappedStaging() + e.offset, &slot.mappedWords()->copyBackBytes,
                        e.bytes, stream_);
     } else {
-      CTRAN_GPU_CHECK(gpuMemcpyAsync(e.gpu, staging_ + e.offset, e.bytes, gpuMemcpyDefault, stream),
-                      "copying an output of ", what_, " back to the GPU");
+      CTRAN_GPU_CHECK(
+          gpuMemcpyAsync(e.gpu, slot.staging() + e.offset, e.bytes, gpuMemcpyDefault, stream),
+          "copying an output of ", what_, " back to the GPU");
     }
   }
 }

@@ -25,11 +25,13 @@ __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
   __syncthreads();
   __shared__ bool published;
   if (threadIdx.x == 0) {
+    const uint64_t epoch =
+        step.replay != nullptr ? ctran::device::signalAcquire(step.replay) : step.epoch;
     __threadfence_system();
-    ctran::device::signalRelease(step.staged, step.epoch);
-    ctran::device::signalWait(step.done, step.epoch, step.rank, step.rank, bound,
+    ctran::device::signalRelease(step.staged, epoch);
+    ctran::device::signalWait(step.done, epoch, step.rank, step.rank, bound,
                               "the host part of its call");
-    published = ctran::device::signalAcquire(step.done) >= step.epoch;
+    published = ctran::device::signalAcquire(step.done) >= epoch;
   }
   __syncthreads();
   if (!published) return;  // aborted: the outputs of the calls in flight are undefined

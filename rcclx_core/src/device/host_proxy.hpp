@@ -24,6 +24,15 @@
 // oldest call's copies back. So small calls never wait on the caller, and large ones wait only
 // once that much is staged; a call larger than the budget runs alone.
 //
+// Graph capture: a call captured into a CUDA graph gets a slot of its own (the graph owns it)
+// and, in place of queuing its host part, a host node: each replay's host node numbers the
+// replay in the slot and queues the host part, with the argument values of the capture, on a
+// communicator of the same ranks that only graph replays use (made at the first capture), so
+// replays never interleave with eager calls in an order that could differ between ranks. Its
+// step kernel reads the replay's number from the slot. Every rank must replay the graphs of a
+// communicator in the same order (as NCCL requires), and a captured call's graph is replayed
+// only while the communicator lives.
+//
 // Failures: when a host part fails (a dead peer, a timeout, a failure another rank reported,
 // a call's own error such as alltoallv_dynamic's rows overflowing the output) its publish step
 // records the error and sets the abort word instead of the done word, so every wait kernel of
@@ -43,6 +52,7 @@
 
 #include "ctran/wait_report.hpp"
 #include "rcclx/work.hpp"
+#include "settings.hpp"
 
 namespace ctran {
 class PeerGroup;
@@ -59,15 +69,36 @@ class HostProxy {
   /// Calls in flight at once, whatever their size (each holds a slot until its copies back ran).
   static constexpr size_t kMaxCallsInFlight = 64;
 
-  /// For `host`'s communicator (`group`) on GPU `device`; `timeoutMs` bounds the host waits
-  /// (RCCLX_TIMEOUT_MS); the staging of the calls in flight stays within `bytesInFlight`.
-  HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, int64_t timeoutMs,
-            size_t bytesInFlight);
+  /// For `host`'s communicator (`group`) on GPU `device`, under its `settings`:
+  /// RCCLX_TIMEOUT_MS bounds the host waits; the staging of the calls in flight stays within
+  /// RCCLX_STAGED_BYTES_IN_FLIGHT.
+  HostProxy(HostBackend& host, ctran::PeerGroup& group, int device, const Settings& settings);
   ~HostProxy();
   HostProxy(const HostProxy&) = delete;
   HostProxy& operator=(const HostProxy&) = delete;
 
   struct Slot;
+  struct GraphStep;
+  struct GraphChannel;
+
+  /// Where a call's regions sit in host memory, for its host part.
+  class HostCopies {
+   public:
+    HostCopies(char* staging, std::vector<size_t> offsets)
+        : staging_(staging), offsets_(std::move(offsets)) {}
+    char* operator()(size_t region) const { return staging_ + offsets_[region]; }
+
+   private:
+    char* staging_;
+    std::vector<size_t> offsets_;
+  };
+
+  /// A call's host part: submits the host collective on `host` (asynchronously) over the host
+  /// copies and returns its Work. Holds its arguments by value: a captured call runs it at
+  /// every replay.
+  using HostPart = std::function<WorkPtr(HostBackend& host, const HostCopies& at)>;
+  /// The bytes a data-dependent copy back moves, read from the host copies after the host part.
+  using CopyBackBytes = std::function<size_t(const HostCopies& at)>;
 
   /// One call's GPU memory as host copies: regions are added first, then run() stages the
   /// inputs, queues the host part and enqueues the copies back.
@@ -82,19 +113,14 @@ class HostProxy {
     Region add(const void* gpu, size_t bytes, bool input, bool output);
     Region in(const void* gpu, size_t bytes) { return add(gpu, bytes, true, false); }
     Region out(void* gpu, size_t bytes) { return add(gpu, bytes, false, true); }
-    /// Copies back only the first `bytes()` of output region `r`; `bytes` is called on the
-    /// executor after the host part (the rows alltoallv_dynamic received). May be called
-    /// before run() or inside its `submit`.
-    void copyBackPrefix(Region r, std::function<size_t()> bytes);
+    /// Copies back only the first `bytes(at)` of output region `r`; `bytes` is called on the
+    /// executor after the host part (the rows alltoallv_dynamic received).
+    void copyBackPrefix(Region r, CopyBackBytes bytes);
 
-    /// The host copy of region `r`: valid inside `submit` of run() and in what it queues.
-    char* host(Region r) const { return staging_ + regions_[r].offset; }
-
-    /// Stages the inputs behind the stream's earlier work, calls `submit` on this thread (it
-    /// submits the host part, asynchronously, on host(r)'s memory, and returns its Work),
-    /// enqueues the wait and the copies back on the stream, and returns. Throws what `submit`
-    /// throws (nothing is copied back then), InvalidUsage while the stream is capturing.
-    void run(const std::function<WorkPtr()>& submit);
+    /// Stages the inputs behind the stream's earlier work, queues `hostPart` (eagerly: on this
+    /// thread, which gets what it throws and nothing is copied back then; captured: at each
+    /// replay), enqueues the wait and the copies back on the stream, and returns.
+    void run(HostPart hostPart);
 
    private:
     struct Entry {
@@ -106,18 +132,23 @@ class HostProxy {
     };
     /// Whether the step kernel copies the regions itself (small calls).
     bool inlineCopies() const;
-    /// Enqueues the call's `epoch` in `slot`: the inputs' copies, the host part on the
-    /// executor, the step kernel, the copies back.
-    void enqueue(Slot& slot, uint64_t epoch, bool inlineCopies,
-                 const std::function<WorkPtr()>& submit);
+    /// Lays the regions out in a staging; returns its bytes.
+    size_t layOut();
+    HostCopies copiesIn(char* staging) const;
+    /// Enqueues the call in `slot` on the stream: the inputs' copies, `queueHostPart` (which
+    /// queues the host part, or the host node that queues it at each replay), the step kernel
+    /// (of `epoch`, or of the replay number in `replayWord`), the copies back.
+    void enqueue(Slot& slot, uint64_t epoch, const uint64_t* replayWord,
+                 const std::function<void()>& queueHostPart);
+    void runEagerly(HostPart hostPart);
+    void capture(HostPart hostPart);  // host_proxy_graph.cpp
 
     HostProxy& proxy_;
     void* stream_;
     const char* what_;
     std::vector<Entry> regions_;
     Region prefixRegion_ = 0;
-    std::function<size_t()> prefixBytes_;
-    char* staging_ = nullptr;
+    CopyBackBytes prefixBytes_;
   };
 
   /// Raises the first host part's failure, or the timeout a wait kernel recorded, if any (at
@@ -135,13 +166,28 @@ class HostProxy {
   /// then).
   void holdUntilStreamPasses(Slot& slot, void* stream);
   /// Executor side: until `slot`'s inputs of `epoch` are staged (the step kernel says so), or
-  /// the group failed.
-  void waitStaged(Slot& slot, uint64_t epoch);
+  /// `group` failed.
+  void waitStaged(const Slot& slot, uint64_t epoch, ctran::PeerGroup& group);
+  /// Queues on `host`'s executor the host part of `epoch` in `slot`: the gate, `hostPart` on the
+  /// host copies `at`, the publish (or, on failure, fail()). Throws what `hostPart` throws.
+  void queueHostPart(HostBackend& host, ctran::PeerGroup& group, Slot& slot, uint64_t epoch,
+                     const HostPart& hostPart, const HostCopies& at,
+                     const CopyBackBytes& prefixBytes);
   /// Executor side: a host part failed with `error`; ends every wait of the proxy.
   void fail(std::exception_ptr error);
 
+  // Graph capture (host_proxy_graph.cpp).
+  /// The channel of graph replays, made (collectively) by the first capture.
+  GraphChannel& graphChannel();
+  /// A host node's callback: queues the replay of the GraphStep `step` (no GPU runtime calls).
+  static void replay(void* step);
+  /// Frees the steps of graphs destroyed since the last call (host thread).
+  void releaseGoneGraphs();
+  void destroyGraphs(bool collective);
+
   HostBackend& host_;
   ctran::PeerGroup& group_;
+  const Settings& settings_;
   int device_;
   int rank_;
   size_t bytesInFlight_;
@@ -152,11 +198,12 @@ class HostProxy {
   bool destroyed_ = false;
   std::mutex failureMu_;
   std::exception_ptr failure_;  ///< the first host part's error
+  std::unique_ptr<GraphChannel> graphs_;  ///< made by the first capture
 };
 
 /// One call's step on the stream between its inputs and its outputs (host_proxy.cu): copies
-/// `in` (device memory to the staging), releases `epoch` into `*staged`, waits until `*done`
-/// reaches `epoch` (bounded; `rank` names this rank in a timeout's message), then, unless the
+/// `in` (device memory to the staging), releases the epoch (`epoch`, or `*replay`) into
+/// `*staged`, waits until `*done` reaches it (bounded; `rank` names this rank in a timeout's message), then, unless the
 /// wait was aborted, copies `out` back (the output `prefixOutput` only for *copyBackBytes
 /// bytes). The words and the staging are mapped host memory.
 struct ProxyStep {
@@ -169,6 +216,8 @@ struct ProxyStep {
   uint64_t* staged = nullptr;
   const uint64_t* done = nullptr;
   const uint64_t* copyBackBytes = nullptr;
+  /// A captured call's replay number, written by the replay's host node; null: `epoch`.
+  const uint64_t* replay = nullptr;
   uint64_t epoch = 0;
   int rank = 0;
   int inputs = 0;

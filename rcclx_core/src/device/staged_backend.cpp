@@ -15,6 +15,7 @@ namespace rcclx {
 namespace {
 
 using StagedCall = gpu::HostProxy::Call;
+using HostCopies = gpu::HostProxy::HostCopies;
 
 /// Adds the GPU memory each transfer of `x` reads (`src`) and writes (`dst`) to `call`.
 void stageExchange(StagedCall& call, const Exchange& x, std::vector<StagedCall::Region>& src,
@@ -32,7 +33,7 @@ class StagedBackend final : public DeviceBackend {
  public:
   StagedBackend(HostBackend& host, ctran::PeerGroup& group, int device, const Settings& settings)
       : host_(host),
-        proxy_(host, group, device, settings.timeoutMs, settings.stagedBytesInFlight) {}
+        proxy_(host, group, device, settings) {}
 
   Selection select(size_t bytes, DataType type, RedOp op,
                    const SelectorConfig& cfg) const override {
@@ -45,8 +46,8 @@ class StagedBackend final : public DeviceBackend {
     StagedCall call(proxy_, stream, "all_reduce");
     const auto in = call.in(send, bytes);
     const auto out = call.out(recv, bytes);
-    call.run([&] {
-      return host_.allReduce(call.host(in), call.host(out), count, type, op, queued(opts));
+    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+      return host.allReduce(at(in), at(out), count, type, op, o);
     });
   }
 
@@ -58,9 +59,9 @@ class StagedBackend final : public DeviceBackend {
     const auto out = recv != nullptr ? call.out(recv, bytes) : 0;
     CallOptions opts;
     opts.premulScalar = premulScalar;
-    call.run([&] {
-      return host_.reduce(call.host(in), recv != nullptr ? call.host(out) : nullptr, count, type,
-                          op, root, queued(opts));
+    const bool hasOutput = recv != nullptr;
+    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+      return host.reduce(at(in), hasOutput ? at(out) : nullptr, count, type, op, root, o);
     });
   }
 
@@ -72,8 +73,8 @@ class StagedBackend final : public DeviceBackend {
     StagedCall call(proxy_, stream, "all_gather");
     const auto in = call.in(send, counts[host_.rank()] * elem);
     const auto out = call.out(recv, total * elem);
-    call.run([&] {
-      return host_.allGatherV(call.host(in), call.host(out), counts, displs, type, queued(opts));
+    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+      return host.allGatherV(at(in), at(out), counts, displs, type, o);
     });
   }
 
@@ -85,9 +86,8 @@ class StagedBackend final : public DeviceBackend {
     StagedCall call(proxy_, stream, "reduce_scatter");
     const auto in = call.in(send, total * elem);
     const auto out = call.out(recv, counts[host_.rank()] * elem);
-    call.run([&] {
-      return host_.reduceScatterV(call.host(in), call.host(out), counts, displs, type, op,
-                                  queued(opts));
+    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+      return host.reduceScatterV(at(in), at(out), counts, displs, type, op, o);
     });
   }
 
@@ -97,8 +97,8 @@ class StagedBackend final : public DeviceBackend {
     StagedCall call(proxy_, stream, "all_to_all");
     const auto in = call.in(send, bytes);
     const auto out = call.out(recv, bytes);
-    call.run([&] {
-      return host_.allToAll(call.host(in), call.host(out), countPerRank, type, queued(opts));
+    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+      return host.allToAll(at(in), at(out), countPerRank, type, o);
     });
   }
 
@@ -121,22 +121,22 @@ class StagedBackend final : public DeviceBackend {
     const auto recvSplits =
         call.add(dyn.recvSplits, splitBytes, dyn.recvSplitsKnown, !dyn.recvSplitsKnown);
     const auto recvOffsets = dyn.recvOffsets ? call.out(dyn.recvOffsets, splitBytes) : 0;
-    call.run([&] {
+    // Only the rows received are written: the rest of the output keeps what it held.
+    call.copyBackPrefix(out, [recvSplits, n, rowBytes = dyn.rowBytes](const HostCopies& at) {
+      const auto* splits = reinterpret_cast<const int64_t*>(at(recvSplits));
+      const int64_t rows = std::accumulate(splits, splits + n, int64_t{0});
+      return static_cast<size_t>(rows) * rowBytes;
+    });
+    call.run([=](HostBackend& host, const HostCopies& at) {
       DynamicCall staged = dyn;
-      staged.send = call.host(in);
-      staged.recv = call.host(out);
-      staged.sendSplits = reinterpret_cast<const int64_t*>(call.host(sendSplits));
+      staged.send = at(in);
+      staged.recv = at(out);
+      staged.sendSplits = reinterpret_cast<const int64_t*>(at(sendSplits));
       staged.sendOffsets =
-          dyn.sendOffsets ? reinterpret_cast<const int64_t*>(call.host(sendOffsets)) : nullptr;
-      staged.recvSplits = reinterpret_cast<int64_t*>(call.host(recvSplits));
-      staged.recvOffsets =
-          dyn.recvOffsets ? reinterpret_cast<int64_t*>(call.host(recvOffsets)) : nullptr;
-      // Only the rows received are written: the rest of the output keeps what it held.
-      call.copyBackPrefix(out, [splits = staged.recvSplits, n, rowBytes = dyn.rowBytes] {
-        const int64_t rows = std::accumulate(splits, splits + n, int64_t{0});
-        return static_cast<size_t>(rows) * rowBytes;
-      });
-      return host_.allToAllvDynamic(staged, /*async=*/true);
+          dyn.sendOffsets ? reinterpret_cast<const int64_t*>(at(sendOffsets)) : nullptr;
+      staged.recvSplits = reinterpret_cast<int64_t*>(at(recvSplits));
+      staged.recvOffsets = dyn.recvOffsets ? reinterpret_cast<int64_t*>(at(recvOffsets)) : nullptr;
+      return host.allToAllvDynamic(staged, /*async=*/true);
     });
   }
 
@@ -146,15 +146,15 @@ class StagedBackend final : public DeviceBackend {
     StagedCall call(proxy_, stream, what);
     std::vector<StagedCall::Region> src, dst;
     stageExchange(call, x, src, dst);
-    call.run([&] {
+    call.run([=](HostBackend& host, const HostCopies& at) {
       Exchange staged = x;
       for (size_t i = 0; i < staged.size(); ++i) {
         Transfer& t = staged[i];
         if (t.token || t.bytes == 0) continue;
-        if (t.kind != Transfer::kRecv) t.src = call.host(src[i]);
-        if (t.kind != Transfer::kSend) t.dst = call.host(dst[i]);
+        if (t.kind != Transfer::kRecv) t.src = at(src[i]);
+        if (t.kind != Transfer::kSend) t.dst = at(dst[i]);
       }
-      return host_.exchange(kind, [staged = std::move(staged)] { return staged; }, true);
+      return host.exchange(kind, [staged = std::move(staged)] { return staged; }, true);
     });
   }
 
@@ -164,12 +164,12 @@ class StagedBackend final : public DeviceBackend {
     for (const DeviceTransfer& t : ops) {
       regions.push_back(t.send ? call.in(t.buf, t.bytes) : call.out(t.buf, t.bytes));
     }
-    call.run([&] {
-      host_.groupStart();
+    call.run([=](HostBackend& host, const HostCopies& at) {
+      host.groupStart();
       for (size_t i = 0; i < ops.size(); ++i) {
-        host_.pointToPoint({ops[i].send, ops[i].peer, call.host(regions[i]), ops[i].bytes}, true);
+        host.pointToPoint({ops[i].send, ops[i].peer, at(regions[i]), ops[i].bytes}, true);
       }
-      return host_.groupEnd(true);
+      return host.groupEnd(true);
     });
   }
 

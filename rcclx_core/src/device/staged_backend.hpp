@@ -7,8 +7,9 @@
 // back are ordered behind the stream's earlier work by the host proxy (host_proxy.hpp), and the
 // call returns once they are enqueued; the host parts run in call order on the host back-end's
 // executor, with the communicator's host-buffer calls. A call that fails makes the outputs of
-// the calls in flight undefined and the next call raise. Graph capture is refused: a replay
-// would have no host part.
+// the calls in flight undefined and the next call raise. A call captured into a CUDA graph runs
+// its host part at every replay, with the arguments of the capture, on a channel of its own
+// (host_proxy.hpp, "Graph capture").
 #pragma once
 
 #include <memory>
