@@ -49,16 +49,20 @@ FAMILIES = (
 )
 
 
-def _spans_hosts(ctx):
+# Pretend host of each rank: one rank a host, then 2+1 and 2x2 (shared memory inside a host).
+LAYOUTS = {"1+1": (0, 1), "2+1": (0, 0, 1), "2x2": (0, 0, 1, 1)}
+
+
+def _spans_hosts(ctx, hosts=NRANKS):
     comm = ctx.communicator()
     found = comm.num_hosts
-    assert found == NRANKS, f"expected {NRANKS} hosts, the communicator found {found}"
+    assert found == hosts, f"expected {hosts} hosts, the communicator found {found}"
     return comm
 
 
-def _family_rank(ctx, family):
+def _family_rank(ctx, family, hosts):
     dev = rank_device(ctx)
-    comm = _spans_hosts(ctx)
+    comm = _spans_hosts(ctx, hosts)
     c = collectives.CollectiveCases(ctx, comm, dev)
     collectives.FAMILIES[family][0](c)
     comm.destroy()
@@ -67,10 +71,25 @@ def _family_rank(ctx, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_collective_family_across_hosts(family):
-    results = launch(_family_rank, NRANKS, family, timeout=240, rank_env=pretend_hosts())
+    results = launch(_family_rank, NRANKS, family, NRANKS, timeout=240, rank_env=pretend_hosts())
     checks.assert_cases(
         results, expect_cases=collectives.FAMILIES[family][1], same_on_all_ranks=True
     )
+
+
+@pytest.mark.parametrize("layout", ["2+1", "2x2"])
+@pytest.mark.parametrize("family", ["data_movement", "reduce", "reduce_scatter", "point_to_point"])
+def test_collective_family_across_uneven_and_shared_hosts(family, layout):
+    hosts = LAYOUTS[layout]
+    results = launch(
+        _family_rank, len(hosts), family, max(hosts) + 1, timeout=240,
+        rank_env=pretend_hosts(hosts),
+    )  # fmt: skip
+    # data_movement broadcasts from every root: one case more per rank
+    expect = collectives.FAMILIES[family][1]
+    if family == "data_movement":
+        expect = len(collectives.COPY_TYPES) * len(collectives.COUNTS) * (4 + len(hosts))
+    checks.assert_cases(results, expect_cases=expect, same_on_all_ranks=True)
 
 
 # --- all_reduce ------------------------------------------------------------------------------
@@ -292,13 +311,16 @@ def test_calls_past_the_staging_budget_wait_for_staging():
 # --- graph capture ----------------------------------------------------------------------------
 
 
-def test_graph_of_every_collective_across_hosts_replays_on_changing_inputs():
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_graph_of_every_collective_across_hosts_replays_on_changing_inputs(layout):
     """test_gpu_collectives' graph (all_gather, reduce_scatter, all_to_all, broadcast, reduce, a
-    barrier, a group of send/recv; 1.2 MB blocks, so the copy engines stage them) across two
-    pretend hosts: every replay runs every host part again, on the replay's inputs."""
+    barrier, a group of send/recv; 1.2 MB blocks, so the copy engines stage them) across pretend
+    hosts: every replay runs every host part again, on the replay's inputs."""
     replays = 3
+    hosts = LAYOUTS[layout]
     results = launch(
-        collectives._graph_rank, NRANKS, replays, timeout=240, rank_env=pretend_hosts()
+        collectives._graph_rank, len(hosts), replays, timeout=240,
+        rank_env=pretend_hosts(hosts),
     )  # fmt: skip
     checks.assert_cases(results, expect_cases=replays * len(collectives.GRAPH_CALLS))
 
