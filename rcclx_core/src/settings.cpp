@@ -52,6 +52,7 @@ Settings Settings::read(const CommConfig& config) {
   gpu::Tuning().apply(s.gpuTuning);  // a bad spec fails here, on every rank alike
   s.gpuGraphRegister = knob::RCCLX_GPU_GRAPH_REGISTER(h);
   s.stagedBytesInFlight = static_cast<size_t>(knob::RCCLX_STAGED_BYTES_IN_FLIGHT(h));
+  s.stagedChunkBytes = static_cast<size_t>(knob::RCCLX_STAGED_CHUNK_BYTES(h));
   s.lpGpuStagingBytes = static_cast<size_t>(knob::RCCLX_LP_GPU_STAGING_BYTES(h));
   s.lpGpuBlocks = static_cast<int>(knob::RCCLX_LP_GPU_BLOCKS(h));
   s.lpGpuChunkBlocks =

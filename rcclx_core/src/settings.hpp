@@ -38,6 +38,7 @@ struct Settings {
   std::string gpuTuning;            ///< RCCLX_GPU_TUNING, checked
   bool gpuGraphRegister = true;
   size_t stagedBytesInFlight = 0;  ///< RCCLX_STAGED_BYTES_IN_FLIGHT: the host proxy's staging
+  size_t stagedChunkBytes = 0;     ///< RCCLX_STAGED_CHUNK_BYTES: the pieces of a large call
   size_t lpGpuStagingBytes = 0;
   int lpGpuBlocks = 0;
   size_t lpGpuChunkBlocks = 0;

@@ -7,10 +7,11 @@ The collective families of test_gpu_collectives run unchanged (bitwise against t
 references as on one host); all_reduce by type and operator, in place, low precision (the same
 bits as the same call on host copies), a stream whose earlier work the call must wait for, and
 alltoallv_dynamic (rows past the received ones untouched); calls that return before a late peer
-arrived, calls past the staging budget on two streams; calls captured into CUDA graphs and
-replayed on new inputs, eager calls between the replays; a peer that dies while the stream
-waits; what staging refuses (symmetric buffers) with an error that says why; rcclx-overlap
-(compute beside calls across hosts) end to end.
+arrived, calls past the staging budget on two streams; large calls in pieces (a pipeline,
+RCCLX_STAGED_CHUNK_BYTES made small); calls captured into CUDA graphs and replayed on new
+inputs, eager calls between the replays; 2+1 and 2x2 pretend hosts; a peer that dies while the
+stream waits; what staging refuses (symmetric buffers) with an error that says why;
+rcclx-overlap (compute beside calls across hosts) end to end.
 """
 
 from __future__ import annotations
@@ -92,6 +93,24 @@ def test_collective_family_across_uneven_and_shared_hosts(family, layout):
     checks.assert_cases(results, expect_cases=expect, same_on_all_ranks=True)
 
 
+@pytest.mark.parametrize("layout", ["1+1", "2x2"])
+@pytest.mark.parametrize(
+    "family", ["data_movement", "reduce_scatter", "v_variants", "in_place_and_misaligned"]
+)
+def test_collective_family_in_pieces_across_hosts(family, layout):
+    """RCCLX_STAGED_CHUNK_BYTES=64K: every all_gather and reduce_scatter (plain, v, in place) of
+    128 KiB or more runs as a pipeline of pieces, each rank's block sliced alike."""
+    hosts = LAYOUTS[layout]
+    results = launch(
+        _family_rank, len(hosts), family, max(hosts) + 1, env={"RCCLX_STAGED_CHUNK_BYTES": "64K"},
+        timeout=240, rank_env=pretend_hosts(hosts),
+    )  # fmt: skip
+    expect = collectives.FAMILIES[family][1]
+    if family == "data_movement":
+        expect = len(collectives.COPY_TYPES) * len(collectives.COUNTS) * (4 + len(hosts))
+    checks.assert_cases(results, expect_cases=expect, same_on_all_ranks=True)
+
+
 # --- all_reduce ------------------------------------------------------------------------------
 
 ALL_REDUCE_TYPE_OPS = [
@@ -160,8 +179,12 @@ def _all_reduce_rank(ctx):
     return c.results
 
 
-def test_all_reduce_across_hosts():
-    results = launch(_all_reduce_rank, NRANKS, timeout=240, rank_env=pretend_hosts())
+@pytest.mark.parametrize("chunk", ["default", "64K"])
+def test_all_reduce_across_hosts(chunk):
+    """With 64 KiB chunks every all_reduce of 128 KiB or more runs in pieces (up to 16); the low
+    precision ones run whole."""
+    env = {} if chunk == "default" else {"RCCLX_STAGED_CHUNK_BYTES": chunk}
+    results = launch(_all_reduce_rank, NRANKS, env=env, timeout=240, rank_env=pretend_hosts())
     cases = sum(len(ops) for _, ops in ALL_REDUCE_TYPE_OPS) * len(ALL_REDUCE_COUNTS) + 1 + 2 + 1
     checks.assert_cases(results, expect_cases=cases, same_on_all_ranks=True)
 
@@ -311,15 +334,18 @@ def test_calls_past_the_staging_budget_wait_for_staging():
 # --- graph capture ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("chunk", ["default", "256K"])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_graph_of_every_collective_across_hosts_replays_on_changing_inputs(layout):
+def test_graph_of_every_collective_across_hosts_replays_on_changing_inputs(layout, chunk):
     """test_gpu_collectives' graph (all_gather, reduce_scatter, all_to_all, broadcast, reduce, a
     barrier, a group of send/recv; 1.2 MB blocks, so the copy engines stage them) across pretend
-    hosts: every replay runs every host part again, on the replay's inputs."""
+    hosts: every replay runs every host part again, on the replay's inputs; with 256 KiB chunks
+    the all_gather and reduce_scatter run in pieces."""
     replays = 3
     hosts = LAYOUTS[layout]
+    env = {} if chunk == "default" else {"RCCLX_STAGED_CHUNK_BYTES": chunk}
     results = launch(
-        collectives._graph_rank, len(hosts), replays, timeout=240,
+        collectives._graph_rank, len(hosts), replays, env=env, timeout=240,
         rank_env=pretend_hosts(hosts),
     )  # fmt: skip
     checks.assert_cases(results, expect_cases=replays * len(collectives.GRAPH_CALLS))

@@ -1,6 +1,5 @@
 // Implementation of host_proxy.hpp (host side; the kernels are in host_proxy.cu).
 #include "device/host_proxy.hpp"
-#include "device/host_proxy_state.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -10,6 +9,7 @@
 #include "ctran/logging.hpp"
 #include "ctran/peer_group.hpp"
 #include "ctran/wait.hpp"
+#include "device/host_proxy_state.hpp"
 #include "host/host_backend.hpp"
 
 namespace rcclx::gpu {
@@ -75,6 +75,7 @@ void HostProxy::retireCompleted() {
 
 void HostProxy::holdUntilStreamPasses(Slot& slot, void* stream) {
   const bool wasFree = !slot.inUse;
+  slot.reserved = false;
   slot.recordReleased(asStream(stream));
   if (wasFree) inFlight_.push_back(&slot);
 }
@@ -88,7 +89,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
     size_t held = 0;
     for (auto& slot : slots_) {
       held += slot->capacity;
-      if (slot->inUse) continue;
+      if (slot->inUse || slot->reserved) continue;
       free = slot.get();
       if (slot->capacity >= want && (fit == nullptr || slot->capacity < fit->capacity))
         fit = slot.get();
@@ -99,7 +100,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
       // flight is waited for. A call larger than the budget runs once nothing else is staged.
       for (auto& slot : slots_) {
         if (held + want <= bytesInFlight_) break;
-        if (!slot->inUse && slot->capacity > 0) {
+        if (!slot->inUse && !slot->reserved && slot->capacity > 0) {
           held -= slot->capacity;
           slot->freeMemory();
         }
@@ -115,6 +116,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
     }
     if (take != nullptr) {
       take->reserve(want);
+      take->reserved = true;  // until holdUntilStreamPasses: a call's pieces take one each
       return *take;
     }
     inFlight_.front()->waitReleased();
@@ -179,75 +181,100 @@ HostProxy::Call::Call(HostProxy& proxy, void* stream, const char* what)
 
 HostProxy::Call::Region HostProxy::Call::add(const void* gpu, size_t bytes, bool input,
                                              bool output) {
+  const size_t piece = pieces_ - 1;
   for (Region r = 0; r < regions_.size(); ++r) {
     Entry& e = regions_[r];
-    if (e.gpu == gpu && e.bytes == bytes) {
+    if (e.piece == piece && e.gpu == gpu && e.bytes == bytes) {
       e.input |= input;
       e.output |= output;
       return r;
     }
   }
-  regions_.push_back({const_cast<void*>(gpu), bytes, input, output, 0});
+  regions_.push_back({const_cast<void*>(gpu), bytes, input, output, piece, 0});
   return regions_.size() - 1;
 }
 
 void HostProxy::Call::copyBackPrefix(Region r, CopyBackBytes bytes) {
+  CTRAN_ASSERT(pieces_ == 1, "copyBackPrefix: a call of one piece only");
   prefixRegion_ = r;
   prefixBytes_ = std::move(bytes);
 }
 
-size_t HostProxy::Call::layOut() {
-  size_t total = 0;
+std::vector<size_t> HostProxy::Call::layOut() {
+  std::vector<size_t> total(pieces_, 0);
   for (Entry& e : regions_) {
-    e.offset = total;
-    total += alignUp(e.bytes);
+    e.offset = total[e.piece];
+    total[e.piece] += alignUp(e.bytes);
   }
   return total;
 }
 
-HostProxy::HostCopies HostProxy::Call::copiesIn(char* staging) const {
+HostProxy::HostCopies HostProxy::Call::copiesIn(size_t piece, char* staging) const {
   std::vector<size_t> offsets;
   offsets.reserve(regions_.size());
-  for (const Entry& e : regions_) offsets.push_back(e.offset);
+  for (const Entry& e : regions_) offsets.push_back(e.piece == piece ? e.offset : 0);
   return HostCopies(staging, std::move(offsets));
 }
 
-void HostProxy::Call::run(HostPart hostPart) {
+void HostProxy::Call::run(HostPart part) {
+  std::vector<HostPart> parts;
+  parts.push_back(std::move(part));
+  run(std::move(parts));
+}
+
+void HostProxy::Call::run(std::vector<HostPart> parts) {
+  CTRAN_ASSERT(parts.size() == pieces_, "a host part per piece");
   CTRAN_CHECK(!proxy_.destroyed_, ctran::InvalidUsage, what_,
               ": the communicator's GPU state was already released");
   proxy_.raiseIfFailed();
   ctran::GpuDeviceGuard on(proxy_.device_, what_);
   if (ctran::gpuStreamCapturing(asStream(stream_))) {
-    capture(std::move(hostPart));
+    capture(std::move(parts));
   } else {
-    runEagerly(std::move(hostPart));
+    runEagerly(std::move(parts));
   }
 }
 
-void HostProxy::Call::runEagerly(HostPart hostPart) {
+void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
   proxy_.releaseGoneGraphs();  // frees pinned memory: not while capturing
-  Slot& slot = proxy_.acquire(layOut());
-  const uint64_t epoch = ++slot.epoch;
-  const HostCopies at = copiesIn(slot.staging());
+  const std::vector<size_t> bytes = layOut();
+  std::vector<Slot*> slots;
+  std::vector<uint64_t> epochs;
+  std::vector<HostCopies> copies;
+  std::vector<const uint64_t*> noReplay(pieces_, nullptr);
+  auto holdAll = [&] {
+    for (Slot* slot : slots) proxy_.holdUntilStreamPasses(*slot, stream_);
+  };
   try {
-    enqueue(slot, epoch, nullptr, [&] {
-      proxy_.queueHostPart(proxy_.host_, proxy_.group_, slot, epoch, hostPart, at, prefixBytes_);
+    for (size_t p = 0; p < pieces_; ++p) {
+      slots.push_back(&proxy_.acquire(bytes[p]));
+      epochs.push_back(++slots.back()->epoch);
+      copies.push_back(copiesIn(p, slots.back()->staging()));
+    }
+    enqueue(slots, epochs, noReplay, [&] {
+      for (size_t p = 0; p < pieces_; ++p) {
+        proxy_.queueHostPart(proxy_.host_, proxy_.group_, *slots[p], epochs[p], parts[p], copies[p],
+                             prefixBytes_);
+      }
     });
   } catch (...) {
-    // The gate may be queued already: it must not wait for a kernel that never runs (the host
-    // part then runs on what is staged, if it was queued, so the peers are not left waiting).
-    __atomic_store_n(&slot.words()->staged, epoch, __ATOMIC_RELEASE);
-    // What was enqueued (a copy into the staging, the kernel) still uses the slot.
+    // Gates may be queued already: they must not wait for kernels that never run (the host
+    // parts then run on what is staged, if they were queued, so the peers are not left waiting).
+    for (size_t p = 0; p < epochs.size(); ++p) {
+      __atomic_store_n(&slots[p]->words()->staged, epochs[p], __ATOMIC_RELEASE);
+    }
+    // What was enqueued (copies into the staging, kernels) still uses the slots.
     try {
-      proxy_.holdUntilStreamPasses(slot, stream_);
+      holdAll();
     } catch (...) {  // the first error is the one to raise
     }
     throw;
   }
-  proxy_.holdUntilStreamPasses(slot, stream_);
+  holdAll();
 }
 
 bool HostProxy::Call::inlineCopies() const {
+  if (pieces_ > 1) return false;
   int inputs = 0;
   int outputs = 0;
   size_t bytes = 0;
@@ -260,51 +287,81 @@ bool HostProxy::Call::inlineCopies() const {
          outputs <= ProxyStep::kMaxCopies;
 }
 
-void HostProxy::Call::enqueue(Slot& slot, uint64_t epoch, const uint64_t* replayWord,
-                              const std::function<void()>& queueHostPart) {
-  const gpuStream_t stream = asStream(stream_);
-  const bool inlined = inlineCopies();
-  ProxyStep step;
-  step.staged = &slot.mappedWords()->staged;
-  step.done = &slot.mappedWords()->done;
-  step.copyBackBytes = &slot.mappedWords()->copyBackBytes;
-  step.replay = replayWord;
-  step.epoch = epoch;
-  step.rank = proxy_.rank_;
+void HostProxy::Call::copyInputs(size_t piece, Slot& slot) const {
   for (const Entry& e : regions_) {
-    if (!e.input || e.bytes == 0) continue;
-    if (inlined) {
-      step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
-    } else {
-      CTRAN_GPU_CHECK(
-          gpuMemcpyAsync(slot.staging() + e.offset, e.gpu, e.bytes, gpuMemcpyDefault, stream),
-          "copying an input of ", what_, " to host memory");
-    }
+    if (e.piece != piece || !e.input || e.bytes == 0) continue;
+    CTRAN_GPU_CHECK(gpuMemcpyAsync(slot.staging() + e.offset, e.gpu, e.bytes, gpuMemcpyDefault,
+                                   asStream(stream_)),
+                    "copying an input of ", what_, " to host memory");
   }
-  for (Region r = 0; inlined && r < regions_.size(); ++r) {
-    const Entry& e = regions_[r];
-    if (!e.output || e.bytes == 0) continue;
-    if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
-    step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
-  }
+}
 
-  // The host part is queued before the kernel that waits for it is launched, so a failure to
-  // queue it leaves no kernel waiting.
-  queueHostPart();
-  launchProxyStep(step, proxy_.report_.bound(proxy_.waitTimeoutNs_), stream_);
-  if (inlined) return;
+void HostProxy::Call::copyOutputs(size_t piece, Slot& slot) const {
   for (Region r = 0; r < regions_.size(); ++r) {
     const Entry& e = regions_[r];
-    if (!e.output || e.bytes == 0) continue;
+    if (e.piece != piece || !e.output || e.bytes == 0) continue;
     if (prefixBytes_ && r == prefixRegion_) {
       launchCopyPrefix(e.gpu, slot.mappedStaging() + e.offset, &slot.mappedWords()->copyBackBytes,
                        e.bytes, stream_);
     } else {
-      CTRAN_GPU_CHECK(
-          gpuMemcpyAsync(e.gpu, slot.staging() + e.offset, e.bytes, gpuMemcpyDefault, stream),
-          "copying an output of ", what_, " back to the GPU");
+      CTRAN_GPU_CHECK(gpuMemcpyAsync(e.gpu, slot.staging() + e.offset, e.bytes, gpuMemcpyDefault,
+                                     asStream(stream_)),
+                      "copying an output of ", what_, " back to the GPU");
     }
   }
+}
+
+void HostProxy::Call::enqueue(const std::vector<Slot*>& slots, const std::vector<uint64_t>& epochs,
+                              const std::vector<const uint64_t*>& replayWords,
+                              const std::function<void()>& queueHostParts) {
+  auto stepOf = [&](size_t p) {
+    ProxyStep step;
+    step.staged = &slots[p]->mappedWords()->staged;
+    step.done = &slots[p]->mappedWords()->done;
+    step.copyBackBytes = &slots[p]->mappedWords()->copyBackBytes;
+    step.replay = replayWords[p];
+    step.epoch = epochs[p];
+    step.rank = proxy_.rank_;
+    return step;
+  };
+  const ctran::WaitBound bound = proxy_.report_.bound(proxy_.waitTimeoutNs_);
+  if (pieces_ > 1) {
+    // The host parts first: a failure to queue them leaves no kernel waiting.
+    queueHostParts();
+    for (size_t p = 0; p < pieces_; ++p) {
+      copyInputs(p, *slots[p]);
+      ProxyStep release = stepOf(p);
+      release.done = nullptr;
+      launchProxyStep(release, bound, stream_);
+    }
+    for (size_t p = 0; p < pieces_; ++p) {
+      ProxyStep wait = stepOf(p);
+      wait.staged = nullptr;
+      launchProxyStep(wait, bound, stream_);
+      copyOutputs(p, *slots[p]);
+    }
+    return;
+  }
+  Slot& slot = *slots[0];
+  ProxyStep step = stepOf(0);
+  const bool inlined = inlineCopies();
+  if (inlined) {
+    for (Region r = 0; r < regions_.size(); ++r) {
+      const Entry& e = regions_[r];
+      if (e.bytes == 0) continue;
+      if (e.input) step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
+      if (!e.output) continue;
+      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
+      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
+    }
+  } else {
+    copyInputs(0, slot);
+  }
+  // The host part is queued before the kernel that waits for it is launched, so a failure to
+  // queue it leaves no kernel waiting.
+  queueHostParts();
+  launchProxyStep(step, bound, stream_);
+  if (!inlined) copyOutputs(0, slot);
 }
 
 }  // namespace rcclx::gpu

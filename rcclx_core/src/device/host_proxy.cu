@@ -27,14 +27,19 @@ __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
   if (threadIdx.x == 0) {
     const uint64_t epoch =
         step.replay != nullptr ? ctran::device::signalAcquire(step.replay) : step.epoch;
-    __threadfence_system();
-    ctran::device::signalRelease(step.staged, epoch);
-    ctran::device::signalWait(step.done, epoch, step.rank, step.rank, bound,
-                              "the host part of its call");
-    published = ctran::device::signalAcquire(step.done) >= epoch;
+    if (step.staged != nullptr) {
+      __threadfence_system();
+      ctran::device::signalRelease(step.staged, epoch);
+    }
+    published = false;
+    if (step.done != nullptr) {
+      ctran::device::signalWait(step.done, epoch, step.rank, step.rank, bound,
+                                "the host part of its call");
+      published = ctran::device::signalAcquire(step.done) >= epoch;
+    }
   }
   __syncthreads();
-  if (!published) return;  // aborted: the outputs of the calls in flight are undefined
+  if (!published) return;  // released only, or aborted (the outputs in flight are undefined)
   for (int i = 0; i < step.outputs; ++i) {
     size_t n = step.out[i].bytes;
     if (i == step.prefixOutput) {

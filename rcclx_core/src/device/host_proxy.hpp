@@ -24,6 +24,13 @@
 // oldest call's copies back. So small calls never wait on the caller, and large ones wait only
 // once that much is staged; a call larger than the budget runs alone.
 //
+// Pipelining: a large call may come in pieces (the staged back-end splits all_reduce, all_gather
+// and reduce_scatter past RCCLX_STAGED_CHUNK_BYTES), each with its slot and its host part. The
+// host parts are queued in order; on the stream every piece's inputs are copied and released
+// one after the other (a kernel that only releases), then every piece is waited for and copied
+// back in turn, so a piece's copies in and back overlap the host parts of the pieces before and
+// after it.
+//
 // Graph capture: a call captured into a CUDA graph gets a slot of its own (the graph owns it)
 // and, in place of queuing its host part, a host node: each replay's host node numbers the
 // replay in the slot and queues the host part, with the argument values of the capture, on a
@@ -101,26 +108,33 @@ class HostProxy {
   using CopyBackBytes = std::function<size_t(const HostCopies& at)>;
 
   /// One call's GPU memory as host copies: regions are added first, then run() stages the
-  /// inputs, queues the host part and enqueues the copies back.
+  /// inputs, queues the host part and enqueues the copies back. A large call may come in
+  /// pieces run as a pipeline ("Pipelining" above): nextPiece() starts another.
   class Call {
    public:
     using Region = size_t;
 
     Call(HostProxy& proxy, void* stream, const char* what);
 
-    /// `bytes` of GPU memory at `gpu`, copied to the staging before the host part (`input`)
-    /// and back after it (`output`). The same memory added twice is one region with both.
+    /// `bytes` of GPU memory at `gpu` in the current piece, copied to the staging before the
+    /// host part (`input`) and back after it (`output`). The same memory added twice to a
+    /// piece is one region with both.
     Region add(const void* gpu, size_t bytes, bool input, bool output);
     Region in(const void* gpu, size_t bytes) { return add(gpu, bytes, true, false); }
     Region out(void* gpu, size_t bytes) { return add(gpu, bytes, false, true); }
     /// Copies back only the first `bytes(at)` of output region `r`; `bytes` is called on the
-    /// executor after the host part (the rows alltoallv_dynamic received).
+    /// executor after the host part (the rows alltoallv_dynamic received). One piece only.
     void copyBackPrefix(Region r, CopyBackBytes bytes);
+    /// Starts another piece: the regions added next belong to it.
+    void nextPiece() { ++pieces_; }
+    size_t pieces() const { return pieces_; }
 
-    /// Stages the inputs behind the stream's earlier work, queues `hostPart` (eagerly: on this
-    /// thread, which gets what it throws and nothing is copied back then; captured: at each
-    /// replay), enqueues the wait and the copies back on the stream, and returns.
-    void run(HostPart hostPart);
+    /// Stages the inputs behind the stream's earlier work, queues the host parts (`parts[p]`
+    /// for piece p; eagerly: on this thread, which gets what they throw and nothing is copied
+    /// back then; captured: at each replay), enqueues the waits and the copies back on the
+    /// stream, and returns.
+    void run(std::vector<HostPart> parts);
+    void run(HostPart part);
 
    private:
     struct Entry {
@@ -128,24 +142,33 @@ class HostProxy {
       size_t bytes;
       bool input;
       bool output;
-      size_t offset;  ///< in the staging
+      size_t piece;
+      size_t offset;  ///< in the piece's staging
     };
-    /// Whether the step kernel copies the regions itself (small calls).
+    /// Whether the step kernel copies the regions itself (a small call in one piece).
     bool inlineCopies() const;
-    /// Lays the regions out in a staging; returns its bytes.
-    size_t layOut();
-    HostCopies copiesIn(char* staging) const;
-    /// Enqueues the call in `slot` on the stream: the inputs' copies, `queueHostPart` (which
-    /// queues the host part, or the host node that queues it at each replay), the step kernel
-    /// (of `epoch`, or of the replay number in `replayWord`), the copies back.
-    void enqueue(Slot& slot, uint64_t epoch, const uint64_t* replayWord,
-                 const std::function<void()>& queueHostPart);
-    void runEagerly(HostPart hostPart);
-    void capture(HostPart hostPart);  // host_proxy_graph.cpp
+    /// Lays out the regions of each piece in its staging; returns each piece's bytes.
+    std::vector<size_t> layOut();
+    /// Piece `piece`'s regions as host copies in `staging`.
+    HostCopies copiesIn(size_t piece, char* staging) const;
+    /// Enqueues the call on the stream, `slots[p]` holding piece p: `queueHostParts` (which
+    /// queues the host parts, or the host node that queues them at each replay), the inputs'
+    /// copies, the step kernels (of `epochs[p]`, or of the replay number in `replayWords[p]`),
+    /// the copies back. One piece: one step kernel, which releases and waits; several: each
+    /// piece's inputs are released as soon as they are copied, then each piece waited for and
+    /// copied back in turn.
+    void enqueue(const std::vector<Slot*>& slots, const std::vector<uint64_t>& epochs,
+                 const std::vector<const uint64_t*>& replayWords,
+                 const std::function<void()>& queueHostParts);
+    void copyInputs(size_t piece, Slot& slot) const;
+    void copyOutputs(size_t piece, Slot& slot) const;
+    void runEagerly(std::vector<HostPart> parts);
+    void capture(std::vector<HostPart> parts);  // host_proxy_graph.cpp
 
     HostProxy& proxy_;
     void* stream_;
     const char* what_;
+    size_t pieces_ = 1;
     std::vector<Entry> regions_;
     Region prefixRegion_ = 0;
     CopyBackBytes prefixBytes_;
@@ -197,15 +220,16 @@ class HostProxy {
   std::deque<Slot*> inFlight_;                ///< slots taken, in the order they were taken
   bool destroyed_ = false;
   std::mutex failureMu_;
-  std::exception_ptr failure_;  ///< the first host part's error
+  std::exception_ptr failure_;            ///< the first host part's error
   std::unique_ptr<GraphChannel> graphs_;  ///< made by the first capture
 };
 
 /// One call's step on the stream between its inputs and its outputs (host_proxy.cu): copies
 /// `in` (device memory to the staging), releases the epoch (`epoch`, or `*replay`) into
-/// `*staged`, waits until `*done` reaches it (bounded; `rank` names this rank in a timeout's message), then, unless the
-/// wait was aborted, copies `out` back (the output `prefixOutput` only for *copyBackBytes
-/// bytes). The words and the staging are mapped host memory.
+/// `*staged` (unless null), waits until `*done` reaches it (unless null; bounded; `rank` names
+/// this rank in a timeout's message), then, unless the wait was aborted, copies `out` back (the
+/// output `prefixOutput` only for *copyBackBytes bytes). The words and the staging are mapped
+/// host memory.
 struct ProxyStep {
   static constexpr int kMaxCopies = 4;
   struct Copy {

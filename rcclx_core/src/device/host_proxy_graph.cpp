@@ -50,7 +50,7 @@ HostProxy::GraphChannel& HostProxy::graphChannel() {
   return *graphs_;
 }
 
-void HostProxy::Call::capture(HostPart hostPart) {
+void HostProxy::Call::capture(std::vector<HostPart> parts) {
   const gpuStream_t stream = static_cast<gpuStream_t>(stream_);
   void* graph = nullptr;
   CTRAN_GPU_CHECK(ctran::gpuCaptureGraphOf(stream, &graph), "querying the capture of ", what_);
@@ -59,29 +59,45 @@ void HostProxy::Call::capture(HostPart hostPart) {
               "of its calls (graph user objects need CUDA 11.3 or HIP 5.3); run this call "
               "eagerly");
   auto step = std::make_shared<GraphStep>();
+  step->pieces.resize(pieces_);
+  const std::vector<size_t> bytes = layOut();
   {
     // Pinned memory and the channel's connections are calls a capture in global mode refuses.
     ctran::GpuRelaxedCapture relaxed;
     GraphChannel& channel = proxy_.graphChannel();
     step->anyGone = channel.anyGone;
-    step->slot.device = proxy_.device_;
-    step->slot.reserve(layOut());
+    try {
+      for (size_t p = 0; p < pieces_; ++p) {
+        step->pieces[p].slot.device = proxy_.device_;
+        step->pieces[p].slot.reserve(bytes[p]);
+      }
+    } catch (...) {
+      step->release();
+      throw;
+    }
   }
-  step->proxy.store(&proxy_);
-  step->hostPart = std::move(hostPart);
-  step->at = copiesIn(step->slot.staging());
+  std::vector<Slot*> slots;
+  std::vector<const uint64_t*> replayWords;
+  for (size_t p = 0; p < pieces_; ++p) {
+    GraphStep::Piece& piece = step->pieces[p];
+    piece.hostPart = std::move(parts[p]);
+    piece.at = copiesIn(p, piece.slot.staging());
+    slots.push_back(&piece.slot);
+    replayWords.push_back(&piece.slot.mappedWords()->replay);
+  }
   step->prefixBytes = prefixBytes_;
+  step->proxy.store(&proxy_);
   auto held = std::make_unique<std::shared_ptr<GraphStep>>(step);
   const gpuError_t owned = ctran::gpuGraphOwn(graph, held.get(), &graphGone);
   if (owned != gpuSuccess) {
-    step->slot.release();
+    step->release();
     ctran::throwGpuError(owned, "gpuGraphOwn",
                          ctran::strCat(what_, ": handing the capturing graph its staging"));
   }
   held.release();  // the graph's now
   proxy_.graphs_->steps.push_back(step);
   GraphStep* replayed = step.get();
-  enqueue(step->slot, 0, &step->slot.mappedWords()->replay, [&] {
+  enqueue(slots, std::vector<uint64_t>(pieces_, 0), replayWords, [&] {
     CTRAN_GPU_CHECK(gpuLaunchHostFunc(stream, &HostProxy::replay, replayed),
                     "capturing the host node of ", what_);
   });
@@ -94,13 +110,15 @@ void HostProxy::replay(void* p) {
   try {
     GraphChannel& channel = *proxy->graphs_;
     std::lock_guard<std::mutex> lock(channel.mu);
-    const uint64_t epoch = ++step->slot.epoch;
-    // The step kernel runs after this node and reads the number with a system-scope acquire.
-    __atomic_store_n(&step->slot.words()->replay, epoch, __ATOMIC_RELEASE);
-    proxy->queueHostPart(*channel.host, *channel.group, step->slot, epoch, step->hostPart,
-                         step->at, step->prefixBytes);
+    for (GraphStep::Piece& piece : step->pieces) {
+      const uint64_t epoch = ++piece.slot.epoch;
+      // The step kernels run after this node and read the number with a system-scope acquire.
+      __atomic_store_n(&piece.slot.words()->replay, epoch, __ATOMIC_RELEASE);
+      proxy->queueHostPart(*channel.host, *channel.group, piece.slot, epoch, piece.hostPart,
+                           piece.at, step->prefixBytes);
+    }
   } catch (...) {
-    // A failed call before this replay, a dead peer: the abort word ends the step kernel.
+    // A failed call before this replay, a dead peer: the abort word ends the step kernels.
     proxy->fail(std::current_exception());
   }
 }
@@ -121,7 +139,7 @@ void HostProxy::releaseGoneGraphs() {
       ++it;
       continue;
     }
-    (*it)->slot.release();
+    (*it)->release();
     it = steps.erase(it);
   }
 }
@@ -136,7 +154,7 @@ void HostProxy::destroyGraphs(bool collective) {
   channel->host->stop();
   for (auto& step : channel->steps) {
     step->proxy.store(nullptr);
-    step->slot.release();
+    step->release();
   }
   channel->host->destroy();
   if (collective) channel->group->closeBootstrap();

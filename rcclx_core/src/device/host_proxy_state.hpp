@@ -48,6 +48,7 @@ struct HostProxy::Slot {
   uint64_t epoch = 0;             ///< calls run in this slot
   gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
   bool inUse = false;             ///< `released` was recorded and may not have completed
+  bool reserved = false;          ///< taken by a call being enqueued (acquire to hold)
 
   ProxyWords* words() const { return reinterpret_cast<ProxyWords*>(host); }
   ProxyWords* mappedWords() const { return reinterpret_cast<ProxyWords*>(mapped); }
@@ -119,16 +120,23 @@ struct HostProxy::Slot {
   }
 };
 
-/// One captured call. The graph holds it (a graph user object) and its host nodes point at it;
+/// One captured call. The graph holds it (a graph user object) and its host node points at it;
 /// the graph channel lists it until its graph is gone.
 struct HostProxy::GraphStep {
+  struct Piece {
+    Slot slot;  ///< the graph's own words and staging; epoch counts replays
+    HostPart hostPart;
+    HostCopies at{nullptr, {}};
+  };
   std::atomic<HostProxy*> proxy{nullptr};  ///< null once the communicator released its GPU state
-  Slot slot;                   ///< the graph's own words and staging; epoch counts replays
-  HostPart hostPart;
-  HostCopies at{nullptr, {}};
+  std::vector<Piece> pieces;
   CopyBackBytes prefixBytes;
   std::atomic<bool> gone{false};  ///< the graph and its instances were destroyed
   std::shared_ptr<std::atomic<bool>> anyGone;
+
+  void release() noexcept {
+    for (Piece& piece : pieces) piece.slot.release();
+  }
 };
 
 struct HostProxy::GraphChannel {

@@ -16,6 +16,31 @@ namespace {
 
 using StagedCall = gpu::HostProxy::Call;
 using HostCopies = gpu::HostProxy::HostCopies;
+using HostPart = gpu::HostProxy::HostPart;
+
+// A pipelined call has at most this many pieces (each holds a slot and costs a few launches).
+constexpr size_t kMaxPieces = 16;
+
+/// Elements [first, last) of `count` that piece `p` of `pieces` covers.
+std::pair<size_t, size_t> pieceOf(size_t count, size_t p, size_t pieces) {
+  return {count * p / pieces, count * (p + 1) / pieces};
+}
+
+const void* byteOffset(const void* base, size_t bytes) {
+  return static_cast<const char*>(base) + bytes;
+}
+void* byteOffset(void* base, size_t bytes) { return static_cast<char*>(base) + bytes; }
+
+/// The displacements, in elements of `elem` bytes, of `regions` (one per rank, laid out in rank
+/// order) from the first.
+std::vector<size_t> displsFrom(const HostCopies& at, const std::vector<StagedCall::Region>& regions,
+                               size_t elem) {
+  std::vector<size_t> displs(regions.size());
+  for (size_t r = 0; r < regions.size(); ++r) {
+    displs[r] = static_cast<size_t>(at(regions[r]) - at(regions[0])) / elem;
+  }
+  return displs;
+}
 
 /// Adds the GPU memory each transfer of `x` reads (`src`) and writes (`dst`) to `call`.
 void stageExchange(StagedCall& call, const Exchange& x, std::vector<StagedCall::Region>& src,
@@ -32,8 +57,7 @@ void stageExchange(StagedCall& call, const Exchange& x, std::vector<StagedCall::
 class StagedBackend final : public DeviceBackend {
  public:
   StagedBackend(HostBackend& host, ctran::PeerGroup& group, int device, const Settings& settings)
-      : host_(host),
-        proxy_(host, group, device, settings) {}
+      : host_(host), settings_(settings), proxy_(host, group, device, settings) {}
 
   Selection select(size_t bytes, DataType type, RedOp op,
                    const SelectorConfig& cfg) const override {
@@ -42,13 +66,20 @@ class StagedBackend final : public DeviceBackend {
 
   void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                  const CallOptions& opts, void* stream) override {
-    const size_t bytes = count * dataTypeSize(type);
+    const size_t elem = dataTypeSize(type);
+    const size_t pieces = piecesFor(count * elem, opts);
     StagedCall call(proxy_, stream, "all_reduce");
-    const auto in = call.in(send, bytes);
-    const auto out = call.out(recv, bytes);
-    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
-      return host.allReduce(at(in), at(out), count, type, op, o);
-    });
+    std::vector<HostPart> parts;
+    for (size_t p = 0; p < pieces; ++p) {
+      if (p > 0) call.nextPiece();
+      const auto [lo, hi] = pieceOf(count, p, pieces);
+      const auto in = call.in(byteOffset(send, lo * elem), (hi - lo) * elem);
+      const auto out = call.out(byteOffset(recv, lo * elem), (hi - lo) * elem);
+      parts.push_back([=, n = hi - lo, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+        return host.allReduce(at(in), at(out), n, type, op, o);
+      });
+    }
+    call.run(std::move(parts));
   }
 
   void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
@@ -70,12 +101,36 @@ class StagedBackend final : public DeviceBackend {
                   void* stream) override {
     const size_t elem = dataTypeSize(type);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    const size_t me = static_cast<size_t>(host_.rank());
+    const size_t pieces = piecesFor(total * elem, opts);
     StagedCall call(proxy_, stream, "all_gather");
-    const auto in = call.in(send, counts[host_.rank()] * elem);
-    const auto out = call.out(recv, total * elem);
-    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
-      return host.allGatherV(at(in), at(out), counts, displs, type, o);
-    });
+    if (pieces == 1) {
+      const auto in = call.in(send, counts[me] * elem);
+      const auto out = call.out(recv, total * elem);
+      call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+        return host.allGatherV(at(in), at(out), counts, displs, type, o);
+      });
+      return;
+    }
+    // Piece p: its slice of every rank's block, each slice a region of its own.
+    std::vector<HostPart> parts;
+    for (size_t p = 0; p < pieces; ++p) {
+      if (p > 0) call.nextPiece();
+      std::vector<size_t> sliceCounts(counts.size());
+      std::vector<StagedCall::Region> slices(counts.size());
+      StagedCall::Region in = 0;
+      for (size_t r = 0; r < counts.size(); ++r) {
+        const auto [lo, hi] = pieceOf(counts[r], p, pieces);
+        sliceCounts[r] = hi - lo;
+        if (r == me) in = call.in(byteOffset(send, lo * elem), (hi - lo) * elem);
+        slices[r] = call.out(byteOffset(recv, (displs[r] + lo) * elem), (hi - lo) * elem);
+      }
+      parts.push_back([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+        return host.allGatherV(at(in), at(slices[0]), sliceCounts, displsFrom(at, slices, elem),
+                               type, o);
+      });
+    }
+    call.run(std::move(parts));
   }
 
   void reduceScatterV(const void* send, void* recv, const std::vector<size_t>& counts,
@@ -83,12 +138,36 @@ class StagedBackend final : public DeviceBackend {
                       const CallOptions& opts, void* stream) override {
     const size_t elem = dataTypeSize(type);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    const size_t me = static_cast<size_t>(host_.rank());
+    const size_t pieces = piecesFor(total * elem, opts);
     StagedCall call(proxy_, stream, "reduce_scatter");
-    const auto in = call.in(send, total * elem);
-    const auto out = call.out(recv, counts[host_.rank()] * elem);
-    call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
-      return host.reduceScatterV(at(in), at(out), counts, displs, type, op, o);
-    });
+    if (pieces == 1) {
+      const auto in = call.in(send, total * elem);
+      const auto out = call.out(recv, counts[me] * elem);
+      call.run([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+        return host.reduceScatterV(at(in), at(out), counts, displs, type, op, o);
+      });
+      return;
+    }
+    // Piece p: its slice of every rank's block of the input, each slice a region of its own.
+    std::vector<HostPart> parts;
+    for (size_t p = 0; p < pieces; ++p) {
+      if (p > 0) call.nextPiece();
+      std::vector<size_t> sliceCounts(counts.size());
+      std::vector<StagedCall::Region> slices(counts.size());
+      for (size_t r = 0; r < counts.size(); ++r) {
+        const auto [lo, hi] = pieceOf(counts[r], p, pieces);
+        sliceCounts[r] = hi - lo;
+        slices[r] = call.in(byteOffset(send, (displs[r] + lo) * elem), (hi - lo) * elem);
+      }
+      const auto [lo, hi] = pieceOf(counts[me], p, pieces);
+      const auto out = call.out(byteOffset(recv, lo * elem), (hi - lo) * elem);
+      parts.push_back([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
+        return host.reduceScatterV(at(slices[0]), at(out), sliceCounts,
+                                   displsFrom(at, slices, elem), type, op, o);
+      });
+    }
+    call.run(std::move(parts));
   }
 
   void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
@@ -196,6 +275,16 @@ class StagedBackend final : public DeviceBackend {
   void destroy(bool collective) override { proxy_.destroy(collective); }
 
  private:
+  /// The pieces of a call whose largest buffer is `bytes` ("Pipelining" in host_proxy.hpp):
+  /// RCCLX_STAGED_CHUNK_BYTES each, from two of them on; one when that is 0 or the call may
+  /// take the low-precision path, whose blocks a split would move.
+  size_t piecesFor(size_t bytes, const CallOptions& opts) const {
+    const size_t chunk = settings_.stagedChunkBytes;
+    if (chunk == 0 || bytes < 2 * chunk) return 1;
+    if (opts.lowPrecision.value_or(settings_.lp.anyEnabled())) return 1;
+    return std::min(kMaxPieces, (bytes + chunk - 1) / chunk);
+  }
+
   /// The host part's options: queued on the executor behind the calls before it.
   static CallOptions queued(const CallOptions& opts) {
     CallOptions o = opts;
@@ -219,6 +308,7 @@ class StagedBackend final : public DeviceBackend {
   }
 
   HostBackend& host_;
+  const Settings& settings_;
   gpu::HostProxy proxy_;
 };
 
