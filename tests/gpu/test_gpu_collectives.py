@@ -478,8 +478,9 @@ GRAPH_COUNT = 300_001  # 1.2 MB fp32 blocks: several lanes
 GRAPH_CALLS = ("all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "sendrecv")
 
 
-def _graph_rank(ctx, replays):
-    """One CUDA graph holding every collective; replayed on fresh inputs, each replay checked."""
+def _graph_rank(ctx, replays, integers=False):
+    """One CUDA graph holding every collective; replayed on fresh inputs, each replay checked.
+    `integers`: inputs of whole numbers, whose sums are exact in any fold order."""
     dev = rank_device(ctx)
     comm = ctx.communicator()
     n, me, count = ctx.nranks, ctx.rank, GRAPH_COUNT
@@ -513,6 +514,8 @@ def _graph_rank(ctx, replays):
     c = Cases()
     for rep in range(replays):
         xs = [make_input(torch.float32, n * count, "SUM", 9000 + rep, r, dev) for r in range(n)]
+        if integers:
+            xs = [(x * 8).round() for x in xs]
         x.copy_(xs[me])
         for o in outs.values():
             checks.poison(o)
