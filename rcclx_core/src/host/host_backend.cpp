@@ -334,13 +334,15 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
   const int me = rank_;
   const size_t mine = counts[rank_];
   const double scalar = opts.premulScalar;
+  size_t extent = 0;  // the input's elements: the blocks may leave gaps (displs)
+  for (size_t r = 0; r < counts.size(); ++r) extent = std::max(extent, displs[r] + counts[r]);
   return submit(
       OpKind::kReduceScatter, tag,
       [=] {
         std::shared_ptr<std::vector<char>> scaled;
         const void* in = send;
         if (op == RedOp::kPreMulSum) {
-          scaled = premulCopy(send, total, type, scalar);
+          scaled = premulCopy(send, extent, type, scalar);
           in = scaled->data();
         }
         const RedOp c = combineOp(op);
