@@ -31,15 +31,38 @@ const void* byteOffset(const void* base, size_t bytes) {
 }
 void* byteOffset(void* base, size_t bytes) { return static_cast<char*>(base) + bytes; }
 
-/// The displacements, in elements of `elem` bytes, of `regions` (one per rank, laid out in rank
-/// order) from the first.
-std::vector<size_t> displsFrom(const HostCopies& at, const std::vector<StagedCall::Region>& regions,
-                               size_t elem) {
-  std::vector<size_t> displs(regions.size());
-  for (size_t r = 0; r < regions.size(); ++r) {
-    displs[r] = static_cast<size_t>(at(regions[r]) - at(regions[0])) / elem;
+/// Piece p of every rank's block of a pipelined all_gather's output or reduce_scatter's input,
+/// each slice a region of its own, in rank order.
+struct Slices {
+  std::vector<size_t> counts;  ///< elements of each rank's slice
+  std::vector<StagedCall::Region> regions;
+
+  /// The slices' displacements from the first, in elements of `elem` bytes, where the host
+  /// part finds them (the staging leaves gaps between regions).
+  std::vector<size_t> displs(const HostCopies& at, size_t elem) const {
+    std::vector<size_t> d(regions.size());
+    for (size_t r = 0; r < regions.size(); ++r) {
+      // An empty slice may share another's region: it points at nothing.
+      d[r] = counts[r] == 0 ? 0 : static_cast<size_t>(at(regions[r]) - at(regions[0])) / elem;
+    }
+    return d;
   }
-  return displs;
+};
+
+/// Adds piece `p` of `pieces` of the blocks (`counts`, `displs`, in elements of `elem` bytes) at
+/// `base` to `call`, as inputs or outputs. Added before the call's own block (which may be the
+/// same memory, in place: it then joins its slice's region), so the regions stay in rank order.
+Slices stageSlices(StagedCall& call, const void* base, bool input,
+                   const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                   size_t elem, size_t p, size_t pieces) {
+  Slices s;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    const auto [lo, hi] = pieceOf(counts[r], p, pieces);
+    s.counts.push_back(hi - lo);
+    s.regions.push_back(
+        call.add(byteOffset(base, (displs[r] + lo) * elem), (hi - lo) * elem, input, !input));
+  }
+  return s;
 }
 
 /// Adds the GPU memory each transfer of `x` reads (`src`) and writes (`dst`) to `call`.
@@ -112,22 +135,15 @@ class StagedBackend final : public DeviceBackend {
       });
       return;
     }
-    // Piece p: its slice of every rank's block, each slice a region of its own.
     std::vector<HostPart> parts;
     for (size_t p = 0; p < pieces; ++p) {
       if (p > 0) call.nextPiece();
-      std::vector<size_t> sliceCounts(counts.size());
-      std::vector<StagedCall::Region> slices(counts.size());
-      StagedCall::Region in = 0;
-      for (size_t r = 0; r < counts.size(); ++r) {
-        const auto [lo, hi] = pieceOf(counts[r], p, pieces);
-        sliceCounts[r] = hi - lo;
-        if (r == me) in = call.in(byteOffset(send, lo * elem), (hi - lo) * elem);
-        slices[r] = call.out(byteOffset(recv, (displs[r] + lo) * elem), (hi - lo) * elem);
-      }
+      const Slices out = stageSlices(call, recv, false, counts, displs, elem, p, pieces);
+      const auto [lo, hi] = pieceOf(counts[me], p, pieces);
+      const auto in = call.in(byteOffset(send, lo * elem), (hi - lo) * elem);
       parts.push_back([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
-        return host.allGatherV(at(in), at(slices[0]), sliceCounts, displsFrom(at, slices, elem),
-                               type, o);
+        return host.allGatherV(at(in), at(out.regions[0]), out.counts, out.displs(at, elem), type,
+                               o);
       });
     }
     call.run(std::move(parts));
@@ -149,22 +165,15 @@ class StagedBackend final : public DeviceBackend {
       });
       return;
     }
-    // Piece p: its slice of every rank's block of the input, each slice a region of its own.
     std::vector<HostPart> parts;
     for (size_t p = 0; p < pieces; ++p) {
       if (p > 0) call.nextPiece();
-      std::vector<size_t> sliceCounts(counts.size());
-      std::vector<StagedCall::Region> slices(counts.size());
-      for (size_t r = 0; r < counts.size(); ++r) {
-        const auto [lo, hi] = pieceOf(counts[r], p, pieces);
-        sliceCounts[r] = hi - lo;
-        slices[r] = call.in(byteOffset(send, (displs[r] + lo) * elem), (hi - lo) * elem);
-      }
+      const Slices in = stageSlices(call, send, true, counts, displs, elem, p, pieces);
       const auto [lo, hi] = pieceOf(counts[me], p, pieces);
       const auto out = call.out(byteOffset(recv, lo * elem), (hi - lo) * elem);
       parts.push_back([=, o = queued(opts)](HostBackend& host, const HostCopies& at) {
-        return host.reduceScatterV(at(slices[0]), at(out), sliceCounts,
-                                   displsFrom(at, slices, elem), type, op, o);
+        return host.reduceScatterV(at(in.regions[0]), at(out), in.counts, in.displs(at, elem), type,
+                                   op, o);
       });
     }
     call.run(std::move(parts));

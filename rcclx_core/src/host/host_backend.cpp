@@ -335,7 +335,9 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
   const size_t mine = counts[rank_];
   const double scalar = opts.premulScalar;
   size_t extent = 0;  // the input's elements: the blocks may leave gaps (displs)
-  for (size_t r = 0; r < counts.size(); ++r) extent = std::max(extent, displs[r] + counts[r]);
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] > 0) extent = std::max(extent, displs[r] + counts[r]);
+  }
   return submit(
       OpKind::kReduceScatter, tag,
       [=] {
