@@ -10,8 +10,8 @@ alltoallv_dynamic (rows past the received ones untouched); calls that return bef
 arrived, calls past the staging budget on two streams; large calls in pieces (a pipeline,
 RCCLX_STAGED_CHUNK_BYTES made small); calls captured into CUDA graphs and replayed on new
 inputs, eager calls between the replays; 2+1 and 2x2 pretend hosts; a peer that dies while the
-stream waits; what staging refuses (symmetric buffers) with an error that says why;
-rcclx-overlap (compute beside calls across hosts) end to end.
+stream waits, eagerly and in a replay; what staging refuses (symmetric buffers) with an error
+that says why; rcclx-overlap (compute beside calls across hosts) end to end.
 """
 
 from __future__ import annotations
@@ -456,6 +456,49 @@ def test_a_peer_that_dies_while_the_stream_waits_is_an_error_not_a_hang():
     )
     survivor = results[0]
     assert survivor.error is None, survivor.error
+    assert survivor.value["raised"] is None, survivor.value
+    assert survivor.value["drained_s"] < 30, survivor.value
+
+
+def _dies_while_a_replay_waits_rank(ctx):
+    """An all_reduce captured and replayed once on both ranks; then rank 1 dies a second after
+    rank 0's next replay was launched. The replay's wait must end (the host part on the graph
+    channel fails) and the next eager call must raise naming rank 1."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    x = torch.ones(1 << 16, device=dev)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        comm.all_reduce(x, stream=current_stream())
+    g.replay()
+    torch.cuda.synchronize()
+    first = float(x[0])
+    if ctx.rank == 1:
+        time.sleep(1.0)
+        os._exit(0)
+    start = time.monotonic()
+    g.replay()
+    torch.cuda.synchronize()
+    drained = time.monotonic() - start
+    try:
+        comm.all_reduce(x, stream=current_stream())
+        torch.cuda.synchronize()
+        raised = "no error raised"
+    except rc.Error as e:
+        raised = None if "rank 1" in str(e) else f"the error does not name rank 1: {e}"
+    comm.abort()
+    return {"first": first, "drained_s": drained, "raised": raised}
+
+
+def test_a_peer_that_dies_while_a_replay_waits_is_an_error_not_a_hang():
+    env = {"RCCLX_TIMEOUT_MS": "5000"}
+    results = launch(
+        _dies_while_a_replay_waits_rank, NRANKS, env=env, timeout=90, expect_errors=True,
+        rank_env=pretend_hosts(),
+    )  # fmt: skip
+    survivor = results[0]
+    assert survivor.error is None, survivor.error
+    assert survivor.value["first"] == 2.0, survivor.value
     assert survivor.value["raised"] is None, survivor.value
     assert survivor.value["drained_s"] < 30, survivor.value
 
