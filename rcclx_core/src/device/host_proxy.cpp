@@ -106,7 +106,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
         }
       }
       if (held + want <= bytesInFlight_ || inFlight_.empty()) {
-        if (free == nullptr && slots_.size() < kMaxCallsInFlight) {
+        if (free == nullptr && slots_.size() < kMaxSlots) {
           slots_.push_back(std::make_unique<Slot>());
           slots_.back()->device = device_;
           free = slots_.back().get();

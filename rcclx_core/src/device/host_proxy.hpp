@@ -16,12 +16,12 @@
 // The caller's host time does not depend on the message size, and the host never synchronizes
 // with the stream.
 //
-// Slots: each call in flight holds one slot of pinned memory mapped into the GPU (its words, then
-// its staging), free again once its copies back have run. A call takes the smallest free slot
-// that fits, or grows or adds one, as long as the slots' staging together stays within
-// `bytesInFlight` (RCCLX_STAGED_BYTES_IN_FLIGHT) and at most kMaxCallsInFlight calls are in
-// flight; otherwise it first frees idle staging, then waits on the calling thread for the
-// oldest call's copies back. So small calls never wait on the caller, and large ones wait only
+// Slots: each call (each piece of a pipelined one) in flight holds one slot of pinned memory
+// mapped into the GPU (its words, then its staging), free again once its copies back have run. A
+// call takes the smallest free slot that fits, or grows or adds one, as long as the slots'
+// staging together stays within `bytesInFlight` (RCCLX_STAGED_BYTES_IN_FLIGHT) and at most
+// kMaxSlots are taken; otherwise it first frees idle staging, then waits on the calling thread for
+// the oldest call's copies back. So small calls never wait on the caller, and large ones wait only
 // once that much is staged; a call larger than the budget runs alone.
 //
 // Pipelining: a large call may come in pieces (the staged back-end splits all_reduce, all_gather
@@ -73,8 +73,9 @@ namespace rcclx::gpu {
 
 class HostProxy {
  public:
-  /// Calls in flight at once, whatever their size (each holds a slot until its copies back ran).
-  static constexpr size_t kMaxCallsInFlight = 64;
+  /// Slots at once: calls (and pieces) in flight, whatever their size (each holds a slot until
+  /// its copies back ran).
+  static constexpr size_t kMaxSlots = 64;
 
   /// For `host`'s communicator (`group`) on GPU `device`, under its `settings`:
   /// RCCLX_TIMEOUT_MS bounds the host waits; the staging of the calls in flight stays within
