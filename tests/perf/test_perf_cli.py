@@ -5,6 +5,7 @@ command line's refusals (exit 2, naming the option and the value)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -185,6 +186,20 @@ def test_repeat_runs_the_sweep_in_fresh_processes_and_reports_the_spread(tmp_pat
     for s in doc["per_size"]:
         assert s["best_peer"] == "gloo" and s["ratio"] == pytest.approx(s["time"] / s["peer_time"])
         assert s["best"] != "auto" and not s["best"].startswith("auto(")
+    # every run's rows carry each rank's scheduling record (sched.py), which the table shows
+    for run in doc["runs"]:
+        for row in run["rows"]:
+            assert len(row["sched"]) == 2, row
+            for record in row["sched"]:
+                assert record["voluntary"] >= 0 and record["involuntary"] >= 0, record
+                assert record["cpu"] in os.sched_getaffinity(0), record
+    assert "Scheduling in each size's fastest and slowest run" in out
+    table = out.split("Scheduling in each size's fastest and slowest run")[1]
+    rows = [ln.split() for ln in table.splitlines() if ln.strip()[:1].isdigit()]
+    assert {r[1] for r in rows} == {"fastest", "slowest"} and {r[0] for r in rows} == {
+        "1024",
+        "4096",
+    }
 
 
 def _run_doc(times: dict) -> dict:
@@ -216,6 +231,22 @@ def test_repeat_tables_from_given_runs():
     (size,) = repeat.per_size(rows)
     assert size["best"] == "ring" and size["time"] == 5.0  # auto counts only when alone
     assert size["ratio"] == pytest.approx(0.05) and size["peer_spread"] == 1.0
+
+
+def test_repeat_names_the_fastest_and_slowest_run_with_their_scheduling():
+    from rcclx_core.perf import repeat
+
+    runs = [
+        _run_doc({(64, "ring"): 4.0}),
+        _run_doc({(64, "ring"): 12.0}),
+        _run_doc({(64, "ring"): 5.0}),
+    ]
+    for k, run in enumerate(runs):
+        run["rows"][0]["sched"] = [{"voluntary": k, "involuntary": 10 * k, "cpu": k % 2}]
+    fastest, slowest = repeat.scheduling(runs, repeat.stability(runs))
+    assert (fastest["which"], fastest["run"], fastest["time"]) == ("fastest", 1, 4.0)
+    assert (slowest["which"], slowest["run"], slowest["time"]) == ("slowest", 2, 12.0)
+    assert slowest["ranks"] == [{"voluntary": 1, "involuntary": 10, "cpu": 1}]
 
 
 @pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "reduce"])

@@ -125,6 +125,47 @@ def per_size(rows: list[dict]) -> list[dict]:
     return out
 
 
+def scheduling(docs: list[dict], rows: list[dict]) -> list[dict]:
+    """Per size, the fastest and the slowest run of our best column (by median over runs): the
+    run, its time and every rank's scheduling record (sched.py) while the size was timed."""
+    out = []
+    for size in dict.fromkeys(r["size"] for r in rows):
+        ours = [r for r in rows if r["size"] == size and not r["peer"]]
+        explicit = [r for r in ours if r["column"] != "auto"] or ours
+        if not explicit:
+            continue
+        best = min(explicit, key=lambda r: r["median"])
+        times = [(_column_times(d).get((size, best["column"])), k) for k, d in enumerate(docs)]
+        timed = [(t[0], k) for t, k in times if t is not None]
+        if len(timed) != len(docs):
+            continue  # a run without the column: the runs do not line up
+        for which, (time_us, k) in (("fastest", min(timed)), ("slowest", max(timed))):
+            records = next((r.get("sched") for r in docs[k]["rows"] if r["size"] == size), None)
+            out.append(
+                {"size": size, "which": which, "run": k + 1, "time": time_us, "ranks": records}
+            )
+    return out
+
+
+def _sched_cell(record: dict | None) -> str:
+    if not record:
+        return "-"
+    parts = [str(record.get(k, "?")) for k in ("voluntary", "involuntary", "migrations")]
+    return "/".join(parts) + (f"@{record['cpu']}" if "cpu" in record else "")
+
+
+def _print_scheduling(entries: list[dict], out) -> None:
+    p = lambda line="": print(line, file=out, flush=True)  # noqa: E731
+    p("# Scheduling in each size's fastest and slowest run (our best column): per rank, while the")
+    p("# size was timed, context switches of all its process's threads (voluntary/involuntary),")
+    p("# their moves between CPUs, and @ the CPU its timing thread ended on")
+    p(f"# {'size(B)':>12} {'run':>12} {'time(us)':>11}  ranks")
+    for e in entries:
+        cells = " ".join(f"{_sched_cell(r):>18}" for r in (e["ranks"] or [None]))
+        p(f"  {e['size']:>12} {e['which'] + ' ' + str(e['run']):>12} {e['time']:>11.2f}  {cells}")
+    p()
+
+
 def _print_tables(cfg: Config, repeat: int, rows: list[dict], sizes: list[dict], out) -> None:
     stat = f"{cfg.statistic}s"
     p = lambda line="": print(line, file=out, flush=True)  # noqa: E731
@@ -189,6 +230,7 @@ def run_repeated(
     rows = stability(docs)
     sizes = per_size(rows)
     _print_tables(cfg, repeat, rows, sizes, out)
+    _print_scheduling(scheduling(docs, rows), out)
     if cfg.json_path:
         with open(cfg.json_path, "w") as f:
             json.dump(

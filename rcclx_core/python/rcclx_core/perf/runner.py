@@ -13,7 +13,7 @@ import json
 from typing import Any, Callable
 
 from rcclx_core import Communicator, Error, _testing
-from rcclx_core.perf import check
+from rcclx_core.perf import check, sched
 from rcclx_core.perf.buffers import Workspace, make_placement, torch_dtype
 from rcclx_core.perf.ours import OursColumn
 from rcclx_core.perf.peers import NotApplicable, open_peers
@@ -211,7 +211,9 @@ def run(cfg: Config, world: World, report=None) -> int:
         ws = Workspace(cfg, placement, n, world.rank, count)
         warm = i == 0 and cfg.device == "cuda"
         columns = peers.columns if peers else []
+        before = sched.snapshot()
         mine = _measure_size(cfg, world, timer, ws, ours, columns, warm, eager)
+        mine["sched"] = sched.since(before)
         del ws  # GPU memory back before the next size
         everyone = [json.loads(b) for b in world.control.all_gather(json.dumps(mine).encode())]
         merged_peers = {
@@ -220,6 +222,7 @@ def run(cfg: Config, world: World, report=None) -> int:
         for k in range(len(ours)):
             ours_k = _merge([e["ours"][k] for e in everyone], cfg)
             row = make_row(cfg, n, count, ours_k, merged_peers)
+            row["sched"] = [e["sched"] for e in everyone]
             failed |= _failed(row, bound)
             if report is not None:
                 report.add(row)
