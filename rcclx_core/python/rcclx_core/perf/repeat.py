@@ -127,7 +127,7 @@ def per_size(rows: list[dict]) -> list[dict]:
 
 def scheduling(docs: list[dict], rows: list[dict]) -> list[dict]:
     """Per size, the fastest and the slowest run of our best column (by median over runs): the
-    run, its time and every rank's scheduling record (sched.py) while the size was timed."""
+    run, its time and every rank's scheduling record (sched.py) while that column was timed."""
     out = []
     for size in dict.fromkeys(r["size"] for r in rows):
         ours = [r for r in rows if r["size"] == size and not r["peer"]]
@@ -140,7 +140,14 @@ def scheduling(docs: list[dict], rows: list[dict]) -> list[dict]:
         if len(timed) != len(docs):
             continue  # a run without the column: the runs do not line up
         for which, (time_us, k) in (("fastest", min(timed)), ("slowest", max(timed))):
-            records = next((r.get("sched") for r in docs[k]["rows"] if r["size"] == size), None)
+            records = next(
+                (
+                    r.get("sched")
+                    for r in docs[k]["rows"]
+                    if r["size"] == size and r.get("algo") == best["column"]
+                ),
+                None,
+            )
             out.append(
                 {"size": size, "which": which, "run": k + 1, "time": time_us, "ranks": records}
             )
@@ -156,9 +163,9 @@ def _sched_cell(record: dict | None) -> str:
 
 def _print_scheduling(entries: list[dict], out) -> None:
     p = lambda line="": print(line, file=out, flush=True)  # noqa: E731
-    p("# Scheduling in each size's fastest and slowest run (our best column): per rank, while the")
-    p("# size was timed, context switches of all its process's threads (voluntary/involuntary),")
-    p("# their moves between CPUs, and @ the CPU its timing thread ended on")
+    p("# Scheduling in each size's fastest and slowest run of our best column: per rank, while")
+    p("# that column was timed, context switches of all its process's threads (voluntary /")
+    p("# involuntary), their moves between CPUs, and @ the CPU its timing thread ended on")
     p(f"# {'size(B)':>12} {'run':>12} {'time(us)':>11}  ranks")
     for e in entries:
         cells = " ".join(f"{_sched_cell(r):>18}" for r in (e["ranks"] or [None]))

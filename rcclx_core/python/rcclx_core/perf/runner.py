@@ -107,15 +107,19 @@ def _measure_size(
     schedule = [(None, columns)] if warm else []
     schedule += [(p, columns if p % 2 == 0 else columns[::-1]) for p in range(cfg.passes)]
     best: dict[Any, dict] = {}
+    scheduling: dict[Any, dict] = {}  # per column, summed over its timed passes
     for p, order in schedule:
         for key, col, is_peer in order:
             t = eager if eager is not None and getattr(col, "eager_only", False) else timer
+            before = sched.snapshot()
             result = _measure(col, ws, t, cfg, world, cfg.check and p == 0, is_peer)
             if p is not None:
                 best[key] = _keep_best(best.get(key), result, cfg.statistic)
+                scheduling[key] = sched.add(scheduling.get(key), sched.since(before))
     return {
         "ours": [{**head, **best.get(i, {})} for i, head in enumerate(heads)],
         "peers": {col.name: best[col.name] for col in peers},
+        "sched": [scheduling.get(i, {}) for i in range(len(heads))],
     }
 
 
@@ -211,9 +215,7 @@ def run(cfg: Config, world: World, report=None) -> int:
         ws = Workspace(cfg, placement, n, world.rank, count)
         warm = i == 0 and cfg.device == "cuda"
         columns = peers.columns if peers else []
-        before = sched.snapshot()
         mine = _measure_size(cfg, world, timer, ws, ours, columns, warm, eager)
-        mine["sched"] = sched.since(before)
         del ws  # GPU memory back before the next size
         everyone = [json.loads(b) for b in world.control.all_gather(json.dumps(mine).encode())]
         merged_peers = {
@@ -222,7 +224,7 @@ def run(cfg: Config, world: World, report=None) -> int:
         for k in range(len(ours)):
             ours_k = _merge([e["ours"][k] for e in everyone], cfg)
             row = make_row(cfg, n, count, ours_k, merged_peers)
-            row["sched"] = [e["sched"] for e in everyone]
+            row["sched"] = [e["sched"][k] for e in everyone]
             failed |= _failed(row, bound)
             if report is not None:
                 report.add(row)

@@ -1,6 +1,7 @@
-"""What the scheduler did to a rank's process while one size was timed: its threads' context
-switches (voluntary: a thread waited; involuntary: it was preempted), their moves between CPUs,
-and the CPU the timing thread ended on. ``rcclx-perf --repeat`` prints them for each size's
+"""What the scheduler did to a rank's process while one column of one size was timed (its
+passes, warm-up and checks included): its threads' context switches (voluntary: a thread
+waited; involuntary: it was preempted), their moves between CPUs, and the CPU the timing thread
+ended on. ``rcclx-perf --repeat`` prints them for each size's
 fastest and slowest run, so a slow run whose ranks were preempted, moved or sharing a CPU says
 so. Linux's /proc and getrusage; where they are missing the record is empty."""
 
@@ -60,4 +61,14 @@ def since(before: dict) -> dict:
     cpu = _cpu()
     if cpu is not None:
         out["cpu"] = cpu
+    return out
+
+
+def add(total: dict | None, more: dict) -> dict:
+    """`more` (a since() record) added to `total`; the CPU is the latest."""
+    if total is None:
+        return dict(more)
+    out = {k: total.get(k, 0) + v for k, v in more.items() if k != "cpu"}
+    if "cpu" in more:
+        out["cpu"] = more["cpu"]
     return out
