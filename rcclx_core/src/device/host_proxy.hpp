@@ -13,8 +13,9 @@
 // system-scope acquire loads; the gate polls "staged" (spinning, then yielding, then napping).
 // A small call (kInlineBytes in a few regions) is a single kernel launch: one block copies its
 // regions over the bus itself; a larger one uses the copy engines before and after the kernel.
-// The caller's host time does not depend on the message size, and the host never synchronizes
-// with the stream.
+// The caller never waits for the exchange, and the host never synchronizes with the stream (the
+// copy engines' copies cost it host time that grows with their size, every piece of a pipelined
+// call its own).
 //
 // Slots: each call (each piece of a pipelined one) in flight holds one slot of pinned memory
 // mapped into the GPU (its words, then its staging), free again once its copies back have run. A
