@@ -22,6 +22,8 @@ import tempfile
 import time
 import traceback
 
+import numpy as np
+
 import ctran
 import rcclx_core
 from rcclx_core.perf import device, runner
@@ -205,20 +207,23 @@ def run_torchrun(cfg: Config, ngpus: int = 0, target_list: list | None = None) -
     """Runs this process as rank RANK of WORLD_SIZE (torchrun's environment); rank 0 prints.
 
     The communicator bootstraps from the environment (MASTER_PORT + 1, or
-    RCCLX_BOOTSTRAP_PORT); the statistics use a store that rank 0 hosts on the port after that
-    one (or RCCLX_PERF_PORT); torch.distributed (the peers) uses torchrun's own store at
-    MASTER_PORT. On GPUs this rank uses GPU LOCAL_RANK % GPUs.
+    RCCLX_BOOTSTRAP_PORT); the statistics use a store that rank 0 hosts on a free port it
+    broadcasts over the communicator (or on RCCLX_PERF_PORT); torch.distributed (the peers) uses
+    torchrun's own store at MASTER_PORT. On GPUs this rank uses GPU LOCAL_RANK % GPUs.
     """
     device.disable_multicast()
     rank, nranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    host, master_port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    bootstrap_port = int(os.environ.get("RCCLX_BOOTSTRAP_PORT") or 0) or master_port + 1
-    port = int(os.environ.get("RCCLX_PERF_PORT") or 0) or bootstrap_port + 1
+    host = os.environ["MASTER_ADDR"]
     gpu_index, gpus_shared = device.torchrun_gpu(ngpus)
     gpu = _set_gpu(cfg, gpu_index)
     comm = rcclx_core.Communicator.from_env(device=gpu)
-    server = ctran.TcpStoreServer(port, host) if rank == 0 else None
-    store = ctran.TcpStore(host, port)
+    # A fixed port next to torchrun's may be taken (another job's store answers it then).
+    fixed = int(os.environ.get("RCCLX_PERF_PORT") or 0)
+    server = ctran.TcpStoreServer(fixed, host) if rank == 0 else None
+    port = np.array([server.port if server is not None else 0], dtype=np.int64)
+    if not fixed:
+        comm.broadcast(port.copy(), port, root=0)
+    store = ctran.TcpStore(host, int(port[0]) or fixed)
     world = runner.World(
         rank,
         nranks,
