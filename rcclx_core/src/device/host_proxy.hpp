@@ -38,8 +38,9 @@
 // communicator of the same ranks that only graph replays use (made at the first capture), so
 // replays never interleave with eager calls in an order that could differ between ranks. Its
 // step kernel reads the replay's number from the slot. Every rank must replay the graphs of a
-// communicator in the same order (as NCCL requires), and a captured call's graph is replayed
-// only while the communicator lives.
+// communicator in the same order (as NCCL requires), a captured call's graph is replayed only
+// while the communicator lives, and instances of one graph do not replay concurrently (they
+// share its slots).
 //
 // Failures: when a host part fails (a dead peer, a timeout, a failure another rank reported,
 // a call's own error such as alltoallv_dynamic's rows overflowing the output) its publish step
