@@ -416,22 +416,16 @@ def test_captured_all_reduce_replays_with_eager_calls_between():
     checks.assert_cases(results, expect_cases=3 * replays + 2, same_on_all_ranks=True)
 
 
-def _dies_while_the_stream_waits_rank(ctx):
-    """Rank 1 dies a second after rank 0's call returned (its stream then waits on the host
-    part, which waits for rank 1). The wait must end (no hang), and the next call must raise
-    naming the rank."""
-    dev = rank_device(ctx)
-    comm = _spans_hosts(ctx)
-    x = torch.ones(1 << 16, device=dev)
-    comm.all_reduce(x, stream=current_stream())
-    torch.cuda.synchronize()
+def _rank_1_dies_while(ctx, comm, x, enqueue) -> dict:
+    """Rank 1 dies a second after rank 0 ran `enqueue` (its stream then waits on a host part that
+    waits for rank 1; not at once: a call made after rank 0 already saw the death raises at the
+    call, which is right too but not what these tests are about). The wait must end (no hang),
+    and the next call must raise naming rank 1."""
     if ctx.rank == 1:
-        # Not at once: a call made after rank 0 already saw the death raises at the call,
-        # which is right too but not what this test is about.
         time.sleep(1.0)
         os._exit(0)
     start = time.monotonic()
-    comm.all_reduce(x, stream=current_stream())
+    enqueue()
     torch.cuda.synchronize()  # the wait kernel ends once the host part fails
     drained = time.monotonic() - start
     try:
@@ -442,6 +436,16 @@ def _dies_while_the_stream_waits_rank(ctx):
         raised = None if "rank 1" in str(e) else f"the error does not name rank 1: {e}"
     comm.abort()
     return {"drained_s": drained, "raised": raised}
+
+
+def _dies_while_the_stream_waits_rank(ctx):
+    """An eager all_reduce whose host part waits for a rank that dies."""
+    dev = rank_device(ctx)
+    comm = _spans_hosts(ctx)
+    x = torch.ones(1 << 16, device=dev)
+    comm.all_reduce(x, stream=current_stream())
+    torch.cuda.synchronize()
+    return _rank_1_dies_while(ctx, comm, x, lambda: comm.all_reduce(x, stream=current_stream()))
 
 
 def test_a_peer_that_dies_while_the_stream_waits_is_an_error_not_a_hang():
@@ -461,9 +465,8 @@ def test_a_peer_that_dies_while_the_stream_waits_is_an_error_not_a_hang():
 
 
 def _dies_while_a_replay_waits_rank(ctx):
-    """An all_reduce captured and replayed once on both ranks; then rank 1 dies a second after
-    rank 0's next replay was launched. The replay's wait must end (the host part on the graph
-    channel fails) and the next eager call must raise naming rank 1."""
+    """An all_reduce captured and replayed once on both ranks; then a replay whose host part, on
+    the graph channel, waits for a rank that dies."""
     dev = rank_device(ctx)
     comm = _spans_hosts(ctx)
     x = torch.ones(1 << 16, device=dev)
@@ -473,21 +476,7 @@ def _dies_while_a_replay_waits_rank(ctx):
     g.replay()
     torch.cuda.synchronize()
     first = float(x[0])
-    if ctx.rank == 1:
-        time.sleep(1.0)
-        os._exit(0)
-    start = time.monotonic()
-    g.replay()
-    torch.cuda.synchronize()
-    drained = time.monotonic() - start
-    try:
-        comm.all_reduce(x, stream=current_stream())
-        torch.cuda.synchronize()
-        raised = "no error raised"
-    except rc.Error as e:
-        raised = None if "rank 1" in str(e) else f"the error does not name rank 1: {e}"
-    comm.abort()
-    return {"first": first, "drained_s": drained, "raised": raised}
+    return {"first": first, **_rank_1_dies_while(ctx, comm, x, g.replay)}
 
 
 def test_a_peer_that_dies_while_a_replay_waits_is_an_error_not_a_hang():
