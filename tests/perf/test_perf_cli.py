@@ -197,6 +197,12 @@ def test_repeat_runs_the_sweep_in_fresh_processes_and_reports_the_spread(tmp_pat
                 assert record["voluntary"] >= 0 and record["involuntary"] >= 0, record
                 assert record.get("migrations", 0) >= 0, record  # where the kernel counts them
                 assert record["cpu"] in os.sched_getaffinity(0), record
+                assert record["steal_ms"] >= 0, record  # /proc/stat has a steal field
+            if len(os.sched_getaffinity(0)) < 2:
+                continue  # no second CPU to probe
+            # rank 0's cross-core probe right after the size
+            assert row["link"]["cpus"] == sorted(os.sched_getaffinity(0))[:2], row
+            assert row["link"]["round_trip_ns"] > 0 and row["link"]["handoff_64k_us"] > 0
     assert "Scheduling in each size's fastest and slowest run" in out
     table = out.split("Scheduling in each size's fastest and slowest run")[1]
     rows = [ln.split() for ln in table.splitlines() if ln.strip()[:1].isdigit()]
@@ -204,6 +210,8 @@ def test_repeat_runs_the_sweep_in_fresh_processes_and_reports_the_spread(tmp_pat
         "1024",
         "4096",
     }
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert all(r[6] == "ns" and r[8] == "us" for r in rows), table  # the link cell
 
 
 def _run_doc(times: dict) -> dict:
@@ -247,10 +255,12 @@ def test_repeat_names_the_fastest_and_slowest_run_with_their_scheduling():
     ]
     for k, run in enumerate(runs):
         run["rows"][0]["sched"] = [{"voluntary": k, "involuntary": 10 * k, "cpu": k % 2}]
+        run["rows"][0]["link"] = {"cpus": [0, 1], "round_trip_ns": 100.0 * (k + 1)}
     fastest, slowest = repeat.scheduling(runs, repeat.stability(runs))
     assert (fastest["which"], fastest["run"], fastest["time"]) == ("fastest", 1, 4.0)
     assert (slowest["which"], slowest["run"], slowest["time"]) == ("slowest", 2, 12.0)
     assert slowest["ranks"] == [{"voluntary": 1, "involuntary": 10, "cpu": 1}]
+    assert fastest["link"]["round_trip_ns"] == 100.0 and slowest["link"]["round_trip_ns"] == 200.0
 
 
 @pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "reduce"])

@@ -8,11 +8,14 @@
 - ``set_gpu_tuning(comm, spec)``: the GPU allreduce kernels' launch shapes;
 - ``gpu_sharing(comm)``: how the ranks share GPUs and the launch bound that follows;
 - ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy;
-- ``open_ipc_mappings()``: peers' GPU memory mappings this process's communicators hold open.
+- ``open_ipc_mappings()``: peers' GPU memory mappings this process's communicators hold open;
+- ``cross_core_handoff(cpu_a, cpu_b, bytes, rounds)``: how fast one CPU sees another's writes
+  (rcclx-perf records it beside host timings).
 """
 
 from rcclx_core._C._testing import (
     collective_selection,
+    cross_core_handoff,
     gpu_sharing,
     graph_registrations,
     low_precision_decision,
@@ -29,6 +32,7 @@ from rcclx_core._C._testing import (
 
 __all__ = [
     "collective_selection",
+    "cross_core_handoff",
     "gpu_sharing",
     "graph_registrations",
     "low_precision_decision",

@@ -1,6 +1,7 @@
 // rcclx_core._C._testing: hooks into the core for tests and tuning tools (re-exported as
 // rcclx_core._testing): the pure allreduce selector, a communicator's selection, zero-copy
-// counters and GPU launch shapes, and the low-precision reference codec and policy.
+// counters and GPU launch shapes, the low-precision reference codec and policy, and the
+// cross-core handoff probe rcclx-perf records.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,6 +15,7 @@ namespace py = pybind11;
 namespace rcclx::python {
 
 void registerLowPrecision(py::module_& m);
+void registerMachineProbe(py::module_& m);
 
 namespace {
 
@@ -113,6 +115,7 @@ void registerTesting(py::module_& m) {
   registerSelector(m);
   registerCommunicatorHooks(m);
   registerLowPrecision(m);
+  registerMachineProbe(m);
 }
 
 }  // namespace rcclx::python

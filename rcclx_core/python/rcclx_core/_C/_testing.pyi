@@ -80,3 +80,9 @@ def lp_gpu_launch_shape(
     one_slot: bool = False,
 ) -> LpLaunchShape: ...
 def open_ipc_mappings() -> int: ...
+
+# --- the machine
+
+def cross_core_handoff(
+    cpu_a: int, cpu_b: int, bytes: int = 0, rounds: int = 1000, timeout_s: float = 1.0
+) -> float: ...

@@ -148,8 +148,17 @@ def scheduling(docs: list[dict], rows: list[dict]) -> list[dict]:
                 ),
                 None,
             )
+            rows_k = docs[k]["rows"]
+            link = next((r["link"] for r in rows_k if r["size"] == size and "link" in r), None)
             out.append(
-                {"size": size, "which": which, "run": k + 1, "time": time_us, "ranks": records}
+                {
+                    "size": size,
+                    "which": which,
+                    "run": k + 1,
+                    "time": time_us,
+                    "ranks": records,
+                    "link": link,
+                }
             )
     return out
 
@@ -161,15 +170,28 @@ def _sched_cell(record: dict | None) -> str:
     return "/".join(parts) + (f"@{record['cpu']}" if "cpu" in record else "")
 
 
+def _link_cell(link: dict | None) -> str:
+    if not link:
+        return "-"
+    return f"{link['round_trip_ns']:.0f} ns {link['handoff_64k_us']:.1f} us"
+
+
 def _print_scheduling(entries: list[dict], out) -> None:
     p = lambda line="": print(line, file=out, flush=True)  # noqa: E731
     p("# Scheduling in each size's fastest and slowest run of our best column: per rank, while")
     p("# that column was timed, context switches of all its process's threads (voluntary /")
-    p("# involuntary), their moves between CPUs, and @ the CPU its timing thread ended on")
-    p(f"# {'size(B)':>12} {'run':>12} {'time(us)':>11}  ranks")
+    p("# involuntary), their moves between CPUs, and @ the CPU its timing thread ended on;")
+    p("# steal = ms the host held this machine's CPUs back meanwhile (rank 0's reading);")
+    p("# link = round trip of a cache line and of 64 KiB between two CPUs, right after the size")
+    p(f"# {'size(B)':>12} {'run':>12} {'time(us)':>11} {'steal':>6} {'link':>17}  ranks")
     for e in entries:
-        cells = " ".join(f"{_sched_cell(r):>18}" for r in (e["ranks"] or [None]))
-        p(f"  {e['size']:>12} {e['which'] + ' ' + str(e['run']):>12} {e['time']:>11.2f}  {cells}")
+        ranks = e["ranks"] or [None]
+        cells = " ".join(f"{_sched_cell(r):>18}" for r in ranks)
+        steal = (ranks[0] or {}).get("steal_ms")
+        p(
+            f"  {e['size']:>12} {e['which'] + ' ' + str(e['run']):>12} {e['time']:>11.2f} "
+            f"{'-' if steal is None else steal:>6} {_link_cell(e.get('link')):>17}  {cells}"
+        )
     p()
 
 

@@ -192,6 +192,15 @@ def _failed(row: dict, bound: float | None) -> bool:
     return row.get("wrong", 0) > 0
 
 
+def _cross_core_link(cfg: Config, world: World) -> dict:
+    """Rank 0's sched.cross_core_link() right after a size's columns on host memory, while the
+    other ranks wait in the control exchange that follows (blocked, not spinning); {} else."""
+    if cfg.device != "cpu" or world.nranks < 2:
+        return {}
+    world.control.barrier()
+    return sched.cross_core_link() if world.rank == 0 else {}
+
+
 def run(cfg: Config, world: World, report=None) -> int:
     """Runs every size on this rank; ``report`` (rank 0 only) receives the rows.
 
@@ -217,6 +226,7 @@ def run(cfg: Config, world: World, report=None) -> int:
         columns = peers.columns if peers else []
         mine = _measure_size(cfg, world, timer, ws, ours, columns, warm, eager)
         del ws  # GPU memory back before the next size
+        link = _cross_core_link(cfg, world)
         everyone = [json.loads(b) for b in world.control.all_gather(json.dumps(mine).encode())]
         merged_peers = {
             name: _merge([e["peers"][name] for e in everyone], cfg) for name in mine["peers"]
@@ -225,6 +235,8 @@ def run(cfg: Config, world: World, report=None) -> int:
             ours_k = _merge([e["ours"][k] for e in everyone], cfg)
             row = make_row(cfg, n, count, ours_k, merged_peers)
             row["sched"] = [e["sched"][k] for e in everyone]
+            if link:
+                row["link"] = link
             failed |= _failed(row, bound)
             if report is not None:
                 report.add(row)

@@ -1,14 +1,22 @@
 """What the scheduler did to a rank's process while one column of one size was timed (its
 passes, warm-up and checks included): its threads' context switches (voluntary: a thread
-waited; involuntary: it was preempted), their moves between CPUs, and the CPU the timing thread
-ended on. ``rcclx-perf --repeat`` prints them for each size's
-fastest and slowest run, so a slow run whose ranks were preempted, moved or sharing a CPU says
-so. Linux's /proc and getrusage; where they are missing the record is empty."""
+waited; involuntary: it was preempted), their moves between CPUs, the CPU the timing thread
+ended on, and the machine's steal time (a virtual machine's CPUs held back by its host).
+``rcclx-perf --repeat`` prints them for each size's fastest and slowest run, so a slow run whose
+ranks were preempted, moved or sharing a CPU says so. Linux's /proc and getrusage; where they
+are missing the record is empty.
+
+For runs on host memory, rank 0 also measures after each size how fast two CPUs hand data to
+each other (``cross_core_link``): a host collective's small and in-cache sizes are chains of such
+handoffs, and on a virtual machine their speed moves by several times with where the host runs
+the vCPUs, which nothing inside the machine can see or change."""
 
 from __future__ import annotations
 
 import os
 import resource
+
+from rcclx_core import Error, _testing
 
 
 def _migrations() -> int | None:
@@ -42,12 +50,24 @@ def _cpu() -> int | None:
     return int(fields[36])
 
 
+def _steal_ms() -> int | None:
+    """Time the hypervisor ran something else while this machine's CPUs had work, summed over
+    the CPUs, in ms (the steal field of /proc/stat's first line, in USER_HZ ticks)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def snapshot() -> dict:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "voluntary": usage.ru_nvcsw,
         "involuntary": usage.ru_nivcsw,
         "migrations": _migrations(),
+        "steal_ms": _steal_ms(),
     }
 
 
@@ -72,3 +92,19 @@ def add(total: dict | None, more: dict) -> dict:
     if "cpu" in more:
         out["cpu"] = more["cpu"]
     return out
+
+
+def cross_core_link() -> dict:
+    """How fast the first two CPUs this process may use hand data over (both spinning): the
+    round trip of one cache line each way (ns) and of 64 KiB written by one and read by the
+    other (us); {} with fewer than two CPUs, or when a CPU was too busy to answer."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        return {}
+    a, b = cpus[:2]
+    try:
+        line_ns = _testing.cross_core_handoff(a, b, 0, 1000)
+        block_ns = _testing.cross_core_handoff(a, b, 64 << 10, 200)
+    except Error:
+        return {}
+    return {"cpus": [a, b], "round_trip_ns": line_ns, "handoff_64k_us": block_ns / 1e3}
