@@ -73,10 +73,10 @@ void HostProxy::retireCompleted() {
   while (!inFlight_.empty() && inFlight_.front()->pollReleased()) inFlight_.pop_front();
 }
 
-void HostProxy::holdUntilStreamPasses(Slot& slot, void* stream) {
+void HostProxy::holdUntilStreamPasses(Slot& slot, void* stream, bool kernelFinishes) {
   const bool wasFree = !slot.inUse;
   slot.reserved = false;
-  slot.recordReleased(asStream(stream));
+  slot.recordReleased(asStream(stream), kernelFinishes);
   if (wasFree) inFlight_.push_back(&slot);
 }
 
@@ -242,8 +242,8 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
   std::vector<uint64_t> epochs;
   std::vector<HostCopies> copies;
   std::vector<const uint64_t*> noReplay(pieces_, nullptr);
-  auto holdAll = [&] {
-    for (Slot* slot : slots) proxy_.holdUntilStreamPasses(*slot, stream_);
+  auto holdAll = [&](bool kernelFinishes) {
+    for (Slot* slot : slots) proxy_.holdUntilStreamPasses(*slot, stream_, kernelFinishes);
   };
   try {
     for (size_t p = 0; p < pieces_; ++p) {
@@ -265,12 +265,12 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
     }
     // What was enqueued (copies into the staging, kernels) still uses the slots.
     try {
-      holdAll();
-    } catch (...) {  // the first error is the one to raise
+      holdAll(false);  // the kernel may not have been launched: the event decides
+    } catch (...) {    // the first error is the one to raise
     }
     throw;
   }
-  holdAll();
+  holdAll(kernelFinishes_);
 }
 
 bool HostProxy::Call::inlineCopies() const {
@@ -345,6 +345,9 @@ void HostProxy::Call::enqueue(const std::vector<Slot*>& slots, const std::vector
   Slot& slot = *slots[0];
   ProxyStep step = stepOf(0);
   const bool inlined = inlineCopies();
+  // An eager call whose kernel copies back itself says when it is done with the staging.
+  kernelFinishes_ = inlined && replayWords[0] == nullptr;
+  if (kernelFinishes_) step.finished = &slot.mappedWords()->finished;
   if (inlined) {
     for (Region r = 0; r < regions_.size(); ++r) {
       const Entry& e = regions_[r];

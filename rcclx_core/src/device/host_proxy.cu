@@ -39,8 +39,8 @@ __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
     }
   }
   __syncthreads();
-  if (!published) return;  // released only, or aborted (the outputs in flight are undefined)
-  for (int i = 0; i < step.outputs; ++i) {
+  // Unless released only or aborted (the outputs in flight are then undefined): the outputs.
+  for (int i = 0; published && i < step.outputs; ++i) {
     size_t n = step.out[i].bytes;
     if (i == step.prefixOutput) {
       const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(step.copyBackBytes);
@@ -49,6 +49,9 @@ __global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
     ctran::device::copyShare(static_cast<char*>(step.out[i].dst),
                              static_cast<const char*>(step.out[i].src), n, threadIdx.x, blockDim.x);
   }
+  if (step.finished == nullptr) return;
+  __syncthreads();  // every thread's reads of the staging are done
+  if (threadIdx.x == 0) ctran::device::signalRelease(step.finished, step.epoch);
 }
 
 // Reads the staging over the bus (mapped host memory).

@@ -172,6 +172,7 @@ class HostProxy {
     void* stream_;
     const char* what_;
     size_t pieces_ = 1;
+    bool kernelFinishes_ = false;  ///< the step kernel stores the finished word (enqueue)
     std::vector<Entry> regions_;
     Region prefixRegion_ = 0;
     CopyBackBytes prefixBytes_;
@@ -189,8 +190,9 @@ class HostProxy {
   /// Frees the slots at the head of inFlight_ whose stream work has completed.
   void retireCompleted();
   /// Records `slot`'s release on `stream` behind what is enqueued there (it stays taken until
-  /// then).
-  void holdUntilStreamPasses(Slot& slot, void* stream);
+  /// then); `kernelFinishes`: the call's step kernel stores its epoch in the slot's finished
+  /// word when done with the staging.
+  void holdUntilStreamPasses(Slot& slot, void* stream, bool kernelFinishes);
   /// Executor side: until `slot`'s inputs of `epoch` are staged (the step kernel says so), or
   /// `group` failed.
   void waitStaged(const Slot& slot, uint64_t epoch, ctran::PeerGroup& group);
@@ -231,8 +233,8 @@ class HostProxy {
 /// `in` (device memory to the staging), releases the epoch (`epoch`, or `*replay`) into
 /// `*staged` (unless null), waits until `*done` reaches it (unless null; bounded; `rank` names
 /// this rank in a timeout's message), then, unless the wait was aborted, copies `out` back (the
-/// output `prefixOutput` only for *copyBackBytes bytes). The words and the staging are mapped
-/// host memory.
+/// output `prefixOutput` only for *copyBackBytes bytes), and last releases the epoch into
+/// `*finished` (unless null). The words and the staging are mapped host memory.
 struct ProxyStep {
   static constexpr int kMaxCopies = 4;
   struct Copy {
@@ -245,6 +247,7 @@ struct ProxyStep {
   const uint64_t* copyBackBytes = nullptr;
   /// A captured call's replay number, written by the replay's host node; null: `epoch`.
   const uint64_t* replay = nullptr;
+  uint64_t* finished = nullptr;
   uint64_t epoch = 0;
   int rank = 0;
   int inputs = 0;

@@ -37,6 +37,9 @@ struct ProxyWords {
   uint64_t done;           ///< the epoch of the last call whose host part finished
   uint64_t copyBackBytes;  ///< the bytes of a data-dependent copy back (copyBackPrefix)
   uint64_t replay;         ///< a captured call's replay number, for its step kernel
+  /// The epoch of the last eager call whose step kernel copied its outputs back itself (or was
+  /// aborted): its stream work no longer reads the staging.
+  uint64_t finished;
 };
 static_assert(sizeof(ProxyWords) <= kRegionAlign, "the words fit the slot's first block");
 
@@ -48,7 +51,10 @@ struct HostProxy::Slot {
   uint64_t epoch = 0;             ///< calls run in this slot
   gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
   bool inUse = false;             ///< `released` was recorded and may not have completed
-  bool reserved = false;          ///< taken by a call being enqueued (acquire to hold)
+  /// The last call's step kernel stores its epoch in `finished` when done with the staging: a
+  /// load tells whether the slot is free (an event query costs the caller over a microsecond).
+  bool finishedWord = false;
+  bool reserved = false;  ///< taken by a call being enqueued (acquire to hold)
 
   ProxyWords* words() const { return reinterpret_cast<ProxyWords*>(host); }
   ProxyWords* mappedWords() const { return reinterpret_cast<ProxyWords*>(mapped); }
@@ -58,6 +64,11 @@ struct HostProxy::Slot {
   /// Notes whether the stream work of the slot's last call has completed (no wait).
   bool pollReleased() {
     if (!inUse) return true;
+    if (finishedWord) {
+      if (__atomic_load_n(&words()->finished, __ATOMIC_ACQUIRE) < epoch) return false;
+      inUse = false;
+      return true;
+    }
     const gpuError_t state = gpuEventQuery(released);
     if (state == gpuErrorNotReady) return false;
     CTRAN_GPU_CHECK(state, "the copies back of a call across hosts (GPU ", device, ")");
@@ -86,16 +97,19 @@ struct HostProxy::Slot {
     CTRAN_GPU_CHECK(ctran::gpuHostDevicePointer(&d, p), "mapping the staging into GPU ", device);
     mapped = static_cast<char*>(d);
     capacity = grown;
-    *words() = ProxyWords{0, 0, 0, 0};  // epochs only grow: the new memory starts below them
+    *words() = ProxyWords{0, 0, 0, 0, 0};  // epochs only grow: the new memory starts below them
   }
 
-  void recordReleased(gpuStream_t stream) {
+  /// Records `released` on `stream` (waitReleased() and release() wait on it); pollReleased()
+  /// reads the finished word instead when `byFinishedWord`.
+  void recordReleased(gpuStream_t stream, bool byFinishedWord) {
     if (released == nullptr) {
       CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&released, gpuEventDisableTiming),
                       "a staging event of GPU ", device);
     }
     CTRAN_GPU_CHECK(gpuEventRecord(released, stream), "a staging event of GPU ", device);
     inUse = true;
+    finishedWord = byFinishedWord;
   }
 
   /// Executor side: the host part of `epoch` finished; the wait kernel may go on.
