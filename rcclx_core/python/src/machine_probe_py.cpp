@@ -57,7 +57,8 @@ bool spinUntil(Handoff& h, const std::atomic<int64_t>& word, int64_t value) {
   }
 }
 
-/// Both threads pinned, or false (the probe then stops).
+/// Both threads pinned, or false (the probe then stops): a CPU refused, or the other thread
+/// did not get to run before the deadline.
 bool pinAndMeet(Handoff& h, int cpu) {
   if (!pinTo(cpu)) {
     h.failedCpu.store(cpu);
@@ -66,7 +67,10 @@ bool pinAndMeet(Handoff& h, int cpu) {
   }
   h.pinned.fetch_add(1);
   while (h.pinned.load() < 2) {
-    if (h.stop.load()) return false;
+    if (h.stop.load() || Clock::now() > h.deadline) {
+      h.stop.store(true);
+      return false;
+    }
     std::this_thread::yield();
   }
   return true;
