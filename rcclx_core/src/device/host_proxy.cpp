@@ -10,6 +10,7 @@
 #include "ctran/peer_group.hpp"
 #include "ctran/wait.hpp"
 #include "device/host_proxy_state.hpp"
+#include "device/proxy_step_plan.hpp"
 #include "host/host_backend.hpp"
 
 namespace rcclx::gpu {
@@ -17,10 +18,6 @@ namespace {
 
 // How often (in microseconds of waiting) the gate looks at the group's failure.
 constexpr int64_t kGateCheckUs = 10000;
-// A call whose regions together are at most this many bytes is copied by its step kernel (one
-// launch, no copy engine); its block reads the staging back over the bus, which costs more GPU
-// time than a copy engine's transfer above a few KiB.
-constexpr size_t kInlineBytes = size_t{16} << 10;
 // A wait kernel may start while calls queued ahead of its own still run on the executor, each
 // bounded by the host waits' timeout; it gives up after this many timeouts (a last resort: a
 // failed host part ends every wait at once through the abort word).
@@ -224,6 +221,8 @@ void HostProxy::Call::run(HostPart part) {
 
 void HostProxy::Call::run(std::vector<HostPart> parts) {
   CTRAN_ASSERT(parts.size() == pieces_, "a host part per piece");
+  CTRAN_ASSERT(pieces_ <= static_cast<size_t>(ProxyStep::kMaxPieces), "at most ",
+               ProxyStep::kMaxPieces, " pieces");
   CTRAN_CHECK(!proxy_.destroyed_, ctran::InvalidUsage, what_,
               ": the communicator's GPU state was already released");
   proxy_.raiseIfFailed();
@@ -270,101 +269,62 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
     }
     throw;
   }
-  holdAll(kernelFinishes_);
-}
-
-bool HostProxy::Call::inlineCopies() const {
-  if (pieces_ > 1) return false;
-  int inputs = 0;
-  int outputs = 0;
-  size_t bytes = 0;
-  for (const Entry& e : regions_) {
-    inputs += e.input ? 1 : 0;
-    outputs += e.output ? 1 : 0;
-    bytes += e.bytes;
-  }
-  return bytes <= kInlineBytes && inputs <= ProxyStep::kMaxCopies &&
-         outputs <= ProxyStep::kMaxCopies;
-}
-
-void HostProxy::Call::copyInputs(size_t piece, Slot& slot) const {
-  for (const Entry& e : regions_) {
-    if (e.piece != piece || !e.input || e.bytes == 0) continue;
-    CTRAN_GPU_CHECK(gpuMemcpyAsync(slot.staging() + e.offset, e.gpu, e.bytes, gpuMemcpyDefault,
-                                   asStream(stream_)),
-                    "copying an input of ", what_, " to host memory");
-  }
-}
-
-void HostProxy::Call::copyOutputs(size_t piece, Slot& slot) const {
-  for (Region r = 0; r < regions_.size(); ++r) {
-    const Entry& e = regions_[r];
-    if (e.piece != piece || !e.output || e.bytes == 0) continue;
-    if (prefixBytes_ && r == prefixRegion_) {
-      launchCopyPrefix(e.gpu, slot.mappedStaging() + e.offset, &slot.mappedWords()->copyBackBytes,
-                       e.bytes, stream_);
-    } else {
-      CTRAN_GPU_CHECK(gpuMemcpyAsync(e.gpu, slot.staging() + e.offset, e.bytes, gpuMemcpyDefault,
-                                     asStream(stream_)),
-                      "copying an output of ", what_, " back to the GPU");
-    }
-  }
+  // Eagerly, the call's last step kernel stores every slot's finished word.
+  holdAll(true);
 }
 
 void HostProxy::Call::enqueue(const std::vector<Slot*>& slots, const std::vector<uint64_t>& epochs,
                               const std::vector<const uint64_t*>& replayWords,
                               const std::function<void()>& queueHostParts) {
-  auto stepOf = [&](size_t p) {
-    ProxyStep step;
-    step.staged = &slots[p]->mappedWords()->staged;
-    step.done = &slots[p]->mappedWords()->done;
-    step.copyBackBytes = &slots[p]->mappedWords()->copyBackBytes;
-    step.replay = replayWords[p];
-    step.epoch = epochs[p];
-    step.rank = proxy_.rank_;
-    return step;
-  };
+  // Each piece's copies in and back, between its staging and the GPU memory.
+  std::vector<std::vector<ProxyStep::Copy>> copies(2 * pieces_);  // piece p: 2p in, 2p + 1 back
+  std::vector<PieceCopies> counts(pieces_);
+  constexpr size_t kNone = ~size_t{0};
+  size_t prefixCopy = kNone;  // among the first piece's copies back
+  for (Region r = 0; r < regions_.size(); ++r) {
+    const Entry& e = regions_[r];
+    if (e.bytes == 0) continue;
+    char* staged = slots[e.piece]->mappedStaging() + e.offset;
+    if (e.input) copies[2 * e.piece].push_back({e.gpu, staged, e.bytes});
+    if (!e.output) continue;
+    if (prefixBytes_ && r == prefixRegion_) prefixCopy = copies[2 * e.piece + 1].size();
+    copies[2 * e.piece + 1].push_back({staged, e.gpu, e.bytes});
+  }
+  for (size_t p = 0; p < pieces_; ++p) {
+    counts[p] = {copies[2 * p].size(), copies[2 * p + 1].size()};
+  }
+  const auto kernels = planProxySteps(counts, ProxyStep::kMaxParts, ProxyStep::kMaxCopies);
+  const bool eager = replayWords[0] == nullptr;
   const ctran::WaitBound bound = proxy_.report_.bound(proxy_.waitTimeoutNs_);
-  if (pieces_ > 1) {
-    // The host parts first: a failure to queue them leaves no kernel waiting.
-    queueHostParts();
-    for (size_t p = 0; p < pieces_; ++p) {
-      copyInputs(p, *slots[p]);
-      ProxyStep release = stepOf(p);
-      release.done = nullptr;
-      launchProxyStep(release, bound, stream_);
-    }
-    for (size_t p = 0; p < pieces_; ++p) {
-      ProxyStep wait = stepOf(p);
-      wait.staged = nullptr;
-      launchProxyStep(wait, bound, stream_);
-      copyOutputs(p, *slots[p]);
-    }
-    return;
-  }
-  Slot& slot = *slots[0];
-  ProxyStep step = stepOf(0);
-  const bool inlined = inlineCopies();
-  // An eager call whose kernel copies back itself says when it is done with the staging.
-  kernelFinishes_ = inlined && replayWords[0] == nullptr;
-  if (kernelFinishes_) step.finished = &slot.mappedWords()->finished;
-  if (inlined) {
-    for (Region r = 0; r < regions_.size(); ++r) {
-      const Entry& e = regions_[r];
-      if (e.bytes == 0) continue;
-      if (e.input) step.in[step.inputs++] = {e.gpu, slot.mappedStaging() + e.offset, e.bytes};
-      if (!e.output) continue;
-      if (prefixBytes_ && r == prefixRegion_) step.prefixOutput = step.outputs;
-      step.out[step.outputs++] = {slot.mappedStaging() + e.offset, e.gpu, e.bytes};
-    }
-  } else {
-    copyInputs(0, slot);
-  }
-  // The host part is queued before the kernel that waits for it is launched, so a failure to
-  // queue it leaves no kernel waiting.
+  // The host parts are queued before the kernels that wait for them are launched, so a failure
+  // to queue them leaves no kernel waiting.
   queueHostParts();
-  launchProxyStep(step, bound, stream_);
-  if (!inlined) copyOutputs(0, slot);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    ProxyStep step;
+    step.rank = proxy_.rank_;
+    step.copyBackBytes = &slots[0]->mappedWords()->copyBackBytes;
+    for (const StepPart& planned : kernels[k]) {
+      ProxyWords* words = slots[planned.piece]->mappedWords();
+      ProxyStep::Part& part = step.part[step.parts++];
+      part.staged = planned.releases ? &words->staged : nullptr;
+      part.done = planned.waits ? &words->done : nullptr;
+      part.replay = replayWords[planned.piece];
+      part.epoch = epochs[planned.piece];
+      part.firstCopy = step.copies;
+      part.copies = static_cast<int>(planned.count);
+      const auto& from = copies[2 * planned.piece + (planned.outputs ? 1 : 0)];
+      for (size_t c = planned.first; c < planned.first + planned.count; ++c) {
+        if (planned.outputs && c == prefixCopy) step.prefixCopy = step.copies;
+        step.copy[step.copies++] = from[c];
+      }
+    }
+    if (eager && k + 1 == kernels.size()) {
+      for (size_t p = 0; p < pieces_; ++p) {
+        step.finish[step.finished++] = {&slots[p]->mappedWords()->finished, epochs[p]};
+      }
+    }
+    launchProxyStep(step, bound, stream_);
+  }
 }
 
 }  // namespace rcclx::gpu

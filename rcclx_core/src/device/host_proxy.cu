@@ -1,7 +1,7 @@
-// The host proxy's two kernels (host_proxy.hpp): a call's stream step around its host part, and
-// the copy back whose size the host part decided.
-#include <algorithm>
+// The host proxy's step kernel (host_proxy.hpp): a call's copies to and from its staging around
+// its host parts, in stream order.
 #include <cstdint>
+#include <type_traits>
 
 #include "ctran/copy_device.cuh"
 #include "ctran/signal_device.cuh"
@@ -10,76 +10,125 @@
 namespace rcclx::gpu {
 namespace {
 
-constexpr int kCopyThreads = 256;
-constexpr int kMaxCopyBlocks = 1024;
+// One block copies over the bus (the staging is mapped host memory): reading it back is bound by
+// the loads in flight, kCopyThreads * kCopyUnroll 16-byte words
+// (docs/measurements/2026-12-06_one_launch_proxy_step.md).
+constexpr int kCopyThreads = 1024;
 
-// One block. Its stores into the staging (mapped host memory) are fenced at system scope before
-// the "staged" word is released, so the executor that acquires the word reads them all; the
-// copies back read the staging only after the done word was acquired.
-__global__ void proxyStepKernel(ProxyStep step, ctran::WaitBound bound) {
-  for (int i = 0; i < step.inputs; ++i) {
-    ctran::device::copyShare(static_cast<char*>(step.in[i].dst),
-                             static_cast<const char*>(step.in[i].src), step.in[i].bytes,
-                             threadIdx.x, blockDim.x);
-  }
-  __syncthreads();
-  __shared__ bool published;
-  if (threadIdx.x == 0) {
-    const uint64_t epoch =
-        step.replay != nullptr ? ctran::device::signalAcquire(step.replay) : step.epoch;
-    if (step.staged != nullptr) {
-      __threadfence_system();
-      ctran::device::signalRelease(step.staged, epoch);
-    }
-    published = false;
-    if (step.done != nullptr) {
-      ctran::device::signalWait(step.done, epoch, step.rank, step.rank, bound,
-                                "the host part of its call");
-      published = ctran::device::signalAcquire(step.done) >= epoch;
-    }
-  }
-  __syncthreads();
-  // Unless released only or aborted (the outputs in flight are then undefined): the outputs.
-  for (int i = 0; published && i < step.outputs; ++i) {
-    size_t n = step.out[i].bytes;
-    if (i == step.prefixOutput) {
-      const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(step.copyBackBytes);
-      if (want < n) n = static_cast<size_t>(want);
-    }
-    ctran::device::copyShare(static_cast<char*>(step.out[i].dst),
-                             static_cast<const char*>(step.out[i].src), n, threadIdx.x, blockDim.x);
-  }
-  if (step.finished == nullptr) return;
-  __syncthreads();  // every thread's reads of the staging are done
-  if (threadIdx.x == 0) ctran::device::signalRelease(step.finished, step.epoch);
+// The kernel's arguments: a ProxyStep with room for kParts parts, kCopies copies and kFinished
+// finished words.
+template <int kParts, int kCopies, int kFinished>
+struct StepArgs {
+  const uint64_t* copyBackBytes;
+  int rank;
+  int parts;
+  int copies;
+  int finished;
+  int prefixCopy;
+  ProxyStep::Part part[kParts];
+  ProxyStep::Copy copy[kCopies];
+  ProxyStep::Finished finish[kFinished];
+};
+// A call of one piece and a few regions (most calls), and the most one kernel takes.
+using SmallStep = StepArgs<4, 8, 4>;
+using LargeStep = StepArgs<ProxyStep::kMaxParts, ProxyStep::kMaxCopies, ProxyStep::kMaxPieces>;
+static_assert(sizeof(LargeStep) + sizeof(ctran::WaitBound) <= 4096,
+              "a step kernel's arguments fit the launch's 4 KiB");
+
+template <typename Args>
+bool fits(const ProxyStep& step) {
+  return step.parts <= static_cast<int>(std::extent_v<decltype(Args::part)>) &&
+         step.copies <= static_cast<int>(std::extent_v<decltype(Args::copy)>) &&
+         step.finished <= static_cast<int>(std::extent_v<decltype(Args::finish)>);
 }
 
-// Reads the staging over the bus (mapped host memory).
-__global__ void copyPrefixKernel(char* dst, const char* src, const uint64_t* bytes,
-                                 size_t maxBytes) {
-  const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(bytes);
-  const size_t n = want < maxBytes ? static_cast<size_t>(want) : maxBytes;
-  ctran::device::copyShare(dst, src, n, static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
-                           static_cast<size_t>(gridDim.x) * blockDim.x);
+template <typename Args>
+Args argsOf(const ProxyStep& step) {
+  Args a;
+  a.copyBackBytes = step.copyBackBytes;
+  a.rank = step.rank;
+  a.parts = step.parts;
+  a.copies = step.copies;
+  a.finished = step.finished;
+  a.prefixCopy = step.prefixCopy;
+  for (int i = 0; i < step.parts; ++i) a.part[i] = step.part[i];
+  for (int i = 0; i < step.copies; ++i) a.copy[i] = step.copy[i];
+  for (int i = 0; i < step.finished; ++i) a.finish[i] = step.finish[i];
+  return a;
+}
+
+__device__ uint64_t epochOf(const ProxyStep::Part& part) {
+  return part.replay != nullptr ? ctran::device::signalAcquire(part.replay) : part.epoch;
+}
+
+// A copy's bytes; the prefix copy's are read from the word the host part wrote (after the wait
+// of its part).
+template <typename Args>
+__device__ size_t bytesOf(const Args& step, int c) {
+  size_t n = step.copy[c].bytes;
+  if (c == step.prefixCopy) {
+    const uint64_t want = *reinterpret_cast<const volatile uint64_t*>(step.copyBackBytes);
+    if (want < n) n = static_cast<size_t>(want);
+  }
+  return n;
+}
+
+// Every store into the staging is fenced at system scope before the "staged" word's release, so
+// the executor that acquires the word reads them all; the copies back read the staging only
+// after the block acquired the "done" word (thread 0, then the barrier).
+template <typename Args>
+__global__ void __launch_bounds__(kCopyThreads) proxyStepKernel(Args step, ctran::WaitBound bound) {
+  __shared__ bool live;  // no wait of this block was aborted
+  if (threadIdx.x == 0) live = true;
+  for (int i = 0; i < step.parts; ++i) {
+    const ProxyStep::Part& part = step.part[i];
+    __syncthreads();  // `live` is set; the previous part's copies are done
+    if (part.done != nullptr) {
+      if (threadIdx.x == 0 && live) {
+        const uint64_t epoch = epochOf(part);
+        ctran::device::signalWait(part.done, epoch, step.rank, step.rank, bound,
+                                  "the host part of its call");
+        live = ctran::device::signalAcquire(part.done) >= epoch;
+      }
+      __syncthreads();
+      if (!live) continue;  // aborted: the outputs in flight are undefined
+    }
+    for (int c = part.firstCopy; c < part.firstCopy + part.copies; ++c) {
+      ctran::device::copyShare(static_cast<char*>(step.copy[c].dst),
+                               static_cast<const char*>(step.copy[c].src), bytesOf(step, c),
+                               threadIdx.x, blockDim.x);
+    }
+    if (part.staged == nullptr) continue;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      ctran::device::signalRelease(part.staged, epochOf(part));
+    }
+  }
+  if (step.finished == 0) return;
+  __syncthreads();  // every thread's reads of the staging are done
+  if (threadIdx.x != 0) return;
+  for (int f = 0; f < step.finished; ++f) {
+    ctran::device::signalRelease(step.finish[f].word, step.finish[f].epoch);
+  }
+}
+
+template <typename Args>
+void launch(const ProxyStep& step, const ctran::WaitBound& bound, void* stream) {
+  const int threads = step.copies > 0 ? kCopyThreads : ctran::kWarpSize;
+  proxyStepKernel<Args>
+      <<<1, threads, 0, static_cast<gpuStream_t>(stream)>>>(argsOf<Args>(step), bound);
+  CTRAN_GPU_CHECK(gpuGetLastError(), "launching the stream step of a call across hosts");
 }
 
 }  // namespace
 
 void launchProxyStep(const ProxyStep& step, const ctran::WaitBound& bound, void* stream) {
-  const int threads = step.inputs + step.outputs > 0 ? kCopyThreads : 1;
-  proxyStepKernel<<<1, threads, 0, static_cast<gpuStream_t>(stream)>>>(step, bound);
-  CTRAN_GPU_CHECK(gpuGetLastError(), "launching the stream step of a call across hosts");
-}
-
-void launchCopyPrefix(void* dst, const void* src, const uint64_t* bytes, size_t maxBytes,
-                      void* stream) {
-  const size_t perBlock = static_cast<size_t>(kCopyThreads) * 16;
-  const size_t wanted = (maxBytes + perBlock - 1) / perBlock;
-  const int blocks =
-      static_cast<int>(std::max<size_t>(1, std::min<size_t>(kMaxCopyBlocks, wanted)));
-  copyPrefixKernel<<<blocks, kCopyThreads, 0, static_cast<gpuStream_t>(stream)>>>(
-      static_cast<char*>(dst), static_cast<const char*>(src), bytes, maxBytes);
-  CTRAN_GPU_CHECK(gpuGetLastError(), "launching the copy back of a call's received rows");
+  if (fits<SmallStep>(step)) {
+    launch<SmallStep>(step, bound, stream);
+  } else {
+    launch<LargeStep>(step, bound, stream);
+  }
 }
 
 }  // namespace rcclx::gpu

@@ -4,18 +4,17 @@
 // executor thread, in the order the calls were made (the same on every rank, as the tags
 // require), and the calling thread returns as soon as everything is enqueued:
 //
-//   stream:    [copy inputs to the slot] -> the step kernel: [copy inputs], release "staged",
-//              wait for "done", [copy outputs back] -> [copy outputs back]
+//   stream:    the step kernel: copy inputs to the slot, release "staged", wait for "done",
+//              copy outputs back, release "finished"
 //   executor:  gate (until "staged") -> the host part -> publish ("done" = the call's epoch)
 //
-// Both words are in the slot's pinned memory, mapped into the GPU: the kernel stores "staged"
+// The words are in the slot's pinned memory, mapped into the GPU: the kernel stores "staged"
 // with a system-scope release after the inputs are in the staging, and polls "done" with
 // system-scope acquire loads; the gate polls "staged" (spinning, then yielding, then napping).
-// A small call (kInlineBytes in a few regions) is a single kernel launch: one block copies its
-// regions over the bus itself; a larger one uses the copy engines before and after the kernel.
-// The caller never waits for the exchange, and the host never synchronizes with the stream (the
-// copy engines' copies cost it host time that grows with their size, every piece of a pipelined
-// call its own).
+// The kernel's block copies the regions over the bus itself, so a call is one kernel launch
+// whatever its size (no copy engine: each of their copies costs the caller a runtime call), and
+// the caller frees a slot by reading its "finished" word. The caller never waits for the
+// exchange, and the host never synchronizes with the stream.
 //
 // Slots: each call (each piece of a pipelined one) in flight holds one slot of pinned memory
 // mapped into the GPU (its words, then its staging), free again once its copies back have run. A
@@ -27,10 +26,10 @@
 //
 // Pipelining: a large call may come in pieces (the staged back-end splits all_reduce, all_gather
 // and reduce_scatter past RCCLX_STAGED_CHUNK_BYTES), each with its slot and its host part. The
-// host parts are queued in order; on the stream every piece's inputs are copied and released
-// one after the other (a kernel that only releases), then every piece is waited for and copied
-// back in turn, so a piece's copies in and back overlap the host parts of the pieces before and
-// after it.
+// host parts are queued in order; on the stream the step kernel copies and releases every
+// piece's inputs one after the other, then waits for every piece and copies it back in turn, so
+// a piece's copies in and back overlap the host parts of the pieces before and after it. A call
+// with more regions than one kernel's arguments hold runs as several kernels in that order.
 //
 // Graph capture: a call captured into a CUDA graph gets a slot of its own (the graph owns it)
 // and, in place of queuing its host part, a host node: each replay's host node numbers the
@@ -148,23 +147,17 @@ class HostProxy {
       size_t piece;
       size_t offset;  ///< in the piece's staging
     };
-    /// Whether the step kernel copies the regions itself (a small call in one piece).
-    bool inlineCopies() const;
     /// Lays out the regions of each piece in its staging; returns each piece's bytes.
     std::vector<size_t> layOut();
     /// Piece `piece`'s regions as host copies in `staging`.
     HostCopies copiesIn(size_t piece, char* staging) const;
     /// Enqueues the call on the stream, `slots[p]` holding piece p: `queueHostParts` (which
-    /// queues the host parts, or the host node that queues them at each replay), the inputs'
-    /// copies, the step kernels (of `epochs[p]`, or of the replay number in `replayWords[p]`),
-    /// the copies back. One piece: one step kernel, which releases and waits; several: each
-    /// piece's inputs are released as soon as they are copied, then each piece waited for and
-    /// copied back in turn.
+    /// queues the host parts, or the host node that queues them at each replay), then the step
+    /// kernels (of `epochs[p]`, or of the replay number in `replayWords[p]`; proxy_step_plan.hpp),
+    /// usually one. An eager call's last kernel stores the slots' finished words.
     void enqueue(const std::vector<Slot*>& slots, const std::vector<uint64_t>& epochs,
                  const std::vector<const uint64_t*>& replayWords,
                  const std::function<void()>& queueHostParts);
-    void copyInputs(size_t piece, Slot& slot) const;
-    void copyOutputs(size_t piece, Slot& slot) const;
     void runEagerly(std::vector<HostPart> parts);
     void capture(std::vector<HostPart> parts);  // host_proxy_graph.cpp
 
@@ -172,7 +165,6 @@ class HostProxy {
     void* stream_;
     const char* what_;
     size_t pieces_ = 1;
-    bool kernelFinishes_ = false;  ///< the step kernel stores the finished word (enqueue)
     std::vector<Entry> regions_;
     Region prefixRegion_ = 0;
     CopyBackBytes prefixBytes_;
@@ -190,8 +182,8 @@ class HostProxy {
   /// Frees the slots at the head of inFlight_ whose stream work has completed.
   void retireCompleted();
   /// Records `slot`'s release on `stream` behind what is enqueued there (it stays taken until
-  /// then); `kernelFinishes`: the call's step kernel stores its epoch in the slot's finished
-  /// word when done with the staging.
+  /// then); `kernelFinishes`: the call's last step kernel stores its epoch in the slot's
+  /// finished word when done with the staging (it was launched).
   void holdUntilStreamPasses(Slot& slot, void* stream, bool kernelFinishes);
   /// Executor side: until `slot`'s inputs of `epoch` are staged (the step kernel says so), or
   /// `group` failed.
@@ -229,39 +221,51 @@ class HostProxy {
   std::unique_ptr<GraphChannel> graphs_;  ///< made by the first capture
 };
 
-/// One call's step on the stream between its inputs and its outputs (host_proxy.cu): copies
-/// `in` (device memory to the staging), releases the epoch (`epoch`, or `*replay`) into
-/// `*staged` (unless null), waits until `*done` reaches it (unless null; bounded; `rank` names
-/// this rank in a timeout's message), then, unless the wait was aborted, copies `out` back (the
-/// output `prefixOutput` only for *copyBackBytes bytes), and last releases the epoch into
-/// `*finished` (unless null). The words and the staging are mapped host memory.
+/// A step kernel of a call (host_proxy.cu; proxy_step_plan.hpp cuts a call into them): one
+/// block, which runs its parts in order. A part that waits first polls its piece's `done` word
+/// until it reaches the epoch (bounded; `rank` names this rank in a timeout's message; after an
+/// abort the outputs are not copied); then the block copies the part's copies; a part that
+/// releases then stores the epoch into its piece's `staged` word. The epoch is `epoch`, or a
+/// captured call's replay number read from `*replay`. Once every part ran, the kernel releases
+/// each `finished` word (an eager call's last kernel: the slots' staging is no longer read).
+/// Output `prefixCopy` moves only *copyBackBytes bytes. The words and the staging are mapped
+/// host memory.
 struct ProxyStep {
-  static constexpr int kMaxCopies = 4;
+  /// Bounds that keep the kernel's arguments within a launch's 4 KiB (host_proxy.cu launches a
+  /// kernel whose arguments hold only what the step uses, from a few sizes: a launch costs the
+  /// caller more the more bytes its arguments have).
+  static constexpr int kMaxParts = 32;
+  static constexpr int kMaxCopies = 80;
+  static constexpr int kMaxPieces = 16;
   struct Copy {
     const void* src;
     void* dst;
     size_t bytes;
   };
-  uint64_t* staged = nullptr;
-  const uint64_t* done = nullptr;
+  struct Part {
+    uint64_t* staged;        ///< releases: the piece's word, else null
+    const uint64_t* done;    ///< waits: the piece's word, else null
+    const uint64_t* replay;  ///< captured: the piece's replay number, else null
+    uint64_t epoch;
+    int firstCopy;
+    int copies;
+  };
+  struct Finished {
+    uint64_t* word;
+    uint64_t epoch;
+  };
   const uint64_t* copyBackBytes = nullptr;
-  /// A captured call's replay number, written by the replay's host node; null: `epoch`.
-  const uint64_t* replay = nullptr;
-  uint64_t* finished = nullptr;
-  uint64_t epoch = 0;
   int rank = 0;
-  int inputs = 0;
-  int outputs = 0;
-  int prefixOutput = -1;
-  Copy in[kMaxCopies] = {};
-  Copy out[kMaxCopies] = {};
+  int parts = 0;
+  int copies = 0;
+  int finished = 0;
+  int prefixCopy = -1;
+  Part part[kMaxParts] = {};
+  Copy copy[kMaxCopies] = {};
+  Finished finish[kMaxPieces] = {};
 };
 
-/// Enqueues `step` on `stream` (one block; one thread when it copies nothing).
+/// Enqueues `step` on `stream` (one block; one warp when it copies nothing).
 void launchProxyStep(const ProxyStep& step, const ctran::WaitBound& bound, void* stream);
-/// Enqueues on `stream` a copy of min(*bytes, maxBytes) bytes from `src` (mapped host memory)
-/// to `dst` (device memory), the count read by the kernel.
-void launchCopyPrefix(void* dst, const void* src, const uint64_t* bytes, size_t maxBytes,
-                      void* stream);
 
 }  // namespace rcclx::gpu

@@ -37,7 +37,7 @@ struct ProxyWords {
   uint64_t done;           ///< the epoch of the last call whose host part finished
   uint64_t copyBackBytes;  ///< the bytes of a data-dependent copy back (copyBackPrefix)
   uint64_t replay;         ///< a captured call's replay number, for its step kernel
-  /// The epoch of the last eager call whose step kernel copied its outputs back itself (or was
+  /// The epoch of the last eager call whose last step kernel copied its outputs back (or was
   /// aborted): its stream work no longer reads the staging.
   uint64_t finished;
 };

@@ -18,8 +18,9 @@ using StagedCall = gpu::HostProxy::Call;
 using HostCopies = gpu::HostProxy::HostCopies;
 using HostPart = gpu::HostProxy::HostPart;
 
-// A pipelined call has at most this many pieces (each holds a slot and costs a few launches).
-constexpr size_t kMaxPieces = 16;
+// A pipelined call has at most this many pieces (each holds a slot, and the step kernel lists
+// them).
+constexpr size_t kMaxPieces = gpu::ProxyStep::kMaxPieces;
 
 /// Elements [first, last) of `count` that piece `p` of `pieces` covers.
 std::pair<size_t, size_t> pieceOf(size_t count, size_t p, size_t pieces) {
