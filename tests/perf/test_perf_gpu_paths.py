@@ -131,10 +131,20 @@ def test_eager_gpu_timer_times_each_call_between_two_events_and_the_host_call():
     stats = timing.CudaEagerTimer(cfg, lambda: calls.append("barrier"), fake).time(
         lambda: (calls.append("op"), time.sleep(0.002))
     )
-    assert calls == ["op", "op", "barrier", *["op"] * 5]
+    # Warm-up: as many calls as the timed loop (what calls in flight allocate exists before it).
+    assert calls == [*["op"] * 5, "barrier", *["op"] * 5]
     assert 2000 <= stats["min"] <= stats["median"] <= stats["max"]  # us, each op's events
     assert 2000 <= stats["host"]["min"] and stats["host"]["mean"] <= stats["mean"] + 1
     assert fake.cuda.log == ["sync"]  # once, after the warm-up
+
+
+def test_eager_gpu_runs_warm_up_with_at_least_the_timed_calls():
+    # Eager on a GPU: as many as the timed loop (a staged call allocates its pinned staging the
+    # first time that many calls are in flight); graphs and host buffers keep -w.
+    assert Config(device="cuda", iters=20, warmup_iters=3).warmup_calls == 20
+    assert Config(device="cuda", iters=20, warmup_iters=30).warmup_calls == 30
+    assert Config(device="cuda", graph=4, iters=20, warmup_iters=3).warmup_calls == 3
+    assert Config(device="cpu", iters=20, warmup_iters=3).warmup_calls == 3
 
 
 def test_graph_timer_captures_n_ops_and_divides_each_replay_by_n():

@@ -88,7 +88,13 @@ def _sizes_and_iterations(p: argparse.ArgumentParser) -> None:
     p.add_argument("-e", "--maxbytes", type=_bytes, default="64M", help="largest size (64M)")
     p.add_argument("-f", "--stepfactor", type=int, default=4, help="size multiplier (4)")
     p.add_argument("-n", "--iters", type=int, default=100, help="timed iterations (100)")
-    p.add_argument("-w", "--warmup_iters", type=int, default=10, help="warm-up iterations (10)")
+    p.add_argument(
+        "-w",
+        "--warmup_iters",
+        type=int,
+        default=10,
+        help="warm-up iterations (10; eager on a GPU at least --iters)",
+    )
     p.add_argument(
         "-c", "--check", type=int, choices=(0, 1), default=1, help="check every element (1)"
     )

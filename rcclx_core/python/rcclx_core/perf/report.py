@@ -110,7 +110,7 @@ class Report:
         passes = f"; best of {cfg.passes} passes" if cfg.passes > 1 else ""
         lines += [
             f"sizes {format_bytes(cfg.minbytes)} .. {format_bytes(cfg.maxbytes)} bytes, "
-            f"x{cfg.stepfactor} per step; {cfg.warmup_iters} warm-up + {cfg.iters} timed "
+            f"x{cfg.stepfactor} per step; {cfg.warmup_calls} warm-up + {cfg.iters} timed "
             f"iterations per size{passes}",
             f"time = {cfg.statistic} over iterations, of the slowest rank; busbw = algbw * "
             f"{cfg.coll.busbw}",

@@ -227,6 +227,15 @@ class Config:
     def mode(self) -> str:
         return f"graph of {self.graph}" if self.graph else "eager"
 
+    @property
+    def warmup_calls(self) -> int:
+        """Warm-up iterations per size. Eager on a GPU, at least as many as the timed ones, issued
+        back to back like them: what calls in flight hold (a staged call's pinned staging across
+        hosts, allocated the first time that many are in flight) then exists before the timing."""
+        if self.device == "cuda" and not self.graph:
+            return max(self.warmup_iters, self.iters)
+        return self.warmup_iters
+
     def sizes(self) -> list[int]:
         """The requested byte sizes: minbytes, times stepfactor, up to maxbytes."""
         out, size = [], self.minbytes

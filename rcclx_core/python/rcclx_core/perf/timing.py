@@ -47,7 +47,7 @@ class HostTimer:
 
     def time(self, call: Callable[[], Any]) -> dict:
         self.barrier()
-        for _ in range(self.cfg.warmup_iters):
+        for _ in range(self.cfg.warmup_calls):
             call()
         times = np.empty(self.cfg.iters)
         for i in range(self.cfg.iters):
@@ -63,14 +63,15 @@ class HostTimer:
 
 
 class CudaEagerTimer:
-    """Warm-up calls, then ``cfg.iters`` calls issued back to back, each between two events."""
+    """``cfg.warmup_calls`` warm-up calls, then ``cfg.iters`` calls issued back to back, each
+    between two events."""
 
     def __init__(self, cfg: Config, barrier: Callable[[], Any], torch):
         self.cfg, self.barrier, self.torch = cfg, barrier, torch
 
     def time(self, call: Callable[[], Any]) -> dict:
         cuda, n = self.torch.cuda, self.cfg.iters
-        for _ in range(self.cfg.warmup_iters):
+        for _ in range(self.cfg.warmup_calls):
             call()
         cuda.synchronize()
         self.barrier()
@@ -94,7 +95,7 @@ class CudaEagerTimer:
 
 
 class CudaGraphTimer:
-    """``cfg.graph`` calls captured in one graph; ``cfg.warmup_iters`` warm-up replays, then
+    """``cfg.graph`` calls captured in one graph; ``cfg.warmup_calls`` warm-up replays, then
     ``cfg.iters`` timed replays, each behind a GPU sleep."""
 
     def __init__(self, cfg: Config, barrier: Callable[[], Any], torch):
@@ -120,7 +121,7 @@ class CudaGraphTimer:
     def time(self, call: Callable[[], Any]) -> dict:
         cuda = self.torch.cuda
         graph = self._capture(call, self.cfg.graph)
-        for _ in range(self.cfg.warmup_iters):
+        for _ in range(self.cfg.warmup_calls):
             graph.replay()
         cuda.synchronize()
         self.barrier()
