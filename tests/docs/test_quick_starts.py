@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import checks
 import pytest
 
 try:
@@ -63,12 +64,6 @@ def _console_blocks() -> list[tuple[list[str], list[str]]]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _needs(commands: list[str]) -> str | None:
     """Why the commands cannot run here, or None."""
     text = " ".join(commands)
@@ -104,17 +99,30 @@ def test_quick_start_runs_as_written(number, tmp_path):
     if why:
         pytest.skip(why)
     (tmp_path / "docs").symlink_to(ROOT / "docs")  # what it writes lands in tmp_path
-    script = "\n".join(["set -e", *commands]).replace(EXAMPLE_PORT, str(_free_port()))
+    # MASTER_PORT and the store's port after it, both outside the ephemeral range (a port taken
+    # by binding to 0 can be a connection's local end by the time rank 0 listens on it).
+    script = "\n".join(["set -e", *commands]).replace(EXAMPLE_PORT, str(checks.free_port()))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "MASTER_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(
+    # A rank that fails leaves its peer waiting for it: bounded well inside this test's limit,
+    # so the peer fails with its own message instead of being killed silently.
+    env.setdefault("RCCLX_TIMEOUT_MS", "60000")
+    process = subprocess.Popen(
         ["bash", "-c", script],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=240,
+        start_new_session=True,  # the ranks started in the background die with it on a timeout
     )
+    try:
+        stdout, stderr = process.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"timed out after 240 s; stderr:\n{stderr[-4000:]}\nstdout:\n{stdout[-2000:]}")
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     assert done.returncode == 0, done.stderr[-4000:]
     # Each expected line once, in any order; the ranks share one pipe, and a rank's line may
     # reach it in two writes (torchrun's ranks write unbuffered), so lines are found, not split.

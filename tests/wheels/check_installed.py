@@ -14,10 +14,10 @@ them from their sdists, CPU-only: both import from this environment, and the all
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing as mp
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +28,17 @@ os.environ.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
 os.environ.setdefault("RCCLX_TIMEOUT_MS", "30000")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _load_checks():
+    """tests/checks.py by its path (putting tests/ on sys.path could shadow the installed
+    packages with the test folders of the same names)."""
+    path = Path(__file__).resolve().parents[1] / "checks.py"
+    spec = importlib.util.spec_from_file_location("checks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+free_port = _load_checks().free_port  # outside the ephemeral range (see its docstring)
 
 
 def check_no_build_tools() -> None:
