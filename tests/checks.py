@@ -9,10 +9,10 @@ tensor, so the host-only tests do not need it).
 from __future__ import annotations
 
 import hashlib
-import random
-import socket
 
 import numpy as np
+
+from rcclx_core._testing import free_port_run  # noqa: F401 (the tests' port source)
 
 POISON = 0x5A  # what poison() writes into integer (and raw-storage) outputs; floats get NaN
 
@@ -248,57 +248,7 @@ def assert_cases(results, expect_cases: int | None = None, same_on_all_ranks: bo
 # --- ports ----------------------------------------------------------------------------
 
 
-# Ports handed out by this process: never the same one twice.
-_ports_given: set[int] = set()
-
-
-def _ephemeral_ports() -> tuple[int, int]:
-    """The range the kernel takes local ports from for connections and binds to port 0."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low, high = (int(v) for v in f.read().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
 def free_port() -> int:
-    """A TCP port free right now, outside the kernel's ephemeral range: a port taken from that
-    range (bind to 0) can be given to some connection's local end before the server that was
-    meant to listen on it binds it (seen: torch's TCPStore failing with EADDRINUSE). Only a
-    process that asks for this very port can take it first; this process never hands it out
-    twice."""
-    low, high = _ephemeral_ports()
-    first, last = (10000, low - 1) if low > 12000 else (high + 1, 65535)
-    rng = random.Random()
-    for _ in range(2000):
-        port = rng.randint(first, last - 1)  # a run of two: MASTER_PORT and MASTER_PORT + 1
-        if port in _ports_given or port + 1 in _ports_given:
-            continue
-        if _port_free(port) and _port_free(port + 1):
-            _ports_given.update((port, port + 1))
-            return port
-    raise RuntimeError(f"no free port found in {first}..{last}")
-
-
-def free_port_run(count: int) -> int:
-    """A port P such that P .. P+count-1 are all free right now (outside the ephemeral range,
-    as free_port)."""
-    for _ in range(200):
-        base = free_port()
-        if base + count > 65535:
-            continue
-        if all(_port_free(base + i) for i in range(count)):
-            _ports_given.update(range(base, base + count))
-            return base
-    raise RuntimeError(f"no run of {count} free ports found")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
+    """MASTER_PORT for ranks started here: it and the port after it free, outside the
+    kernel's ephemeral range (rcclx_core._testing.free_port_run says why)."""
+    return free_port_run(2)

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
+
+from rcclx_core._testing import free_port_run
 
 
 def free_port() -> int:
-    """A loopback TCP port free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """MASTER_PORT for ranks started here: it and the bootstrap store's port after it free,
+    outside the kernel's ephemeral range."""
+    return free_port_run(2)
 
 
 def run_local_ranks(command: list[str], nranks: int) -> int:

@@ -14,7 +14,6 @@ them from their sdists, CPU-only: both import from this environment, and the all
 
 from __future__ import annotations
 
-import importlib.util
 import multiprocessing as mp
 import os
 import shutil
@@ -26,19 +25,6 @@ NRANKS = 2
 BUILD_TOOLS = ("cc", "gcc", "c++", "g++", "clang", "nvcc", "cmake", "ninja", "make")
 os.environ.setdefault("RCCLX_BOOTSTRAP_ADDR", "127.0.0.1")
 os.environ.setdefault("RCCLX_TIMEOUT_MS", "30000")
-
-
-def _load_checks():
-    """tests/checks.py by its path (putting tests/ on sys.path could shadow the installed
-    packages with the test folders of the same names)."""
-    path = Path(__file__).resolve().parents[1] / "checks.py"
-    spec = importlib.util.spec_from_file_location("checks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-free_port = _load_checks().free_port  # outside the ephemeral range (see its docstring)
 
 
 def check_no_build_tools() -> None:
@@ -114,6 +100,7 @@ def check_core_all_reduce() -> None:
 
 def check_nccl_program(program: str) -> None:
     import rcclx_nccl
+    from rcclx_core._testing import free_port_run
 
     library = rcclx_nccl.library_path("nccl").resolve()
     assert Path(sys.prefix).resolve() in library.parents, f"libnccl.so.2 at {library}"
@@ -121,7 +108,7 @@ def check_nccl_program(program: str) -> None:
         **os.environ,
         "LD_LIBRARY_PATH": str(library.parent),
         "RCCLX_NCCL_HOST_ONLY": "1",
-        "NCCL_COMM_ID": f"127.0.0.1:{free_port()}",
+        "NCCL_COMM_ID": f"127.0.0.1:{free_port_run(1)}",
     }
     procs = [
         subprocess.Popen(

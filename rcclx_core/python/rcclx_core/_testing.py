@@ -10,7 +10,9 @@
 - ``lp_*`` and ``low_precision_decision``: the low-precision reference codec and policy;
 - ``open_ipc_mappings()``: peers' GPU memory mappings this process's communicators hold open;
 - ``cross_core_handoff(cpu_a, cpu_b, bytes, rounds)``: how fast one CPU sees another's writes
-  (rcclx-perf records it beside host timings).
+  (rcclx-perf records it beside host timings);
+- ``free_port_run(count=2)``: free ports outside the ephemeral range for ranks started on this
+  machine (MASTER_PORT and the store's port after it).
 """
 
 from rcclx_core._C._testing import (
@@ -29,10 +31,12 @@ from rcclx_core._C._testing import (
     set_gpu_tuning,
     symmetric_calls,
 )
+from rcclx_core._ports import free_port_run
 
 __all__ = [
     "collective_selection",
     "cross_core_handoff",
+    "free_port_run",
     "gpu_sharing",
     "graph_registrations",
     "low_precision_decision",
