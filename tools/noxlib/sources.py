@@ -11,7 +11,7 @@
   variant other than the default.
 - ``fetch_debian_cuda``: a CUDA toolkit assembled from Debian's packages, without installing them.
 
-Standard library only, and nothing here runs a build: the noxfile does.
+Standard library only, and nothing here runs a build: noxlib.wheels does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import tarfile
 from collections.abc import Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The top-level CMake project, which every native package builds from.
 TOP_LEVEL = ("CMakeLists.txt", "cmake")
 # Each package folder's distribution name.
