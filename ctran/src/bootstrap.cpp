@@ -205,9 +205,10 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   int masterPort = envInt("MASTER_PORT");
   const auto [rank, nranks] = envRankAndSize();
   int port = static_cast<int>(knob::RCCLX_BOOTSTRAP_PORT());
+  const char* portSource = port != 0 ? "RCCLX_BOOTSTRAP_PORT" : "MASTER_PORT + 1";
   if (port == 0) port = masterPort + 1;
-  CTRAN_CHECK(port > 0 && port < 65536, InvalidArgument, "bootstrap port ", port,
-              " (from MASTER_PORT / RCCLX_BOOTSTRAP_PORT) is out of range");
+  CTRAN_CHECK(port > 0 && port < 65536, InvalidArgument, "bootstrap port ", port, " (", portSource,
+              ") is out of range");
   CTRAN_CHECK(nranks >= 1, InvalidArgument, "WORLD_SIZE=", nranks, " must be at least 1");
   CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "RANK=", rank,
               " is out of range for WORLD_SIZE=", nranks);
@@ -215,7 +216,13 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   std::shared_ptr<TcpStoreServer> server;
   if (rank == 0) {
     // Listens on MASTER_ADDR's interface only, the one the other ranks reach it at.
-    server = std::make_shared<TcpStoreServer>(port, host, secret);
+    try {
+      server = std::make_shared<TcpStoreServer>(port, host, secret);
+    } catch (const SystemError& e) {
+      // The port may be one the user never wrote down: say where it came from.
+      throw SystemError(strCat("rank 0 cannot host the bootstrap store on port ", port, " (",
+                               portSource, "; RCCLX_BOOTSTRAP_PORT picks another): ", e.what()));
+    }
     if (secret.empty()) {
       CTRAN_INFO("bootstrap: RCCLX_JOB_SECRET is unset, so the store on ", host, ":", port,
                  " admits any client that speaks its protocol");

@@ -214,3 +214,28 @@ def test_store_host_may_exit_right_after_the_last_call():
     for _ in range(3):
         results = values(launch(_host_leaves_first_rank, 4))
         assert results == [[b"0", b"1", b"2", b"3"]] * 4
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_taken_store_port_is_named_with_where_it_came_from(named, monkeypatch):
+    import socket
+
+    port = checks.free_port_run(2)
+    store_port = port + 1
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    if named:
+        store_port = checks.free_port_run(1)
+        monkeypatch.setenv("RCCLX_BOOTSTRAP_PORT", str(store_port))
+    else:
+        monkeypatch.delenv("RCCLX_BOOTSTRAP_PORT", raising=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", store_port))
+        taken.listen()
+        with pytest.raises(ctran.SystemCallError) as caught:
+            ctran.Bootstrap.from_env()
+    source = "RCCLX_BOOTSTRAP_PORT" if named else "MASTER_PORT + 1"
+    assert f"bootstrap store on port {store_port} ({source};" in str(caught.value)
+    assert "Address already in use" in str(caught.value)
