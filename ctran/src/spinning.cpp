@@ -19,7 +19,10 @@ constexpr int64_t kBusyHoldNs = 20'000'000;  // a busy verdict stands this long 
 // A yield that returns later than this ran another thread on this core (alone, one takes
 // well under a microsecond).
 constexpr int64_t kYieldRanOtherNs = 3'000;
-constexpr int64_t kMoveEveryNs = 1'000'000;  // at most one try to leave a shared core per ms
+// At most one try to leave a shared core per 100 us: a burst of small calls lasts about a
+// millisecond, and ranks that shared a core for want of more tries stayed 3-5x slower for all of
+// it (docs/measurements/2026-12-06_cpu_cross_core_link.md).
+constexpr int64_t kMoveEveryNs = 100'000;
 
 std::atomic<int64_t> g_busyUntilNs{0};
 std::atomic<int64_t> g_lastLookNs{0};

@@ -20,7 +20,7 @@
 // separates them, which can take many milliseconds. If the machine has a core to spare, the
 // rank moves itself off its core (it takes that core out of its affinity mask and puts the
 // mask back at once), on a coin toss so that the two do not both move, and tries at most once
-// per millisecond per process; RCCLX_LEAVE_SHARED_CORE=0 turns that off.
+// per 100 us per process; RCCLX_LEAVE_SHARED_CORE=0 turns that off.
 #pragma once
 
 #include <cstdint>
