@@ -250,11 +250,16 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
       epochs.push_back(++slots.back()->epoch);
       copies.push_back(copiesIn(p, slots.back()->staging()));
     }
-    enqueue(slots, epochs, noReplay, [&] {
-      for (size_t p = 0; p < pieces_; ++p) {
-        proxy_.queueHostPart(proxy_.host_, proxy_.group_, *slots[p], epochs[p], parts[p], copies[p],
-                             prefixBytes_);
-      }
+    // The executor starts on the host parts once the kernels are launched: woken once, it
+    // does not contend with this thread while the tasks are queued, and its gate would only
+    // wait for the kernels anyway.
+    proxy_.host_.queueTogether([&] {
+      enqueue(slots, epochs, noReplay, [&] {
+        for (size_t p = 0; p < pieces_; ++p) {
+          proxy_.queueHostPart(proxy_.host_, proxy_.group_, *slots[p], epochs[p], parts[p],
+                               copies[p], prefixBytes_);
+        }
+      });
     });
   } catch (...) {
     // Gates may be queued already: they must not wait for kernels that never run (the host

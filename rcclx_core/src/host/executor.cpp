@@ -2,6 +2,7 @@
 #include "host/executor.hpp"
 
 #include <chrono>
+#include <utility>
 
 #include "ctran/checks.hpp"
 #include "ctran/logging.hpp"
@@ -75,8 +76,10 @@ WorkPtr Executor::enqueue(const char* what, uint64_t seq, std::function<void()> 
     });
   }
   queue_.push_back({work, std::move(fn)});
+  const bool held = async && heldWakeups_ > 0;
+  wakeupDue_ |= held;
   lock.unlock();
-  changed_.notify_all();
+  if (!held) changed_.notify_all();
   if (async) return work;
   work->wait();
   return nullptr;
@@ -102,6 +105,20 @@ void Executor::workerLoop() {
     running_ = false;
     changed_.notify_all();
   }
+}
+
+Executor::HeldWakeups::HeldWakeups(Executor& executor) : executor_(executor) {
+  std::lock_guard<std::mutex> lock(executor_.mu_);
+  ++executor_.heldWakeups_;
+}
+
+Executor::HeldWakeups::~HeldWakeups() {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(executor_.mu_);
+    if (--executor_.heldWakeups_ == 0) wake = std::exchange(executor_.wakeupDue_, false);
+  }
+  if (wake) executor_.changed_.notify_all();
 }
 
 void Executor::drain() {

@@ -28,6 +28,22 @@ class Executor {
     }
     return enqueue(what, seq, std::function<void()>(std::forward<Fn>(fn)), async);
   }
+  /// While one lives, tasks queued for the worker do not wake it: the worker is woken once,
+  /// when the last one ends. A caller queuing several tasks (the staged device back-end's gate,
+  /// host part and publish) then pays for one wake-up, and adding the later tasks does not
+  /// contend for the queue with a worker already running the first. A synchronous call still
+  /// wakes it (its caller waits for it).
+  class HeldWakeups {
+   public:
+    explicit HeldWakeups(Executor& executor);
+    ~HeldWakeups();
+    HeldWakeups(const HeldWakeups&) = delete;
+    HeldWakeups& operator=(const HeldWakeups&) = delete;
+
+   private:
+    Executor& executor_;
+  };
+
   /// Waits until everything submitted so far has run.
   void drain();
   /// Drains, waits for a synchronous call running on its caller's thread (another thread may
@@ -58,6 +74,8 @@ class Executor {
   bool running_ = false;  // the worker is executing a task
   bool inline_ = false;   // a synchronous call runs on its caller's thread
   bool stopping_ = false;
+  int heldWakeups_ = 0;     // HeldWakeups alive
+  bool wakeupDue_ = false;  // a task was queued while they held the wake-ups
   std::thread worker_;
 };
 

@@ -466,6 +466,11 @@ WorkPtr HostBackend::enqueueInOrder(const char* what, std::function<void()> fn) 
   return executor_->submit(what, 0, std::move(fn), /*async=*/true);
 }
 
+void HostBackend::queueTogether(const std::function<void()>& fn) {
+  Executor::HeldWakeups held(*executor_);
+  fn();
+}
+
 void HostBackend::runOutsideGroup(const std::function<void()>& fn) {
   struct OpenGroup {  // set aside while fn runs, put back on return and on a throw
     explicit OpenGroup(HostBackend& b)
