@@ -250,9 +250,8 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
       epochs.push_back(++slots.back()->epoch);
       copies.push_back(copiesIn(p, slots.back()->staging()));
     }
-    // The executor starts on the host parts once the kernels are launched: woken once, it
-    // does not contend with this thread while the tasks are queued, and its gate would only
-    // wait for the kernels anyway.
+    // An idle executor is woken once, after the kernels are launched: it does not contend with
+    // this thread while the tasks are queued, and its gate would only wait for the kernels.
     proxy_.host_.queueTogether([&] {
       enqueue(slots, epochs, noReplay, [&] {
         for (size_t p = 0; p < pieces_; ++p) {

@@ -86,9 +86,10 @@ class HostBackend {
   /// once; calls submitted later run after it. For the staged device back-end's steps around a
   /// call's host part (waiting for the stream to stage the inputs, releasing it afterwards).
   WorkPtr enqueueInOrder(const char* what, std::function<void()> fn);
-  /// Runs `fn`; what it queues on the executor starts once `fn` returned, the worker woken once
-  /// for all of it (Executor::HeldWakeups). For the staged device back-end, which queues three
-  /// tasks per call and then launches the kernel they wait for.
+  /// Runs `fn` with the executor's wake-ups held (Executor::HeldWakeups): an idle worker is
+  /// woken once, when `fn` returned, for everything it queued (a worker still busy with earlier
+  /// tasks takes them up as it gets to them). For the staged device back-end, which queues
+  /// three tasks per piece and then launches the kernel they wait for.
   void queueTogether(const std::function<void()>& fn);
 
   /// Waits for all submitted work; stop() also ends the worker.
