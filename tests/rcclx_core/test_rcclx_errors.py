@@ -274,6 +274,15 @@ def _mismatch_rank(ctx, case):
     try:
         if case == "all_reduce dtype":
             comm.all_reduce(np.ones(100, np.float64 if big else np.float32), algo="ring")
+        elif case.startswith("all_reduce type "):  # same bytes, another element type
+            x = np.ones(64, np.int32 if big else np.float32)
+            comm.all_reduce(x, algo=case.split()[2])
+        elif case.startswith("all_reduce op "):  # same buffers, another operator
+            op = rc.RedOp.MAX if big else rc.RedOp.SUM
+            comm.all_reduce(np.ones(64, np.float32), op=op, algo=case.split()[2])
+        elif case == "reduce_scatter op":
+            op = rc.RedOp.MIN if big else rc.RedOp.SUM
+            comm.reduce_scatter(np.ones(8 * n, np.float32), np.zeros(8, np.float32), op=op)
         elif case.startswith("all_reduce "):
             count = 10000 + (16 if big else 0)
             comm.all_reduce(np.ones(count, np.float32), algo=case.split()[1])
@@ -314,7 +323,7 @@ MISMATCHES = [
     ("all_reduce ring", "InvalidArgumentError", "mismatched count or datatype"),
     ("all_reduce dda_flat", "InvalidArgumentError", "counts or datatypes differ"),
     ("all_reduce dda_tree", "InvalidArgumentError", "counts or datatypes differ"),
-    ("all_reduce dtype", "InvalidArgumentError", "mismatched count or datatype"),
+    ("all_reduce dtype", "InvalidArgumentError", "float64, sum"),
     ("broadcast", "InvalidArgumentError", "mismatched count or datatype"),
     ("reduce", "InvalidArgumentError", "mismatched count or datatype"),
     ("all_gather", "InvalidArgumentError", "mismatched count or datatype"),
@@ -322,6 +331,11 @@ MISMATCHES = [
     ("all_to_all", "InvalidArgumentError", "mismatched count or datatype"),
     ("send/recv", "InvalidArgumentError", "sent 400 bytes but rank 1 expected 404"),
     ("collective order", "InvalidUsageError", "mismatched calls"),
+    ("all_reduce type ring", "InvalidArgumentError", "same element type, operator and root"),
+    ("all_reduce type dda_flat", "InvalidArgumentError", "int32, sum"),
+    ("all_reduce op ring", "InvalidArgumentError", "float32, max"),
+    ("all_reduce op dda_tree", "InvalidArgumentError", "float32, max"),
+    ("reduce_scatter op", "InvalidArgumentError", "float32, min"),
     ("split_ranks lists", "InvalidArgumentError", "passed ranks"),
 ]
 
@@ -340,3 +354,38 @@ def test_mismatch_between_ranks_errors(case, etype, fragment, nranks):
     # message fit in the FIFO).
     for r in results:
         assert r.value[0] in ("returned", etype, "RemoteError", "TimeoutError"), outcomes
+
+
+def _after_mismatch_rank(ctx, case):
+    import rcclx_core as rc
+
+    comm = H.comm_of(ctx)
+    ctx.barrier("created")
+    me = comm.rank
+    outcomes = []
+    for step in ("mismatched", "next"):
+        try:
+            if step == "next":
+                comm.all_reduce(np.ones(16, np.float32), algo="ring")
+            elif case == "type":
+                comm.all_reduce(np.ones(16, np.int32 if me == 0 else np.float32), algo="ring")
+            else:  # every rank names itself the root: each sends, none receives
+                comm.broadcast(np.ones(16, np.float32), root=me)
+            outcomes.append(("returned", ""))
+        except rc.Error as e:
+            outcomes.append((type(e).__name__, str(e)))
+    return outcomes
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("case", ["type", "root"])
+def test_mismatch_fails_the_communicator_on_every_rank(case, nranks):
+    """What a mismatched call leaves in the channels is never read as a later call's data: once
+    any rank sees the mismatch, every rank's next call that communicates raises, naming it."""
+    env = {"RCCLX_TIMEOUT_MS": TIMEOUT_MS, **H.CHUNK_ENV}
+    results = launch(_after_mismatch_rank, nranks, case, env=env, timeout=30)
+    outcomes = [(r.rank, r.value) for r in results]
+    for r in results:
+        kind, message = r.value[1]
+        assert kind in ("InvalidUsageError", "InvalidArgumentError", "RemoteError"), outcomes
+        assert "mismatched calls" in message or "must pass the same" in message, outcomes

@@ -115,7 +115,7 @@ def test_bad_selector_arguments():
 
 # --- the selector inside a communicator ---------------------------------------------------
 
-INFO_ALGO = re.compile(r"all_reduce #\d+: (\d+) bytes \S+ \S+ on \d+ ranks -> (\w+) \((.*)\)")
+INFO_ALGO = re.compile(r"all_reduce #\d+ \(\S+, \S+\): (\d+) bytes on \d+ ranks -> (\w+) \((.*)\)")
 
 
 def _selection_rank(ctx, probes, run_sizes, hint):

@@ -20,8 +20,6 @@
 namespace rcclx {
 namespace {
 
-constexpr uint64_t kSeqMask = (uint64_t{1} << 56) - 1;
-
 /// An all_to_all in place (send == recv) runs from a copy of its input's `bytes`, kept in
 /// `aside`: blocks received would overwrite blocks not yet sent. `send` otherwise.
 const void* inputAside(const void* send, const void* recv, size_t bytes, std::vector<char>& aside) {
@@ -99,6 +97,13 @@ auto HostBackend::reportingFailures(Fn&& fn) {
       // Not when it is the failure another rank reported, raised here.
       if (!group->failure()) group->reportFailure(-1, e.what());
       throw;
+    } catch (const MismatchedCalls& e) {
+      // The peers raise it at their next wait rather than time out or read the wrong chunks.
+      group->reportFailure(-1, e.what());
+      throw;
+    } catch (const MismatchedArguments& e) {
+      group->reportFailure(-1, e.what());
+      throw;
     }
   };
 }
@@ -109,8 +114,8 @@ WorkPtr HostBackend::submit(OpKind kind, uint64_t tag, Fn&& fn, bool async) {
     groupedCollectives_.emplace_back(std::forward<Fn>(fn));
     return nullptr;
   }
-  return executor_->submit(opKindName(kind), tag & kSeqMask,
-                           reportingFailures(std::forward<Fn>(fn)), async);
+  return executor_->submit(opKindName(kind), tagSeq(tag), reportingFailures(std::forward<Fn>(fn)),
+                           async);
 }
 
 Selection HostBackend::select(size_t bytes, DataType type, RedOp op,
@@ -187,10 +192,10 @@ void HostBackend::runAllReduce(const void* send, void* recv, size_t count, DataT
 WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                                const CallOptions& opts) {
   const size_t bytes = count * dataTypeSize(type);
-  const uint64_t tag = nextTag(OpKind::kAllReduce);
+  const uint64_t tag = nextTag(OpKind::kAllReduce, {type, op, std::nullopt});
   if (auto plan = lp::planLowPrecision(
           settings_.lp, lpRequest(lp::LpCollective::kAllReduce, bytes, type, op, nranks_, opts),
-          "all_reduce", tag & kSeqMask)) {
+          "all_reduce", tagSeq(tag))) {
     lp_->checkFits(plan->blockElems, "all_reduce");
     lp::HostLowPrecision* lp = lp_.get();
     return submit(
@@ -203,8 +208,8 @@ WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataT
   const SelectorConfig* cfg = &settings_.selector;
   if (!opts.algo.empty()) cfg = &(hinted = withCallHint(settings_.selector, opts.algo));
   const Selection sel = select(bytes, type, op, *cfg);
-  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes ", dataTypeName(type), " ", redOpName(op),
-             " on ", nranks_, " ranks -> ", algoName(sel.algo), " (", sel.reason(), ")");
+  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes on ", nranks_, " ranks -> ",
+             algoName(sel.algo), " (", sel.reason(), ")");
   const double scalar = opts.premulScalar;
   const AllReduceAlgo algo = sel.algo;
   return submit(
@@ -214,7 +219,7 @@ WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataT
 
 WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                             int root, const CallOptions& opts) {
-  const uint64_t tag = nextTag(OpKind::kReduce);
+  const uint64_t tag = nextTag(OpKind::kReduce, {type, op, root});
   const CollectiveAlgo algo =
       chooseCollective(CostCollective::kReduce, count * dataTypeSize(type), root, tag);
   Channels* ch = channels_.get();
@@ -252,7 +257,7 @@ WorkPtr HostBackend::reduce(const void* send, void* recv, size_t count, DataType
 }
 
 WorkPtr HostBackend::broadcast(const void* send, void* recv, size_t bytes, int root, bool async) {
-  const uint64_t tag = nextTag(OpKind::kBroadcast);
+  const uint64_t tag = nextTag(OpKind::kBroadcast, {std::nullopt, std::nullopt, root});
   const CollectiveAlgo algo = chooseCollective(CostCollective::kBroadcast, bytes, root, tag);
   Channels* ch = channels_.get();
   const HostLayout* lay = &layout_;
@@ -280,7 +285,7 @@ WorkPtr HostBackend::allGatherV(const void* send, void* recv, const std::vector<
           lp::planLowPrecision(settings_.lp,
                                lpRequest(lp::LpCollective::kAllGather, total * dataTypeSize(type),
                                          type, RedOp::kSum, nranks_, opts),
-                               "all_gather", tag & kSeqMask)) {
+                               "all_gather", tagSeq(tag))) {
     lp_->checkFits(plan->blockElems, "all_gather");
     lp::HostLowPrecision* lp = lp_.get();
     return submit(
@@ -312,12 +317,12 @@ WorkPtr HostBackend::reduceScatterV(const void* send, void* recv, const std::vec
                                     const CallOptions& opts) {
   size_t total = 0;
   for (size_t c : counts) total += c;
-  const uint64_t tag = nextTag(OpKind::kReduceScatter);
+  const uint64_t tag = nextTag(OpKind::kReduceScatter, {type, op, std::nullopt});
   if (auto plan =
           lp::planLowPrecision(settings_.lp,
                                lpRequest(lp::LpCollective::kReduceScatter,
                                          total * dataTypeSize(type), type, op, nranks_, opts),
-                               "reduce_scatter", tag & kSeqMask)) {
+                               "reduce_scatter", tagSeq(tag))) {
     lp_->checkFits(plan->blockElems, "reduce_scatter");
     lp::HostLowPrecision* lp = lp_.get();
     return submit(

@@ -99,7 +99,9 @@ class HostBackend {
   void destroy();
 
  private:
-  uint64_t nextTag(OpKind kind) { return makeTag(kind, ++seq_); }
+  uint64_t nextTag(OpKind kind, const CallAgreement& agreement = {}) {
+    return makeTag(kind, ++seq_, agreement);
+  }
   template <typename Fn>
   WorkPtr submit(OpKind kind, uint64_t tag, Fn&& fn, bool async);
   /// `fn` reporting a failure it raises (a dead peer, a timeout) to every rank of the group.

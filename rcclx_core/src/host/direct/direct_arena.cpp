@@ -103,19 +103,13 @@ void DirectArena::waitPeers(int phase, uint64_t step) {
     waitOn(&signals_[p][phase == 0 ? kReady0 : kReady1], step, p, "publish");
     if (phase != 0) continue;
     const auto* theirs = reinterpret_cast<const StepHeader*>(slotBase(p, step));
-    if (theirs->tag != mine->tag) {
-      throw ctran::InvalidUsage(ctran::strCat("mismatched calls: rank ", p, " is in ",
-                                              describeTag(theirs->tag), " but rank ", rank_, " in ",
-                                              describeTag(mine->tag),
-                                              " (do all ranks call the same collectives in the same"
-                                              " order?)"));
-    }
+    checkSameCall(mine->tag, theirs->tag, rank_, p);
     if (theirs->bytes != mine->bytes) {
-      throw ctran::InvalidArgument(ctran::strCat(describeTag(mine->tag), ": rank ", p,
-                                                 " passed a buffer of different size than rank ",
-                                                 rank_, " (", theirs->bytes, " vs ", mine->bytes,
-                                                 " bytes in this chunk; counts or "
-                                                 "datatypes differ between ranks)"));
+      throw MismatchedArguments(ctran::strCat(describeTag(mine->tag), ": rank ", p,
+                                              " passed a buffer of different size than rank ",
+                                              rank_, " (", theirs->bytes, " vs ", mine->bytes,
+                                              " bytes in this chunk; counts or "
+                                              "datatypes differ between ranks)"));
     }
   }
 }

@@ -73,17 +73,11 @@ void Channels::commitSend(int peer, size_t bytes, uint64_t tag) {
 }
 
 void Channels::checkChunk(int peer, const ChunkHeader* h, size_t expectBytes, uint64_t tag) const {
-  if (h->tag != tag) {
-    throw ctran::InvalidUsage(ctran::strCat("mismatched calls: rank ", peer, " sent a chunk of ",
-                                            describeTag(h->tag), " but rank ", rank_,
-                                            " expected one of ", describeTag(tag),
-                                            " (do all ranks call the same collectives in"
-                                            " the same order?)"));
-  }
+  checkSameCall(tag, h->tag, rank_, peer);
   if (h->bytes != expectBytes) {
-    throw ctran::InvalidArgument(ctran::strCat(
-        describeTag(tag), ": rank ", peer, " sent ", h->bytes, " bytes but rank ", rank_,
-        " expected ", expectBytes, " (mismatched count or datatype between ranks)"));
+    throw MismatchedArguments(ctran::strCat(describeTag(tag), ": rank ", peer, " sent ", h->bytes,
+                                            " bytes but rank ", rank_, " expected ", expectBytes,
+                                            " (mismatched count or datatype between ranks)"));
   }
 }
 
