@@ -1,5 +1,6 @@
-"""split (every rank passes its group's ranks; [] joins none; duplicates and lists leaving out
-the caller raise), send / recv, and batched sends and receives in a ring, 2 and 3 ranks."""
+"""split (every rank passes its group's ranks; [] joins none; duplicates, lists leaving out
+the caller and lists that differ between ranks raise), send / recv, and batched sends and
+receives in a ring, 2 and 3 ranks."""
 
 from __future__ import annotations
 
@@ -44,6 +45,17 @@ def _split_rank(ctx):
             out[f"split {message}"] = ("", "did not raise")
         except rcclx_core.InvalidArgumentError as e:
             out[f"split {message}"] = ("", None if message in str(e) else str(e))
+    # Every rank names all ranks, rank 0 in another order: one color, so one communicator
+    # would form; every rank raises instead, and the parent stays usable.
+    mixed = list(range(n)) if me != 0 else list(range(n))[::-1]
+    try:
+        comm.split(mixed, "mixed")
+        out["split lists differ"] = ("", "did not raise")
+    except rcclx_core.InvalidArgumentError as e:
+        out["split lists differ"] = ("", None if "must pass the same list" in str(e) else str(e))
+    t = torch.ones(3)
+    comm.all_reduce(t, H.op_of("SUM"), False)
+    out["parent after split lists differ"] = ("", H.compare(t, torch.full((3,), float(n))))
     child.finalize()
     if solo is not None:
         solo.finalize()

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import zlib
+
+import torch
 
 import rcclx_core
 from torchcomms_rcclx import _setup
@@ -37,13 +40,32 @@ def split(comm, ranks, name: str, options, hints, timeout):
     child = core.split(color, key, knobs or None)
     if child is None:
         return None
-    if child.size != len(ranks) or child.rank != key:
-        child.abort()
-        raise rcclx_core.InvalidArgumentError(
-            f"split: rank {comm._rank} passed ranks {ranks}, but {child.size} rank(s) "
-            "joined it (every member must pass the same list)"
-        )
+    _check_same_list(child, ranks, key, comm._rank)
     return type(comm)()._attach(child, comm._device, name, new_options)
+
+
+def _check_same_list(child, ranks: list[int], key: int, rank: int) -> None:
+    """The core's split groups the ranks by color (the list's smallest rank) and orders them by
+    key (the place in the list), so members that passed different lists with the same smallest
+    rank land in one communicator. Its members compare their lists over it and, all seeing the
+    same rows, destroy it together (collectively: none leaves while another still reads) and
+    raise when any differs, naming the ranks whose list differs."""
+    digest = zlib.crc32(",".join(map(str, ranks)).encode())
+    mine = torch.tensor([digest, len(ranks), key, rank], dtype=torch.int64)
+    rows = torch.zeros(4 * child.size, dtype=torch.int64)
+    child.all_gather(mine, rows)
+    rows = rows.reshape(child.size, 4).tolist()
+    others = [r[3] for r in rows if r[0] != digest or r[1] != len(ranks)]
+    in_order = all(rows[i][2] == i for i in range(child.size))
+    if not others and in_order and child.size == len(ranks):
+        return
+    child.destroy()
+    joined = sorted(r[3] for r in rows)
+    detail = f"ranks {others} passed other lists" if others else f"ranks {joined} joined it"
+    raise rcclx_core.InvalidArgumentError(
+        f"split: rank {rank} passed ranks {ranks}, but {detail} (every member must pass the "
+        "same list)"
+    )
 
 
 def _member_ranks(comm, ranks) -> list[int]:
