@@ -157,10 +157,11 @@ int64_t getInt(const char* name, const Overrides* overrides) {
   try {
     size_t used = 0;
     long long x = std::stoll(v, &used, 0);
-    if (used == v.size()) return x;
+    // Every integer knob is a count, a duration or a port.
+    if (used == v.size() && x >= 0) return x;
   } catch (const std::exception&) {
   }
-  badValue(source, s, v, "an integer");
+  badValue(source, s, v, "a non-negative integer");
 }
 
 int64_t getBytes(const char* name, const Overrides* overrides) {

@@ -299,6 +299,13 @@ def test_bad_timeout_knob(monkeypatch):
         ctran.PeerGroup.from_store(ctran.MemoryStore(), 0, 1)
 
 
+def test_negative_timeout_knob(monkeypatch):
+    monkeypatch.setenv("RCCLX_TIMEOUT_MS", "-1")
+    with pytest.raises(ctran.InvalidArgumentError) as info:
+        ctran.MemoryStore().get("k")
+    assert "RCCLX_TIMEOUT_MS='-1'" in str(info.value) and "non-negative" in str(info.value)
+
+
 def test_bad_transport_knob(monkeypatch):
     monkeypatch.setenv("RCCLX_TRANSPORT", "pigeon")
     with pytest.raises(ctran.InvalidArgumentError) as info:
