@@ -133,3 +133,51 @@ def test_torch_tensors():
             assert kind == "InvalidArgumentError", (what, kind, msg)
             for f in fragments:
                 assert f in msg, (what, msg)
+
+
+def _bool_rank(ctx):
+    import torch
+
+    import rcclx_core as rc
+
+    comm = H.comm_of(ctx)
+    n, me = comm.size, comm.rank
+    # Column j holds rank r's bit (j >> r) & 1: every pattern of the ranks' bits appears.
+    pattern = [bool((j >> r) & 1) for r in range(n) for j in range(1 << n)]
+    mine = np.array(pattern[me * (1 << n) : (me + 1) * (1 << n)])
+    cols = np.array(pattern).reshape(n, 1 << n)
+    want = {"SUM": cols.any(axis=0), "MAX": cols.any(axis=0), "PROD": cols.all(axis=0)}
+    want["MIN"] = want["PROD"]
+    out = {}
+    for op, expected in want.items():
+        for kind, make in (("numpy", lambda: mine.copy()), ("torch", lambda: torch.tensor(mine))):
+            x = make()
+            comm.all_reduce(x, op=getattr(rc.RedOp, op))
+            got = np.asarray(x).view(np.uint8)  # the bytes: 0 or 1, never 2
+            out[f"{kind} {op}"] = got.tolist() == expected.astype(np.uint8).tolist()
+    x = torch.tensor(mine)
+    x = torch.tensor(np.tile(mine, n))
+    scattered = torch.empty(1 << n, dtype=torch.bool)
+    comm.reduce_scatter(x, scattered, op=rc.RedOp.SUM)
+    got = scattered.numpy().view(np.uint8).tolist()
+    out["reduce_scatter SUM"] = got == want["SUM"].astype(np.uint8).tolist()
+    for op in ("AVG", "PREMUL_SUM"):
+        try:
+            comm.all_reduce(mine.copy(), op=getattr(rc.RedOp, op))
+            out[f"{op} refused"] = "returned"
+        except rc.InvalidArgumentError as e:
+            out[f"{op} refused"] = "bool" in str(e) and "all_reduce" in str(e)
+    # dtype= reads the bytes as uint8: a plain byte sum.
+    x = np.ones(3, dtype=bool)
+    comm.all_reduce(x, dtype=rc.DataType.UINT8)
+    out["dtype=uint8 sums bytes"] = x.view(np.uint8).tolist() == [n] * 3
+    comm.destroy()
+    return out
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_bool_reductions_are_logical(nranks):
+    """As in PyTorch: over bool arrays SUM and MAX are a logical or, PROD and MIN a logical
+    and; AVG and PREMUL_SUM are refused; the result is a valid bool array (bytes 0 or 1)."""
+    for r in launch(_bool_rank, nranks, env=H.CHUNK_ENV, timeout=60):
+        assert all(v is True for v in r.value.values()), (r.rank, r.value)

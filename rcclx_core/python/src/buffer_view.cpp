@@ -175,6 +175,7 @@ bool viaDLPack(const py::handle& obj, const ArgName& name, std::optional<DataTyp
   v.deviceId = t.device.device_id;
   v.owner = py::reinterpret_borrow<py::object>(obj);
   const DLDataType dt = t.dtype;
+  v.logical = dt.code == kDLBool && !dtype;
   applyDtype(v, static_cast<size_t>(n) * elemBytes, fromDLPack(dt), dtype, name, [dt] {
     return ctran::strCat("(DLPack code ", int(dt.code), ", ", int(dt.bits), " bits)");
   });
@@ -208,6 +209,7 @@ void viaBufferProtocol(const py::handle& obj, const ArgName& name, std::optional
   v.owner = py::reinterpret_borrow<py::object>(obj);
   size_t nbytes = static_cast<size_t>(view.len);
   PyBuffer_Release(&view);  // the exporter stays alive through `owner`
+  v.logical = fmt == "?" && !dtype;
   applyDtype(v, nbytes, fromFormat(fmt), dtype, name, [&fmt] { return "'" + fmt + "'"; });
 }
 
@@ -256,6 +258,7 @@ class TorchTensors {
     v.writable = true;
     v.owner = py::reinterpret_borrow<py::object>(obj);
     const DataType type = found->second;
+    v.logical = torchType.ptr() == boolType_ && !dtype;
     applyDtype(v, static_cast<size_t>(PyLong_AsSsize_t(numel.ptr())) * dataTypeSize(type), type,
                dtype, name, [] { return std::string(); });
     return true;
@@ -289,6 +292,7 @@ class TorchTensors {
       if (py::hasattr(m, attr)) {
         py::object d = m.attr(attr);
         types_[d.ptr()] = type;
+        if (std::string(attr) == "bool") boolType_ = d.ptr();
         keep_.push_back(d);
       }
     }
@@ -307,6 +311,7 @@ class TorchTensors {
   }
 
   PyTypeObject* tensorType_ = nullptr;
+  PyObject* boolType_ = nullptr;  // torch.bool
   std::unordered_map<PyObject*, DataType> types_;
   std::vector<py::object> keep_;  // torch.Tensor and the dtype objects, alive with the module
   py::str isContiguous_, requiresGrad_, dtype_, isCuda_, isCpu_, getDevice_, dataPtr_, numel_;

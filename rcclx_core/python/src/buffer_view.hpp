@@ -23,6 +23,9 @@ struct BufferView {
   int deviceType = static_cast<int>(DeviceKind::kCpu);
   int deviceId = 0;
   bool writable = true;
+  /// A bool array (bytes of 0 or 1) viewed with its own type: a reduction over it is logical
+  /// (reductionOp in call_args.hpp).
+  bool logical = false;
   pybind11::object owner;  ///< keeps the exporter (and its capsule) alive
 
   size_t bytes() const { return count * dataTypeSize(type); }

@@ -38,6 +38,18 @@ int rankArg(const py::handle& obj, const char* op, const char* arg) {
   return static_cast<int>(value);
 }
 
+RedOp reductionOp(int op, const BufferView& send, const char* name) {
+  const auto r = static_cast<RedOp>(op);
+  if (!send.logical) return r;
+  if (r == RedOp::kSum) return RedOp::kMax;
+  if (r == RedOp::kProd) return RedOp::kMin;
+  CTRAN_CHECK(r != RedOp::kAvg && r != RedOp::kPreMulSum, InvalidArgument, name, ": op ",
+              redOpName(r),
+              " is not defined on bool arrays (sum is a logical or, prod a logical "
+              "and)");
+  return r;
+}
+
 Buffer bufferArg(const py::handle& obj, const char* op, const char* arg,
                  std::optional<DataType> dtype, BufferView& view) {
   view = viewBuffer(obj, ArgName{op, arg}, dtype);

@@ -29,8 +29,10 @@ Buffer bufferArg(const pybind11::handle& obj, const char* op, const char* arg,
 /// rank is one of the communicator's).
 int rankArg(const pybind11::handle& obj, const char* op, const char* arg);
 
-/// The op= argument as a RedOp (validity for the type is the core's check).
-inline RedOp opArg(int op) { return static_cast<RedOp>(op); }
+/// The op= argument of a reduction over `send` (`op` names the call in errors) as a RedOp
+/// (validity for the type is the core's check). Over bool arrays it is logical, as in PyTorch:
+/// SUM is MAX (or), PROD is MIN (and); AVG and PREMUL_SUM are refused.
+RedOp reductionOp(int op, const BufferView& send, const char* name);
 
 /// async_op=, algo=, scalar=, stream= and low_precision= as CallOptions.
 CallOptions optionsOf(bool async, const pybind11::object& algo = pybind11::none(),

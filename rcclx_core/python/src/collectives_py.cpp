@@ -33,7 +33,9 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
         const Buffer r =
             recv.is_none() ? s : bufferArg(recv, "all_reduce", "recvbuf", dtypeArg(dtype), rv);
         const CallOptions o = optionsOf(async, algo, scalar, stream, lp);
-        return c.run({send, recv}, [&] { return c.comm().allReduce(s, r, opArg(op), o); });
+        return c.run({send, recv}, [&] {
+          return c.comm().allReduce(s, r, reductionOp(op, sv, "all_reduce"), o);
+        });
       },
       py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("op") = 0,
       py::arg("algo") = py::none(), py::arg("scalar") = py::none(), py::arg("async_op") = false,
@@ -54,7 +56,8 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
         if (!recv.is_none() && c.comm().rank() == root)
           r = bufferArg(recv, "reduce", "recvbuf", dtypeArg(dtype), rv);
         const CallOptions o = optionsOf(async, py::none(), scalar, stream);
-        return c.run({send, recv}, [&] { return c.comm().reduce(s, r, opArg(op), root, o); });
+        return c.run({send, recv},
+                     [&] { return c.comm().reduce(s, r, reductionOp(op, sv, "reduce"), root, o); });
       },
       py::arg("sendbuf"), py::arg("recvbuf") = py::none(), py::arg("root") = 0, py::arg("op") = 0,
       py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none(),
@@ -114,7 +117,9 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
         const Buffer s = bufferArg(send, "reduce_scatter", "sendbuf", dtypeArg(dtype), sv);
         const Buffer r = bufferArg(recv, "reduce_scatter", "recvbuf", dtypeArg(dtype), rv);
         const CallOptions o = optionsOf(async, py::none(), scalar, stream, lp);
-        return c.run({send, recv}, [&] { return c.comm().reduceScatter(s, r, opArg(op), o); });
+        return c.run({send, recv}, [&] {
+          return c.comm().reduceScatter(s, r, reductionOp(op, sv, "reduce_scatter"), o);
+        });
       },
       py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = 0, py::arg("scalar") = py::none(),
       py::arg("async_op") = false, py::arg("dtype") = py::none(), py::arg("stream") = py::none(),
@@ -131,7 +136,9 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
         const Buffer r = bufferArg(recv, "reduce_scatter_v", "recvbuf", dtypeArg(dtype), rv);
         const auto n = countsArg(counts, "reduce_scatter_v", "counts");
         const CallOptions o = optionsOf(async, py::none(), scalar, stream, lp);
-        return c.run({send, recv}, [&] { return c.comm().reduceScatterV(s, r, n, opArg(op), o); });
+        return c.run({send, recv}, [&] {
+          return c.comm().reduceScatterV(s, r, n, reductionOp(op, sv, "reduce_scatter_v"), o);
+        });
       },
       py::arg("sendbuf"), py::arg("recvbuf"), py::arg("counts"), py::arg("op") = 0,
       py::arg("scalar") = py::none(), py::arg("async_op") = false, py::arg("dtype") = py::none(),
