@@ -1,6 +1,7 @@
 // Implementation of bootstrap.hpp: unique ids, store-based allgather / barrier / messages.
 #include "ctran/bootstrap.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -27,9 +28,51 @@ constexpr size_t kIdSecretOffset = kIdHostOffset + kIdHostBytes;
 static_assert(kIdSecretOffset + JobSecret::kBytes <= sizeof(UniqueId::bytes),
               "the job secret must fit in the unique id");
 
-// Servers this process hosts, by port, shared with the Bootstraps that use them.
+// The stores of the unique ids this copy of ctran made, by port. Until a bootstrap of this
+// process joins an id, the registry holds its store: the id may be on its way to other
+// processes. From then on the bootstraps hold it (a subgroup shares its parent's), so it closes
+// with the last of them; the registry only finds it for further joins of this process.
+struct HostedStore {
+  UniqueId id;
+  std::shared_ptr<TcpStoreServer> unjoined;  ///< set until the first join from this process
+  std::weak_ptr<TcpStoreServer> server;
+  uint64_t made = 0;  ///< creation order, for releasing the oldest unjoined first
+};
 std::mutex gServersMu;
-std::map<int, std::shared_ptr<TcpStoreServer>> gServers;
+std::map<int, HostedStore> gServers;
+uint64_t gMade = 0;
+
+// Forgets stores that closed, and releases the oldest unjoined ones beyond kMaxUnjoinedIds
+// that no client is connected to (an id that is being joined elsewhere is never released).
+// Returns the released stores, for the caller to close once it has let go of the lock.
+std::vector<std::shared_ptr<TcpStoreServer>> pruneHostedStoresLocked() {
+  std::vector<std::shared_ptr<TcpStoreServer>> released;
+  std::vector<std::pair<uint64_t, int>> idle;  // (made, port)
+  size_t unjoined = 0;
+  for (auto it = gServers.begin(); it != gServers.end();) {
+    if (it->second.server.expired()) {
+      it = gServers.erase(it);
+      continue;
+    }
+    if (it->second.unjoined) {
+      ++unjoined;
+      if (it->second.unjoined->connectedClients() == 0)
+        idle.emplace_back(it->second.made, it->first);
+    }
+    ++it;
+  }
+  std::sort(idle.begin(), idle.end());
+  for (const auto& [made, port] : idle) {
+    if (unjoined <= kMaxUnjoinedIds) break;
+    CTRAN_INFO("bootstrap: no longer serving the unique id on port ", port, " (", unjoined,
+               " ids of this process were never joined from it, at most ", kMaxUnjoinedIds,
+               " are kept; this one is the oldest that no client is connected to)");
+    released.push_back(std::move(gServers[port].unjoined));
+    gServers.erase(port);
+    --unjoined;
+  }
+  return released;
+}
 
 std::string toString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 Bytes toBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
@@ -102,9 +145,21 @@ UniqueId createUniqueId() {
   std::memcpy(id.bytes.data() + kIdSecretOffset, secret.bytes.data(), JobSecret::kBytes);
   TcpStore(host, server->port(), Deadline::after(), secret)
       .set(kHostTokenKey, tokenBytes(processToken()));
+  std::vector<std::shared_ptr<TcpStoreServer>> released;  // closed outside the lock
   std::lock_guard<std::mutex> lock(gServersMu);
-  gServers[server->port()] = server;
+  gServers[server->port()] = HostedStore{id, server, server, gMade++};
+  released = pruneHostedStoresLocked();
   return id;
+}
+
+void releaseUniqueId(const UniqueId& id) {
+  uint32_t port = 0;
+  std::memcpy(&port, id.bytes.data() + 8, 4);
+  std::shared_ptr<TcpStoreServer> released;  // closed outside the lock
+  std::lock_guard<std::mutex> lock(gServersMu);
+  auto it = gServers.find(static_cast<int>(port));
+  if (it != gServers.end() && it->second.id.bytes == id.bytes)
+    released = std::move(it->second.unjoined);
 }
 
 std::string describeUniqueId(const UniqueId& id) {
@@ -180,11 +235,15 @@ Bootstrap::~Bootstrap() = default;
 
 std::unique_ptr<Bootstrap> Bootstrap::fromUniqueId(const UniqueId& id, int rank, int nranks) {
   SocketAddress addr = parseAddress(describeUniqueId(id), "unique id address");
+  // Taken before anything may fail: a failed join releases an id this process made.
   std::shared_ptr<TcpStoreServer> hosted;
   {
     std::lock_guard<std::mutex> lock(gServersMu);
     auto it = gServers.find(addr.port);
-    if (it != gServers.end()) hosted = it->second;
+    if (it != gServers.end()) {
+      hosted = it->second.server.lock();
+      it->second.unjoined.reset();
+    }
   }
   const JobSecret secret = uniqueIdSecret(id);
   auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after(), secret);

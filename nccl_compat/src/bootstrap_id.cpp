@@ -86,6 +86,13 @@ ncclUniqueId makeUniqueId() {
   return id;
 }
 
+void releaseUnjoinedId(const ncclUniqueId& id) {
+  if (isEnvId(id)) return;  // rank 0's store of an NCCL_COMM_ID address serves the whole job
+  ctran::UniqueId cid;
+  std::memcpy(cid.bytes.data(), id.internal, sizeof(id.internal));
+  ctran::releaseUniqueId(cid);
+}
+
 std::unique_ptr<ctran::Bootstrap> joinGroup(const ncclUniqueId& id, int rank, int nranks,
                                             std::shared_ptr<void>* keepAlive) {
   if (isEnvId(id)) {

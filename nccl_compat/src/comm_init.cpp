@@ -1,5 +1,6 @@
 // Creating communicators: ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitRankScalable,
 // ncclCommInitAll, and the ways a handle gets its core communicator (create.hpp).
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,8 @@ void checkRanks(int nranks, int rank, const InitNames& names) {
               " is out of range for nranks ", nranks);
 }
 
+/// Bad arguments fail before the id is joined and leave it usable for a corrected call, as in
+/// NCCL; a failure while joining spends it (the failed bootstrap releases its store).
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
                       const ncclConfig_t* config, const InitNames& names = {}) {
   CTRAN_CHECK(comm != nullptr, ctran::InvalidArgument, names.comm, " is NULL");
@@ -148,7 +151,11 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
     CTRAN_CHECK(nId >= 1, ctran::InvalidArgument, "nId ", nId, " must be at least 1");
     CTRAN_CHECK(commIds != nullptr, ctran::InvalidArgument, "commIds is NULL");
     // One store serves every rank here; the further ids (NCCL spreads its bootstrap over
-    // them) are not needed.
+    // them) are not needed, and those this process made are released.
+    for (int i = 1; i < nId; ++i) {
+      if (std::memcmp(commIds[i].internal, commIds[0].internal, sizeof(commIds[0].internal)) != 0)
+        rcclx::nccl::releaseUnjoinedId(commIds[i]);
+    }
     return rcclx::nccl::initRank(newcomm, nranks, commIds[0], myrank, config,
                                  {"newcomm", "myrank"});
   });

@@ -239,3 +239,24 @@ def test_a_taken_store_port_is_named_with_where_it_came_from(named, monkeypatch)
     source = "RCCLX_BOOTSTRAP_PORT" if named else "MASTER_PORT + 1"
     assert f"bootstrap store on port {store_port} ({source};" in str(caught.value)
     assert "Address already in use" in str(caught.value)
+
+
+def _fds_and_threads() -> tuple[int, int]:
+    import os
+
+    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+
+def test_unique_id_store_closes_with_its_last_bootstrap():
+    # A unique id's store (a listening socket and a thread here) serves its group until the last
+    # bootstrap of this process that joined it is gone, a failed join included; then it closes.
+    ctran.Bootstrap.from_unique_id(ctran.create_unique_id(), 0, 1)  # one-time setup
+    before = _fds_and_threads()
+    for _ in range(30):
+        boot = ctran.Bootstrap.from_unique_id(ctran.create_unique_id(), 0, 1)
+        boot.barrier()
+        del boot
+        with pytest.raises(ctran.InvalidArgumentError):
+            ctran.Bootstrap.from_unique_id(ctran.create_unique_id(), 5, 2)
+    fds, threads = _fds_and_threads()
+    assert fds <= before[0] + 2 and threads <= before[1] + 2, (before, (fds, threads))

@@ -222,3 +222,17 @@ def test_suspend_resume_and_memory_statistics(nranks):
     check_ranks(results)
     for r in results:
         assert f"rank {r.rank}: passed (0 failures)" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("mode", "rounds"),
+    [("destroy", 40), ("abort", 40), ("failed_join", 20), ("unused", 100), ("bad_arguments", 100)],
+)
+def test_unique_id_store_ends_with_its_use(mode, rounds):
+    # Each ncclGetUniqueId starts a store (a socket and a thread) in this process; once the id's
+    # communicators are destroyed or aborted, or joining it failed, the store is gone, and of
+    # ids never joined here at most 64 are kept: fds and threads stay flat.
+    env = rank_env({"RCCLX_TIMEOUT_MS": "300"})
+    (result,) = run_ranks(build("unique_id_lifetime.c"), 1, args=(mode, str(rounds)), env=env)
+    check_ranks([result])
+    assert "rank 0: passed (0 failures)" in result.stdout, result.stdout + result.stderr[-2000:]

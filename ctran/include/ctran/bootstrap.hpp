@@ -24,9 +24,19 @@ struct UniqueId {
   std::array<uint8_t, 128> bytes{};
 };
 
-/// Starts a TCP store server in this process (kept until the process exits or the last
-/// Bootstrap using it is destroyed) and returns an id naming it.
+/// Unique ids this process made and has not joined that it keeps serving at most (see
+/// createUniqueId).
+constexpr size_t kMaxUnjoinedIds = 64;
+
+/// Starts a TCP store server in this process and returns an id naming it. The server lives
+/// until the last Bootstrap of this process that joined through the id is destroyed (a failed
+/// join counts: the id is spent). An id this process never joins (one handed to other
+/// processes) is served until the process exits, except that beyond kMaxUnjoinedIds of them the
+/// oldest that no process is connected to are released.
 UniqueId createUniqueId();
+/// Stops serving an id this process made and has not joined (a no-op for any other id): for
+/// an initialisation that failed before joining it.
+void releaseUniqueId(const UniqueId& id);
 /// Validates an id and returns "host:port" it names; throws InvalidArgument if malformed.
 std::string describeUniqueId(const UniqueId& id);
 /// The job secret an id carries (validates it first).

@@ -46,6 +46,8 @@ class TcpStoreServer {
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   int port() const;
+  /// How many clients are connected now (strangers still in their handshake included).
+  int connectedClients() const;
 
  private:
   struct Impl;

@@ -290,6 +290,12 @@ TcpStoreServer::TcpStoreServer(int port, const std::string& host, const JobSecre
     : impl_(std::make_unique<Impl>(host, port, secret)) {}
 TcpStoreServer::~TcpStoreServer() = default;
 int TcpStoreServer::port() const { return impl_->listener.port(); }
+int TcpStoreServer::connectedClients() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  int n = 0;
+  for (const auto& c : impl_->clients) n += c.done.load() ? 0 : 1;
+  return n;
+}
 
 // ---------------------------------------------------------------------------------------------
 struct TcpStore::Impl {
