@@ -250,7 +250,13 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& ranks
   // The tag agrees among the listed ranks as long as they made the same splits before.
   const uint64_t seq = c.splitSeq++;
   if (std::find(ranks.begin(), ranks.end(), c.rank) == ranks.end()) return nullptr;
-  auto sub = c.group->bootstrap().subgroup(ranks, ctran::strCat("shrink", seq));
+  // Ranks passing different lists would otherwise meet in one sub-group under the same tag,
+  // each taking its own list's order for the truth.
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+  const std::string tag = ctran::strCat("shrink", seq);
+  c.group->bootstrap().agreeAmong(ranks, tag, list, "shrink: the lists of remaining ranks");
+  auto sub = c.group->bootstrap().subgroup(ranks, tag);
   CommConfig config{c.device, {c.settings.hints.begin(), c.settings.hints.end()}};
   return std::make_unique<Communicator>(std::move(sub), config);
 }

@@ -236,3 +236,10 @@ def test_unique_id_store_ends_with_its_use(mode, rounds):
     (result,) = run_ranks(build("unique_id_lifetime.c"), 1, args=(mode, str(rounds)), env=env)
     check_ranks([result])
     assert "rank 0: passed (0 failures)" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+def test_shrink_with_differing_lists_fails_on_the_ranks_taking_part():
+    results = run_ranks(build("shrink_mismatch.c"), 3, timeout=90)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]

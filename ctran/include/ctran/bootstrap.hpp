@@ -89,6 +89,15 @@ class Bootstrap {
   /// INFO).
   void close(const std::function<void()>& check = nullptr);
 
+  /// Collective over `ranks` only (the others need not call): checks that every listed rank
+  /// passed the same `value` under the same `tag` (unique among the group's calls), so that a
+  /// sub-group is never built from lists its members disagree on. Every listed rank that calls
+  /// it throws the same InvalidArgument, naming both values, when two of them differ (a rank
+  /// that waits for a record meets the disagreement another one found); a listed rank that
+  /// never calls it is a TimeoutError. `what` names the value in messages ("shrink: ranks").
+  void agreeAmong(const std::vector<int>& ranks, const std::string& tag, const std::string& value,
+                  const std::string& what);
+
   /// A bootstrap for the sub-group `ranks` (global ranks, in their new order) that this rank
   /// belongs to; `tag` must be the same on all members and unique among the group's splits.
   std::unique_ptr<Bootstrap> subgroup(const std::vector<int>& ranks, const std::string& tag);

@@ -129,7 +129,8 @@ class Communicator {
   /// Collective over the listed ranks only (in that order; every one of them passes the same
   /// list): they form a new communicator with this one's configuration, while the others
   /// need not take part (they may have failed: NCCL's ncclCommShrink). A rank not listed gets
-  /// nullptr without any collective step.
+  /// nullptr without any collective step. Listed ranks whose lists differ all throw
+  /// InvalidArgument naming two of the lists, and nothing is built.
   std::unique_ptr<Communicator> shrink(const std::vector<int>& ranks);
 
   /// Collective: `bytes` of device memory on this rank's GPU that every rank maps (a symmetric
