@@ -46,6 +46,11 @@ ncclUniqueId agreeOnId(CommUse& parent, const ncclUniqueId* mine) {
   return id;
 }
 
+/// A grow on a rank of `comm`. Bad arguments and a failed agreement on the id leave the id
+/// with the issuing rank (the grow can be called again with it); joining spends it, whether the
+/// join succeeds or fails (a new rank never came: a timeout), so a failed grow leaves `comm`
+/// ready for the next ncclCommGetUniqueId and grow, the failed group's records never joined
+/// again.
 ncclResult_t growExisting(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                           ncclComm_t* newcomm, ncclConfig_t* config) {
   CTRAN_CHECK(rank == -1, ctran::InvalidArgument, "rank ", rank,
@@ -60,20 +65,33 @@ ncclResult_t growExisting(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqu
                 " must be larger than comm's ", old, " ranks");
     if (uniqueId != nullptr) {
       const auto& issued = parent.handle().growId;
-      CTRAN_CHECK(issued && std::memcmp(issued->internal, uniqueId->internal,
-                                        sizeof(uniqueId->internal)) == 0,
-                  ctran::InvalidArgument,
-                  "uniqueId is not the id ncclCommGetUniqueId gave this rank of comm");
+      CTRAN_CHECK(issued, ctran::InvalidArgument,
+                  "uniqueId: this rank of comm holds no unspent grow id (each id of "
+                  "ncclCommGetUniqueId serves one ncclCommGrow that reached the join, failed or "
+                  "not: ask for a new one)");
+      CTRAN_CHECK(
+          std::memcmp(issued->internal, uniqueId->internal, sizeof(uniqueId->internal)) == 0,
+          ctran::InvalidArgument,
+          "uniqueId is not the id ncclCommGetUniqueId gave this rank of comm");
     }
     options = readConfig(config, optionsOf(parent.handle()));
     id = agreeOnId(parent, uniqueId);
     keep = parent->rank();
   }
-  // The id is consumed once the new group is being joined (now, or in the background for a
-  // non-blocking config).
-  const ncclResult_t r = createComm(newcomm, options, fromId(id, nRanks, keep));
-  if (uniqueId != nullptr) checkHandle(comm)->growId.reset();
-  return r;
+  auto& issued = checkHandle(comm)->growId;
+  try {
+    // Joined now, or in the background (non-blocking, or at the group's end): a grow under way
+    // keeps the store, which the failed join of the background releases itself.
+    const ncclResult_t r = createComm(newcomm, options, fromId(id, nRanks, keep));
+    if (uniqueId != nullptr) issued.reset();
+    return r;
+  } catch (...) {
+    if (uniqueId != nullptr && issued) {
+      releaseUnjoinedId(*issued);
+      issued.reset();
+    }
+    throw;
+  }
 }
 
 ncclResult_t growNew(int nRanks, const ncclUniqueId* uniqueId, int rank, ncclComm_t* newcomm,

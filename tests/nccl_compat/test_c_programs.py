@@ -243,3 +243,11 @@ def test_shrink_with_differing_lists_fails_on_the_ranks_taking_part():
     check_ranks(results)
     for r in results:
         assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]
+
+
+def test_grow_again_after_a_failed_grow(tmp_path):
+    env = rank_env({"NCCL_TEST_GROW_FILE": str(tmp_path / "grow_id"), "RCCLX_TIMEOUT_MS": "3000"})
+    results = run_ranks(build("grow_retry.c"), 3, env=env, timeout=120)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]
