@@ -39,6 +39,12 @@ void release(ncclComm_t comm, bool abort) {
   CTRAN_CHECK(s != CommState::kInitializing, ctran::InvalidUsage,
               "comm's initialisation is recorded in the open group; end the group "
               "first");
+  // Calls recorded in an open group run at its ncclGroupEnd: destroying the communicator now
+  // would drop them, so it is refused and the communicator stays usable. An abort drops them
+  // on purpose.
+  CTRAN_CHECK(abort || !c->core || c->core->destroyed() || !c->core->inGroup(), ctran::InvalidUsage,
+              "comm has calls recorded in an open group (ncclGroupStart) that "
+              "run at its ncclGroupEnd; call ncclGroupEnd first, then ncclCommDestroy");
   // The one-sided channel and mirrors are ctran windows of the core's group: released first.
   if (c->rma) c->rma->destroy();
   c->rma.reset();
