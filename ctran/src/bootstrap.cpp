@@ -22,6 +22,7 @@ namespace {
 // Unique id layout: magic | u32 port | u32 nonce | host (NUL-padded) | job secret.
 constexpr char kIdMagic[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '2'};
 constexpr char kIdMagicWithoutSecret[8] = {'R', 'C', 'C', 'L', 'X', 'I', 'D', '1'};
+constexpr size_t kIdPortOffset = sizeof(kIdMagic);
 constexpr size_t kIdHostOffset = 16;
 constexpr size_t kIdHostBytes = 96;
 constexpr size_t kIdSecretOffset = kIdHostOffset + kIdHostBytes;
@@ -137,7 +138,7 @@ UniqueId createUniqueId() {
   UniqueId id;
   std::memcpy(id.bytes.data(), kIdMagic, sizeof(kIdMagic));
   uint32_t port = static_cast<uint32_t>(server->port());
-  std::memcpy(id.bytes.data() + 8, &port, 4);
+  std::memcpy(id.bytes.data() + kIdPortOffset, &port, 4);
   std::random_device rd;
   uint32_t nonce = rd();
   std::memcpy(id.bytes.data() + 12, &nonce, 4);
@@ -154,7 +155,7 @@ UniqueId createUniqueId() {
 
 void releaseUniqueId(const UniqueId& id) {
   uint32_t port = 0;
-  std::memcpy(&port, id.bytes.data() + 8, 4);
+  std::memcpy(&port, id.bytes.data() + kIdPortOffset, 4);
   std::shared_ptr<TcpStoreServer> released;  // closed outside the lock
   std::lock_guard<std::mutex> lock(gServersMu);
   auto it = gServers.find(static_cast<int>(port));
@@ -170,7 +171,7 @@ std::string describeUniqueId(const UniqueId& id) {
   CTRAN_CHECK(std::memcmp(id.bytes.data(), kIdMagic, sizeof(kIdMagic)) == 0, InvalidArgument,
               "unique id is not an RCCLX unique id (bad magic bytes)");
   uint32_t port = 0;
-  std::memcpy(&port, id.bytes.data() + 8, 4);
+  std::memcpy(&port, id.bytes.data() + kIdPortOffset, 4);
   const char* host = reinterpret_cast<const char*>(id.bytes.data() + kIdHostOffset);
   size_t len = strnlen(host, kIdHostBytes);
   CTRAN_CHECK(len > 0 && len < kIdHostBytes && port > 0 && port < 65536, InvalidArgument,
