@@ -208,8 +208,8 @@ WorkPtr HostBackend::allReduce(const void* send, void* recv, size_t count, DataT
   const SelectorConfig* cfg = &settings_.selector;
   if (!opts.algo.empty()) cfg = &(hinted = withCallHint(settings_.selector, opts.algo));
   const Selection sel = select(bytes, type, op, *cfg);
-  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes on ", nranks_, " ranks -> ",
-             algoName(sel.algo), " (", sel.reason(), ")");
+  CTRAN_INFO(describeTag(tag), ": ", bytes, " bytes on ", nranks_, " ranks -> ", algoName(sel.algo),
+             " (", sel.reason(), ")");
   const double scalar = opts.premulScalar;
   const AllReduceAlgo algo = sel.algo;
   return submit(
