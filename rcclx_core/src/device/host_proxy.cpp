@@ -39,7 +39,11 @@ HostProxy::HostProxy(HostBackend& host, ctran::PeerGroup& group, int device,
       bytesInFlight_(settings.stagedBytesInFlight),
       waitTimeoutNs_(static_cast<uint64_t>(std::max<int64_t>(settings.timeoutMs, 1)) *
                      kWaitTimeouts * 1000000ull),
-      report_(device, "the wait report of GPU calls across hosts") {}
+      report_(device, "the wait report of GPU calls across hosts") {
+  ctran::GpuDeviceGuard on(device, "the GPU state of calls across hosts");
+  CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&deviceProbe_, gpuEventDisableTiming), "an event of GPU ",
+                  device);
+}
 
 HostProxy::~HostProxy() {
   try {
@@ -48,6 +52,7 @@ HostProxy::~HostProxy() {
     CTRAN_WARN("releasing the graph replays of GPU calls across hosts: ", e.what());
   }
   for (auto& slot : slots_) slot->release();
+  if (gpuEventDestroy(deviceProbe_) != gpuSuccess) (void)gpuGetLastError();
 }
 
 void HostProxy::raiseIfFailed() {
@@ -73,7 +78,11 @@ void HostProxy::retireCompleted() {
 void HostProxy::holdUntilStreamPasses(Slot& slot, void* stream, bool kernelFinishes) {
   const bool wasFree = !slot.inUse;
   slot.reserved = false;
-  slot.recordReleased(asStream(stream), kernelFinishes);
+  if (kernelFinishes) {
+    slot.holdUntilFinished();
+  } else {
+    slot.holdUntilEvent(asStream(stream));
+  }
   if (wasFree) inFlight_.push_back(&slot);
 }
 
@@ -106,6 +115,7 @@ HostProxy::Slot& HostProxy::acquire(size_t stagingBytes) {
         if (free == nullptr && slots_.size() < kMaxSlots) {
           slots_.push_back(std::make_unique<Slot>());
           slots_.back()->device = device_;
+          slots_.back()->deviceProbe = deviceProbe_;
           free = slots_.back().get();
         }
         take = free;
@@ -136,23 +146,40 @@ void HostProxy::waitStaged(const Slot& slot, uint64_t epoch, ctran::PeerGroup& g
   }
 }
 
-void HostProxy::queueHostPart(HostBackend& host, ctran::PeerGroup& group, Slot& slot,
-                              uint64_t epoch, const HostPart& hostPart, const HostCopies& at,
-                              const CopyBackBytes& prefixBytes) {
+void HostProxy::queueHostParts(HostBackend& host, ctran::PeerGroup& group,
+                               const std::vector<QueuedPiece>& pieces,
+                               const CopyBackBytes& prefixBytes) {
   host.runOutsideGroup([&] {
-    host.enqueueInOrder("staging GPU inputs",
-                        [this, &slot, &group, epoch] { waitStaged(slot, epoch, group); });
-    WorkPtr work = hostPart(host, at);
-    host.enqueueInOrder("releasing the GPU stream",
-                        [this, &slot, epoch, work = std::move(work), prefixBytes, at] {
-                          try {
-                            if (work) work->wait();
-                            slot.publish(epoch, prefixBytes ? prefixBytes(at) : 0);
-                          } catch (...) {
-                            fail(std::current_exception());
-                            throw;
-                          }
-                        });
+    Slot* first = pieces.front().slot;
+    host.enqueueInOrder("staging GPU inputs", [this, first, &group, epoch = pieces.front().epoch] {
+      waitStaged(*first, epoch, group);
+    });
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      const QueuedPiece& piece = pieces[p];
+      WorkPtr work = (*piece.hostPart)(host, *piece.at);
+      const QueuedPiece* next = p + 1 < pieces.size() ? &pieces[p + 1] : nullptr;
+      // The host copies are needed afterwards only to read a prefix copy's bytes.
+      HostCopies prefixAt = prefixBytes ? *piece.at : HostCopies(nullptr, {});
+      host.enqueueInOrder(
+          "releasing the GPU stream",
+          [this, &group, slot = piece.slot, epoch = piece.epoch, work = std::move(work),
+           prefixBytes, at = std::move(prefixAt), nextSlot = next ? next->slot : nullptr,
+           nextEpoch = next ? next->epoch : 0] {
+            // The next piece's host part runs after this task: it is gated here either way.
+            auto gateNext = [&] {
+              if (nextSlot != nullptr) waitStaged(*nextSlot, nextEpoch, group);
+            };
+            try {
+              if (work) work->wait();
+              slot->publish(epoch, prefixBytes ? prefixBytes(at) : 0);
+            } catch (...) {
+              fail(std::current_exception());
+              gateNext();
+              throw;
+            }
+            gateNext();
+          });
+    }
   });
 }
 
@@ -252,13 +279,13 @@ void HostProxy::Call::runEagerly(std::vector<HostPart> parts) {
     }
     // An idle executor is woken once, after the kernels are launched: it does not contend with
     // this thread while the tasks are queued, and its gate would only wait for the kernels.
+    std::vector<QueuedPiece> queued;
+    queued.reserve(pieces_);
+    for (size_t p = 0; p < pieces_; ++p)
+      queued.push_back({slots[p], epochs[p], &parts[p], &copies[p]});
     proxy_.host_.queueTogether([&] {
-      enqueue(slots, epochs, noReplay, [&] {
-        for (size_t p = 0; p < pieces_; ++p) {
-          proxy_.queueHostPart(proxy_.host_, proxy_.group_, *slots[p], epochs[p], parts[p],
-                               copies[p], prefixBytes_);
-        }
-      });
+      enqueue(slots, epochs, noReplay,
+              [&] { proxy_.queueHostParts(proxy_.host_, proxy_.group_, queued, prefixBytes_); });
     });
   } catch (...) {
     // Gates may be queued already: they must not wait for kernels that never run (the host

@@ -7,14 +7,15 @@
 //   stream:    the step kernel: copy inputs to the slot, release "staged", wait for "done",
 //              copy outputs back, release "finished"
 //   executor:  gate (until "staged") -> the host part -> publish ("done" = the call's epoch)
+//              (a piece's publish and the next piece's gate are one task)
 //
 // The words are in the slot's pinned memory, mapped into the GPU: the kernel stores "staged"
 // with a system-scope release after the inputs are in the staging, and polls "done" with
 // system-scope acquire loads; the gate polls "staged" (spinning, then yielding, then napping).
 // The kernel's block copies the regions over the bus itself, so a call is one kernel launch
 // whatever its size (no copy engine: each of their copies costs the caller a runtime call), and
-// the caller frees a slot by reading its "finished" word. The caller never waits for the
-// exchange, and the host never synchronizes with the stream.
+// the caller frees a slot by reading its "finished" word (nothing is recorded on the stream for
+// it). The caller never waits for the exchange, and the host never synchronizes with the stream.
 //
 // Slots: each call (each piece of a pipelined one) in flight holds one slot of pinned memory
 // mapped into the GPU (its words, then its staging), free again once its copies back have run. A
@@ -58,6 +59,7 @@
 #include <mutex>
 #include <vector>
 
+#include "ctran/gpu_runtime.hpp"
 #include "ctran/wait_report.hpp"
 #include "rcclx/work.hpp"
 #include "settings.hpp"
@@ -181,18 +183,26 @@ class HostProxy {
   Slot& acquire(size_t stagingBytes);
   /// Frees the slots at the head of inFlight_ whose stream work has completed.
   void retireCompleted();
-  /// Records `slot`'s release on `stream` behind what is enqueued there (it stays taken until
-  /// then); `kernelFinishes`: the call's last step kernel stores its epoch in the slot's
-  /// finished word when done with the staging (it was launched).
+  /// Keeps `slot` taken until `stream` passes what is enqueued there: `kernelFinishes`, the
+  /// call's last step kernel (launched) stores its epoch in the slot's finished word when done
+  /// with the staging; otherwise an event recorded on `stream` tells.
   void holdUntilStreamPasses(Slot& slot, void* stream, bool kernelFinishes);
   /// Executor side: until `slot`'s inputs of `epoch` are staged (the step kernel says so), or
   /// `group` failed.
   void waitStaged(const Slot& slot, uint64_t epoch, ctran::PeerGroup& group);
-  /// Queues on `host`'s executor the host part of `epoch` in `slot`: the gate, `hostPart` on the
-  /// host copies `at`, the publish (or, on failure, fail()). Throws what `hostPart` throws.
-  void queueHostPart(HostBackend& host, ctran::PeerGroup& group, Slot& slot, uint64_t epoch,
-                     const HostPart& hostPart, const HostCopies& at,
-                     const CopyBackBytes& prefixBytes);
+  /// A piece of a call whose host part is being queued: its slot, the epoch of the call in it,
+  /// its host part and its host copies.
+  struct QueuedPiece {
+    Slot* slot;
+    uint64_t epoch;
+    const HostPart* hostPart;
+    const HostCopies* at;
+  };
+  /// Queues on `host`'s executor the host parts of a call's pieces, in order: the first piece's
+  /// gate; then per piece its host part and one task that publishes it (or, on failure, calls
+  /// fail()) and gates the next piece. Throws what a host part throws.
+  void queueHostParts(HostBackend& host, ctran::PeerGroup& group,
+                      const std::vector<QueuedPiece>& pieces, const CopyBackBytes& prefixBytes);
   /// Executor side: a host part failed with `error`; ends every wait of the proxy.
   void fail(std::exception_ptr error);
 
@@ -213,6 +223,7 @@ class HostProxy {
   size_t bytesInFlight_;
   uint64_t waitTimeoutNs_;
   ctran::MappedWaitReport report_;
+  gpuEvent_t deviceProbe_ = nullptr;  ///< never recorded: a query returns the device's failure
   std::vector<std::unique_ptr<Slot>> slots_;  ///< never shrinks: queued steps hold references
   std::deque<Slot*> inFlight_;                ///< slots taken, in the order they were taken
   bool destroyed_ = false;

@@ -110,13 +110,15 @@ void HostProxy::replay(void* p) {
   try {
     GraphChannel& channel = *proxy->graphs_;
     std::lock_guard<std::mutex> lock(channel.mu);
+    std::vector<QueuedPiece> queued;
+    queued.reserve(step->pieces.size());
     for (GraphStep::Piece& piece : step->pieces) {
       const uint64_t epoch = ++piece.slot.epoch;
       // The step kernels run after this node and read the number with a system-scope acquire.
       __atomic_store_n(&piece.slot.words()->replay, epoch, __ATOMIC_RELEASE);
-      proxy->queueHostPart(*channel.host, *channel.group, piece.slot, epoch, piece.hostPart,
-                           piece.at, step->prefixBytes);
+      queued.push_back({&piece.slot, epoch, &piece.hostPart, &piece.at});
     }
+    proxy->queueHostParts(*channel.host, *channel.group, queued, step->prefixBytes);
   } catch (...) {
     // A failed call before this replay, a dead peer: the abort word ends the step kernels.
     proxy->fail(std::current_exception());

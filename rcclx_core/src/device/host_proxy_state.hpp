@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "ctran/checks.hpp"
 #include "ctran/gpu_runtime.hpp"
 #include "ctran/peer_group.hpp"
+#include "ctran/wait.hpp"
 #include "device/host_proxy.hpp"
 #include "host/host_backend.hpp"
 
@@ -24,6 +26,10 @@ constexpr size_t kRegionAlign = 256;
 // Staging is allocated in powers of two from this size, so a slot serves calls of similar sizes
 // without reallocating.
 constexpr size_t kMinStagingBytes = size_t{64} << 10;
+
+// How often (in microseconds of waiting) a wait for a slot's finished word asks the device
+// whether it failed.
+constexpr int64_t kDeviceCheckUs = 10000;
 
 inline size_t stagingSize(size_t bytes) {
   size_t size = kMinStagingBytes;
@@ -45,14 +51,17 @@ static_assert(sizeof(ProxyWords) <= kRegionAlign, "the words fit the slot's firs
 
 struct HostProxy::Slot {
   int device = 0;
-  char* host = nullptr;           ///< pinned, mapped: ProxyWords, then the staging
-  char* mapped = nullptr;         ///< the same memory as the GPU addresses it
-  size_t capacity = 0;            ///< staging bytes
-  uint64_t epoch = 0;             ///< calls run in this slot
-  gpuEvent_t released = nullptr;  ///< recorded after the last call's stream work
-  bool inUse = false;             ///< `released` was recorded and may not have completed
-  /// The last call's step kernel stores its epoch in `finished` when done with the staging: a
-  /// load tells whether the slot is free (an event query costs the caller over a microsecond).
+  gpuEvent_t deviceProbe = nullptr;  ///< the proxy's (waitReleased)
+  char* host = nullptr;              ///< pinned, mapped: ProxyWords, then the staging
+  char* mapped = nullptr;            ///< the same memory as the GPU addresses it
+  size_t capacity = 0;               ///< staging bytes
+  uint64_t epoch = 0;                ///< calls run in this slot
+  gpuEvent_t released = nullptr;     ///< recorded after the stream work of a call that failed
+  bool inUse = false;                ///< the last call's stream work may not have completed
+  /// The last call's step kernel was launched and stores its epoch in `finished` when done with
+  /// the staging: a load tells whether the slot is free, and nothing is recorded on the stream
+  /// (recording an event costs the caller half a microsecond, querying one over one). Otherwise
+  /// `released` tells.
   bool finishedWord = false;
   bool reserved = false;  ///< taken by a call being enqueued (acquire to hold)
 
@@ -76,11 +85,25 @@ struct HostProxy::Slot {
     return true;
   }
 
-  /// Waits for the copies back of the slot's last call.
+  /// Waits for the copies back of the slot's last call. The step kernel's waits are bounded, so
+  /// only a failed device keeps the finished word from coming: a query of `deviceProbe` (never
+  /// recorded) every few milliseconds raises its error.
   void waitReleased() {
     if (!inUse) return;
-    CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the copies back of a call across hosts (GPU ",
-                    device, ")");
+    if (finishedWord) {
+      ctran::Backoff backoff;
+      int64_t checkedAtUs = 0;
+      while (__atomic_load_n(&words()->finished, __ATOMIC_ACQUIRE) < epoch) {
+        backoff.pause();
+        if (backoff.waitedUs() - checkedAtUs < kDeviceCheckUs) continue;
+        checkedAtUs = backoff.waitedUs();
+        CTRAN_GPU_CHECK(gpuEventQuery(deviceProbe), "the copies back of a call across hosts (GPU ",
+                        device, ")");
+      }
+    } else {
+      CTRAN_GPU_CHECK(gpuEventSynchronize(released), "the copies back of a call across hosts (GPU ",
+                      device, ")");
+    }
     inUse = false;
   }
 
@@ -100,16 +123,22 @@ struct HostProxy::Slot {
     *words() = ProxyWords{0, 0, 0, 0, 0};  // epochs only grow: the new memory starts below them
   }
 
-  /// Records `released` on `stream` (waitReleased() and release() wait on it); pollReleased()
-  /// reads the finished word instead when `byFinishedWord`.
-  void recordReleased(gpuStream_t stream, bool byFinishedWord) {
+  /// Taken until the finished word reaches the epoch (the call's last step kernel was launched).
+  void holdUntilFinished() {
+    inUse = true;
+    finishedWord = true;
+  }
+
+  /// Taken until `released`, recorded now on `stream`, completes (the call failed while it was
+  /// enqueued: its kernels may not have been launched).
+  void holdUntilEvent(gpuStream_t stream) {
     if (released == nullptr) {
       CTRAN_GPU_CHECK(gpuEventCreateWithFlags(&released, gpuEventDisableTiming),
                       "a staging event of GPU ", device);
     }
     CTRAN_GPU_CHECK(gpuEventRecord(released, stream), "a staging event of GPU ", device);
     inUse = true;
-    finishedWord = byFinishedWord;
+    finishedWord = false;
   }
 
   /// Executor side: the host part of `epoch` finished; the wait kernel may go on.
@@ -126,7 +155,11 @@ struct HostProxy::Slot {
 
   /// Frees everything without throwing, after the slot's stream work (destroy).
   void release() noexcept {
-    if (inUse && gpuEventSynchronize(released) != gpuSuccess) (void)gpuGetLastError();
+    try {
+      waitReleased();
+    } catch (...) {  // the device failed: nothing runs on it any more
+      (void)gpuGetLastError();
+    }
     inUse = false;
     freeMemory();
     if (released != nullptr && gpuEventDestroy(released) != gpuSuccess) (void)gpuGetLastError();
