@@ -10,6 +10,7 @@
 #include "api.hpp"
 #include "coll_config.hpp"
 #include "comm.hpp"
+#include "groups.hpp"
 #include "redop.hpp"
 
 namespace rcclx::nccl {
@@ -33,14 +34,17 @@ rcclx::CallOptions optionsFor(cudaStream_t stream, double premulScalar = 1.0,
   return o;
 }
 
-/// Runs `call(core, handle)` on the locked communicator inside the entry point's boundary.
+/// Runs `call(core, handle)` on the locked communicator inside the entry point's boundary; a
+/// failure inside a group is also the group's (ncclGroupEnd returns it).
 template <typename Call>
 ncclResult_t collective(const char* entryPoint, ncclComm_t comm, Call&& call) {
   return boundary(
       entryPoint,
       [&] {
-        CommUse use(comm);
-        call(*use, use.handle());
+        groups::joiningGroup(entryPoint, [&] {
+          CommUse use(comm);
+          call(*use, use.handle());
+        });
       },
       comm);
 }

@@ -127,20 +127,27 @@ ncclResult_t createComm(ncclComm_t* out, const CommOptions& options, CoreFactory
 }  // namespace rcclx::nccl
 
 using rcclx::nccl::boundary;
+namespace groups = rcclx::nccl::groups;
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
          int rank);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return boundary("ncclCommInitRank",
-                  [&] { return rcclx::nccl::initRank(comm, nranks, commId, rank, nullptr); });
+  return boundary("ncclCommInitRank", [&] {
+    return groups::joiningGroup("ncclCommInitRank", [&] {
+      return rcclx::nccl::initRank(comm, nranks, commId, rank, nullptr);
+    });
+  });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
          int rank, ncclConfig_t* config);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return boundary("ncclCommInitRankConfig",
-                  [&] { return rcclx::nccl::initRank(comm, nranks, commId, rank, config); });
+  return boundary("ncclCommInitRankConfig", [&] {
+    return groups::joiningGroup("ncclCommInitRankConfig", [&] {
+      return rcclx::nccl::initRank(comm, nranks, commId, rank, config);
+    });
+  });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
@@ -148,16 +155,18 @@ NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                       ncclUniqueId* commIds, ncclConfig_t* config) {
   return boundary("ncclCommInitRankScalable", [&] {
-    CTRAN_CHECK(nId >= 1, ctran::InvalidArgument, "nId ", nId, " must be at least 1");
-    CTRAN_CHECK(commIds != nullptr, ctran::InvalidArgument, "commIds is NULL");
-    // One store serves every rank here; the further ids (NCCL spreads its bootstrap over
-    // them) are not needed, and those this process made are released.
-    for (int i = 1; i < nId; ++i) {
-      if (std::memcmp(commIds[i].internal, commIds[0].internal, sizeof(commIds[0].internal)) != 0)
-        rcclx::nccl::releaseUnjoinedId(commIds[i]);
-    }
-    return rcclx::nccl::initRank(newcomm, nranks, commIds[0], myrank, config,
-                                 {"newcomm", "myrank"});
+    return groups::joiningGroup("ncclCommInitRankScalable", [&] {
+      CTRAN_CHECK(nId >= 1, ctran::InvalidArgument, "nId ", nId, " must be at least 1");
+      CTRAN_CHECK(commIds != nullptr, ctran::InvalidArgument, "commIds is NULL");
+      // One store serves every rank here; the further ids (NCCL spreads its bootstrap over
+      // them) are not needed, and those this process made are released.
+      for (int i = 1; i < nId; ++i) {
+        if (std::memcmp(commIds[i].internal, commIds[0].internal, sizeof(commIds[0].internal)) != 0)
+          rcclx::nccl::releaseUnjoinedId(commIds[i]);
+      }
+      return rcclx::nccl::initRank(newcomm, nranks, commIds[0], myrank, config,
+                                   {"newcomm", "myrank"});
+    });
   });
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,8 @@ struct GroupState {
   std::vector<ncclComm*> comms;  ///< enrolled communicators, in order of first use
   std::vector<std::function<void()>> inits;
   std::vector<ncclComm*> initialised;  ///< the handles `inits` fill
+  const char* failedCall = nullptr;    ///< the entry point of the group's first failed call
+  std::exception_ptr failure;          ///< and what it threw
 };
 
 thread_local GroupState tGroup;
@@ -59,9 +63,51 @@ void endCommunicatorGroups(std::vector<ncclComm*>& comms, std::exception_ptr& fi
   }
 }
 
+/// The error ncclGroupEnd returns for a group whose call `entryPoint` failed with `failure`:
+/// of the same kind, naming that call.
+ctran::Error groupFailed(const char* entryPoint, const std::exception_ptr& failure) {
+  auto result = ctran::Result::kInternalError;
+  std::string why = "an unknown exception";
+  try {
+    std::rethrow_exception(failure);
+  } catch (const ctran::Error& e) {
+    result = e.result();
+    why = e.what();
+  } catch (const std::bad_alloc&) {
+    result = ctran::Result::kSystemError;
+    why = "out of host memory";
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+  }
+  return ctran::Error(result, ctran::strCat(entryPoint, " in this group failed (", why,
+                                            "), so none of the group's calls ran"));
+}
+
+/// Undoes a group one of whose calls failed: the recorded initialisations fail with `error`
+/// (their ids stay unjoined) and every enrolled communicator drops its recorded calls.
+void cancel(const std::vector<ncclComm*>& initialised, const std::vector<ncclComm*>& comms,
+            const ctran::Error& error) {
+  for (ncclComm* h : initialised) {
+    h->initResult = static_cast<ncclResult_t>(error.result());
+    h->initMessage = error.what();
+    h->state.store(CommState::kInitFailed, std::memory_order_release);
+  }
+  for (ncclComm* c : comms) {
+    std::lock_guard<std::mutex> lock(c->callMu);
+    if (c->core && !c->core->destroyed()) c->core->groupCancel();
+  }
+}
+
 }  // namespace
 
 bool active() { return tGroup.depth > 0; }
+
+void noteFailedCall(const char* entryPoint, std::exception_ptr error) {
+  if (!active() || tGroup.failure) return;
+  tGroup.failedCall = entryPoint;
+  tGroup.failure = std::move(error);
+}
 
 void start() { ++tGroup.depth; }
 
@@ -110,7 +156,14 @@ double end() {
   auto inits = std::move(tGroup.inits);
   auto initialised = std::move(tGroup.initialised);
   auto comms = std::move(tGroup.comms);
+  const char* failedCall = tGroup.failedCall;
+  const std::exception_ptr failure = std::move(tGroup.failure);
   tGroup = GroupState{};
+  if (failure) {
+    const ctran::Error error = groupFailed(failedCall, failure);
+    cancel(initialised, comms, error);
+    throw error;
+  }
   std::exception_ptr firstError;
   try {
     runTogether(inits);

@@ -5,6 +5,7 @@
 // that one thread could not otherwise complete for several ranks.
 #pragma once
 
+#include <exception>
 #include <functional>
 
 #include "nccl.h"
@@ -18,8 +19,24 @@ void start();
 /// ncclGroupEnd: at the outermost level, runs the recorded initialisations, then ends every
 /// enrolled communicator's group (all started before any is waited on) and waits for them.
 /// Throws the first error met, after every part has finished. Returns the host time the
-/// outermost end took, in microseconds (0 for an inner end).
+/// outermost end took, in microseconds (0 for an inner end). When a call of the group failed
+/// (noteFailedCall), nothing of it runs: every enrolled communicator's group is cancelled, the
+/// recorded initialisations fail, and that call's error is thrown, as NCCL's group is atomic.
 double end();
+/// Inside a group: records that `entryPoint` (a call that joins the group: a collective, a send
+/// or receive, an initialisation) failed with `error`; the first one recorded is what
+/// ncclGroupEnd returns. Does nothing outside a group.
+void noteFailedCall(const char* entryPoint, std::exception_ptr error);
+/// Runs `body`, a call that joins the open group, passing a failure to noteFailedCall.
+template <typename Body>
+auto joiningGroup(const char* entryPoint, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (...) {
+    noteFailedCall(entryPoint, std::current_exception());
+    throw;
+  }
+}
 /// Enrols `comm` (locked by the caller) in the open group: its core communicator starts
 /// recording on first use.
 void enrol(ncclComm* comm);

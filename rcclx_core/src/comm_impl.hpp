@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct Communicator::Impl {
   std::unique_ptr<DeviceBackend> gpu;  ///< null without a device
   uint64_t splitSeq = 0;
   int groupDepth = 0;
+  /// The open group's collectives on GPU buffers, enqueued in call order by groupEnd (so a
+  /// cancelled group enqueues none of them).
+  std::vector<std::function<void()>> groupedDeviceCalls;
   std::vector<DeviceTransfer> groupedDeviceP2P;  ///< device sends / receives of the open group
   void* groupedDeviceStream = nullptr;
   /// Set by destroy() or abort(); atomic: abort() may run on another thread while a call on

@@ -138,14 +138,29 @@ WorkPtr Communicator::groupEnd(bool async) {
   checkUsable(c, "group_end");
   CTRAN_CHECK(c.groupDepth > 0, ctran::InvalidUsage, "group_end without a matching group_start");
   if (--c.groupDepth > 0) return nullptr;
-  if (!c.groupedDeviceP2P.empty()) {
+  auto deviceCalls = std::move(c.groupedDeviceCalls);
+  auto deviceP2P = std::move(c.groupedDeviceP2P);
+  c.groupedDeviceCalls.clear();
+  c.groupedDeviceP2P.clear();
+  try {
+    for (const auto& enqueue : deviceCalls) enqueue();
     // The group's device sends and receives run together (one kernel when each peer appears
     // once per direction), enqueued now on the stream of the first.
-    auto ops = std::move(c.groupedDeviceP2P);
-    c.groupedDeviceP2P.clear();
-    c.gpu->sendRecv(ops, c.groupedDeviceStream);
+    if (!deviceP2P.empty()) c.gpu->sendRecv(deviceP2P, c.groupedDeviceStream);
+  } catch (...) {
+    c.host->groupCancel();  // the group failed: its host calls do not run either
+    throw;
   }
   return c.host->groupEnd(async);
+}
+
+void Communicator::groupCancel() {
+  Impl& c = *impl_;
+  if (c.groupDepth == 0 || c.destroyed) return;
+  c.groupDepth = 0;
+  c.groupedDeviceCalls.clear();
+  c.groupedDeviceP2P.clear();
+  c.host->groupCancel();
 }
 
 void* Communicator::allocSymmetric(size_t bytes) {

@@ -146,13 +146,25 @@ Placement place(const Communicator::Impl& c, const char* op, std::initializer_li
   return {true, opts.stream.value_or(nullptr)};
 }
 
+/// Enqueues one call's GPU work now, or inside a group records it for groupEnd.
+template <typename Enqueue>
+void onDevice(Communicator::Impl& c, Enqueue&& enqueue) {
+  if (c.groupDepth == 0) {
+    enqueue();
+    return;
+  }
+  c.groupedDeviceCalls.emplace_back(std::forward<Enqueue>(enqueue));
+}
+
 /// Runs the exchange `build()` makes where the call was placed: one copy kernel on the stream,
 /// or the host back-end's transfers (built there, so an async call builds on its worker).
 template <typename Build>
 WorkPtr runExchange(Communicator::Impl& c, const Placement& at, OpKind kind, const char* op,
                     Build build, bool async) {
   if (at.onDevice) {
-    c.gpu->exchange(build(), kind, op, at.stream);
+    onDevice(c, [&c, exchange = build(), kind, op, at] {
+      c.gpu->exchange(exchange, kind, op, at.stream);
+    });
     return nullptr;
   }
   return c.host->exchange(kind, build, async);
@@ -173,7 +185,9 @@ WorkPtr Communicator::allReduce(const Buffer& send, const Buffer& recv, RedOp op
   checkCount(recv, send.count, o, "recvbuf", "the same as sendbuf");
   checkOp(op, send.type, o);
   if (at.onDevice) {
-    c.gpu->allReduce(send.data, recv.data, send.count, send.type, op, opts, at.stream);
+    onDevice(c, [&c, send, recv, op, opts, at] {
+      c.gpu->allReduce(send.data, recv.data, send.count, send.type, op, opts, at.stream);
+    });
     return nullptr;
   }
   return c.host->allReduce(send.data, recv.data, send.count, send.type, op, opts);
@@ -195,7 +209,9 @@ WorkPtr Communicator::reduce(const Buffer& send, const Buffer& recv, RedOp op, i
   checkOp(op, send.type, o);
   void* out = isRoot ? recv.data : nullptr;
   if (at.onDevice) {
-    c.gpu->reduce(send.data, out, send.count, send.type, op, opts.premulScalar, root, at.stream);
+    onDevice(c, [&c, send, out, op, scalar = opts.premulScalar, root, at] {
+      c.gpu->reduce(send.data, out, send.count, send.type, op, scalar, root, at.stream);
+    });
     return nullptr;
   }
   return c.host->reduce(send.data, out, send.count, send.type, op, root, opts);
@@ -216,8 +232,9 @@ WorkPtr Communicator::broadcast(const Buffer& send, const Buffer& recv, int root
     checkCount(recv, send.count, o, "recvbuf", "the same as sendbuf");
   }
   if (at.onDevice) {
-    c.gpu->exchange(broadcastExchange(c.rank, c.nranks, root, send.data, recv.data, recv.bytes()),
-                    OpKind::kBroadcast, o, at.stream);
+    onDevice(c,
+             [&c, x = broadcastExchange(c.rank, c.nranks, root, send.data, recv.data, recv.bytes()),
+              o, at] { c.gpu->exchange(x, OpKind::kBroadcast, o, at.stream); });
     return nullptr;
   }
   return c.host->broadcast(send.data, recv.data, recv.bytes(), root, opts.async);
@@ -242,7 +259,9 @@ WorkPtr Communicator::allGatherV(const Buffer& send, const Buffer& recv,
   checkCount(recv, sum(recvCounts), o, "recvbuf", "the sum of recv_counts");
   const auto displs = packed(recvCounts);
   if (at.onDevice) {
-    c.gpu->allGatherV(send.data, recv.data, recvCounts, displs, send.type, opts, at.stream);
+    onDevice(c, [&c, send, recv, recvCounts, displs, opts, at] {
+      c.gpu->allGatherV(send.data, recv.data, recvCounts, displs, send.type, opts, at.stream);
+    });
     return nullptr;
   }
   return c.host->allGatherV(send.data, recv.data, recvCounts, displs, send.type, opts);
@@ -269,7 +288,9 @@ WorkPtr Communicator::reduceScatterV(const Buffer& send, const Buffer& recv,
   checkOp(op, send.type, o);
   const auto displs = packed(counts);
   if (at.onDevice) {
-    c.gpu->reduceScatterV(send.data, recv.data, counts, displs, send.type, op, opts, at.stream);
+    onDevice(c, [&c, send, recv, counts, displs, op, opts, at] {
+      c.gpu->reduceScatterV(send.data, recv.data, counts, displs, send.type, op, opts, at.stream);
+    });
     return nullptr;
   }
   return c.host->reduceScatterV(send.data, recv.data, counts, displs, send.type, op, opts);
@@ -285,7 +306,9 @@ WorkPtr Communicator::allToAll(const Buffer& send, const Buffer& recv, const Cal
               " elements, not a multiple of ", n, " ranks");
   checkCount(recv, send.count, o, "recvbuf", "the same as sendbuf");
   if (at.onDevice) {
-    c.gpu->allToAll(send.data, recv.data, send.count / n, send.type, opts, at.stream);
+    onDevice(c, [&c, send, recv, n, opts, at] {
+      c.gpu->allToAll(send.data, recv.data, send.count / n, send.type, opts, at.stream);
+    });
     return nullptr;
   }
   return c.host->allToAll(send.data, recv.data, send.count / n, send.type, opts);
@@ -313,7 +336,9 @@ WorkPtr Communicator::allToAllV(const Buffer& send, const Buffer& recv,
               recvCounts[c.rank]);
   const size_t elem = dataTypeSize(send.type);
   if (at.onDevice) {
-    c.gpu->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, send.type, at.stream);
+    onDevice(c, [&c, send, recv, sendCounts, sd, recvCounts, rd, at] {
+      c.gpu->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, send.type, at.stream);
+    });
     return nullptr;
   }
   return c.host->allToAllV(send.data, recv.data, sendCounts, sd, recvCounts, rd, elem, opts.async);
@@ -374,7 +399,7 @@ WorkPtr Communicator::allToAllvDynamic(const Buffer& send, const Buffer& recv,
   call.recvOffsets = static_cast<int64_t*>(sp.recvOffsets.data);
   call.recvSplitsKnown = sp.recvSplitsKnown;
   if (at.onDevice) {
-    c.gpu->allToAllvDynamic(call, at.stream);
+    onDevice(c, [&c, call, at] { c.gpu->allToAllvDynamic(call, at.stream); });
     return nullptr;
   }
   return c.host->allToAllvDynamic(call, opts.async);

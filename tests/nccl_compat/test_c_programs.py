@@ -253,6 +253,14 @@ def test_grow_again_after_a_failed_grow(tmp_path):
         assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]
 
 
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_a_group_with_a_failed_call_runs_none_of_its_calls(nranks):
+    results = run_ranks(build("group_failed_call.c"), nranks)
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("nranks", [1, 2])
 def test_destroy_in_a_group_holding_its_calls_is_refused(nranks):
     results = run_ranks(build("group_destroy.c"), nranks)

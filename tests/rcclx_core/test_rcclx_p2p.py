@@ -106,6 +106,39 @@ def _p2p_rank(ctx):
     out["send between collectives"] = ("", problem)
     comm.all_reduce(y, op=rc.RedOp.MAX)
     out["collectives around p2p"] = ("", check(y, np.full(3, n - 1.0)))
+    # A group whose block raises runs none of its calls (every rank raises on the same bad
+    # call), and the communicator stays in step for the next ones.
+    a = np.full(5, me + 1.0)
+    got = np.full(5, -1.0)
+    raised = ""
+    try:
+        with comm.group():
+            comm.all_reduce(a)
+            comm.send(a, nxt)
+            comm.recv(got, prv)
+            comm.all_reduce(a, np.zeros(3))
+    except ValueError as e:
+        raised = str(e)
+    out["group left by an exception runs nothing"] = (
+        "",
+        checks.join_problems(
+            None if "recvbuf has 3 elements" in raised else f"raised {raised!r}",
+            check(a, np.full(5, me + 1.0), "all_reduce ran: "),
+            check(got, np.full(5, -1.0), "recv ran: "),
+        ),
+    )
+    comm.group_start()
+    comm.all_reduce(a)
+    comm.group_start()
+    comm.send(a, nxt)
+    comm.recv(got, prv)
+    comm.group_cancel()  # every level
+    comm.all_reduce(a)
+    out["group_cancel drops the group"] = ("", check(a, np.full(5, n * (n + 1) / 2)))
+    with comm.group():
+        comm.send(a, nxt)
+        comm.recv(got, prv)
+    out["groups after a cancelled one"] = ("", check(got, np.full(5, n * (n + 1) / 2)))
     # Barrier: nobody leaves before the last rank arrives.
     comm.barrier()
     if me == 0:
@@ -124,4 +157,4 @@ def _p2p_rank(ctx):
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_send_recv_and_groups(nranks):
     results = launch(_p2p_rank, nranks, env=H.CHUNK_ENV, timeout=120)
-    checks.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 5)
+    checks.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 8)

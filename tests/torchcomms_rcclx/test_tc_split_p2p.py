@@ -69,6 +69,8 @@ def test_split(nranks):
 
 
 def _p2p_rank(ctx):
+    import rcclx_core
+
     comm = H.comm_of(ctx, "p2p")
     n, me = comm.get_size(), comm.get_rank()
     nxt, prv = (me + 1) % n, (me - 1) % n
@@ -107,6 +109,28 @@ def _p2p_rank(ctx):
                     None if len(batch.ops) == 4 and w.is_completed() else "batch state",
                 )
                 out[f"batch async={a} {key}"] = ("", problem)
+    # A batch with a bad operation raises at issue and runs none of its operations; the next
+    # batch runs as usual.
+    batches = comm.get_backend_impl() if H.REAL_TORCHCOMMS else comm
+    mine, got = H.make(me, 6, torch.float32), torch.full((6,), -1.0)
+    bad = batches.batch_op_create()
+    bad.send(mine, nxt)
+    bad.recv(got, prv)
+    bad.send(mine, n + 5)
+    try:
+        bad.issue(False)
+        problem = "did not raise"
+    except rcclx_core.InvalidArgumentError as e:
+        problem = None if f"peer {n + 5}" in str(e) else str(e)
+    out["batch with a bad operation"] = (
+        "",
+        checks.join_problems(problem, H.compare(got, torch.full((6,), -1.0))),
+    )
+    good = batches.batch_op_create()
+    good.send(mine, nxt)
+    good.recv(got, prv)
+    good.issue(False).wait()
+    out["batch after the bad one"] = ("", H.compare(got, H.make(prv, 6, torch.float32)))
     comm.finalize()
     return out
 

@@ -71,7 +71,7 @@ class BatchSendRecv:
                     else:
                         core.recv(tensor, peer, False, wire, s)
             except BaseException:
-                core.group_end()
+                core.group_cancel()  # a bad operation: none of the batch runs
                 raise
             return core.group_end(a)
 

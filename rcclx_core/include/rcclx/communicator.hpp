@@ -112,10 +112,15 @@ class Communicator {
   WorkPtr barrier(const CallOptions& opts = {});
 
   /// Between groupStart() and groupEnd(), calls are recorded, then run together by groupEnd()
-  /// (collectives in order, then all sends and receives progressed at once; device sends and
-  /// receives enqueued together on the stream of the first). Groups nest.
+  /// (collectives in order, then all sends and receives progressed at once; device calls
+  /// enqueued there, the sends and receives together on the stream of the first). Groups nest.
   void groupStart();
   WorkPtr groupEnd(bool async = false);
+  /// Leaves every open level of the group and drops what it recorded: none of its calls runs
+  /// (a call of it failed, or the caller gave up on it). Does nothing outside a group. Every
+  /// rank should cancel the same group: a peer whose group ran waits for this rank's calls
+  /// until its timeout.
+  void groupCancel();
   /// True between groupStart() and the matching outermost groupEnd().
   bool inGroup() const;
 

@@ -331,15 +331,21 @@ class Communicator(_C.Communicator):
         """Ends a group; the outermost one runs its calls (their Work with async_op=True)."""
         return _Native.group_end(self, async_op)
 
+    def group_cancel(self) -> None:
+        """Leaves every open level of the group: none of its recorded calls runs (every rank
+        should cancel the same group; a peer whose group ran waits until its timeout)."""
+        _Native.group_cancel(self)
+
     @contextlib.contextmanager
     def group(self, async_op: bool = False) -> Iterator[GroupHandle]:
-        """Records the calls made inside the ``with`` block and runs them together on exit."""
+        """Records the calls made inside the ``with`` block and runs them together on exit;
+        when the block raises, none of them runs (the group is cancelled)."""
         handle = GroupHandle()
         self.group_start()
         try:
             yield handle
         except BaseException:
-            self.group_end()
+            self.group_cancel()
             raise
         handle.work = self.group_end(async_op=async_op)
 

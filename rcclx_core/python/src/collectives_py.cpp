@@ -296,6 +296,10 @@ void registerCollectives(py::class_<PyCommunicator>& cls) {
   cls.def(
       "group_end", [](PC& c, bool async) { return c.groupEnd(async); }, py::arg("async_op") = false,
       "Ends a group; the outermost runs its calls (returns their Work with async_op=True).");
+  cls.def(
+      "group_cancel", [](PC& c) { c.groupCancel(); },
+      "Leaves every open level of the group; none of its recorded calls runs. Every rank "
+      "should cancel the same group.");
 }
 
 }  // namespace rcclx::python

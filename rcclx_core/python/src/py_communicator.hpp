@@ -79,6 +79,12 @@ class PyCommunicator {
     return py::cast(work);
   }
 
+  /// Leaves the group, dropping its recorded calls and the arrays they kept alive.
+  void groupCancel() {
+    comm().groupCancel();
+    grouped_.clear();
+  }
+
   /// Drops the arrays of completed asynchronous calls.
   void prune() {
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),

@@ -467,6 +467,12 @@ WorkPtr HostBackend::groupEnd(bool async) {
                            async);
 }
 
+void HostBackend::groupCancel() {
+  grouping_ = false;
+  groupedCollectives_.clear();
+  groupedP2P_.clear();
+}
+
 WorkPtr HostBackend::enqueueInOrder(const char* what, std::function<void()> fn) {
   return executor_->submit(what, 0, std::move(fn), /*async=*/true);
 }

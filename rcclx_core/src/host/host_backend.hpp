@@ -78,6 +78,8 @@ class HostBackend {
   /// Calls from now until groupEnd() are recorded, then run together.
   void groupStart() { grouping_ = true; }
   WorkPtr groupEnd(bool async);
+  /// Ends the group, dropping its recorded calls.
+  void groupCancel();
   /// Runs `fn`, whose calls on this back-end then run at once even while a group is open (the
   /// group's recorded calls stay recorded and run at its end): for the staged device
   /// back-end, which copies a call's outputs back to the GPU as soon as the call returns.

@@ -103,10 +103,18 @@ static void mode_group(int nranks) {
     test_select_gpu(r); /* rank r on GPU r % (number of GPUs) */
     NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
   }
-  /* Recorded, not run: using one before the group ends is refused. */
+  /* Recorded, not run: using one before the group ends is refused, and like any failed call
+   * of a group that fails the group. Nothing was initialised; the id is still good. */
   int count = 0;
   EXPECT_ERROR(ncclAllReduce(&count, &count, 1, ncclInt32, ncclSum, comms[0], NULL),
                ncclInvalidUsage, "open group");
+  EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "none of the group's calls ran");
+  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r);
+    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  }
   NCCLCHECK(ncclGroupEnd());
   for (int r = 0; r < nranks; ++r) {
     int rank = -1;
