@@ -2,6 +2,7 @@
 #include "ctran/bootstrap.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -313,7 +314,7 @@ std::vector<Bytes> Bootstrap::allGather(const Bytes& mine) {
       continue;
     }
     try {
-      all[r] = store_->get(key(strCat("ag/", seq, "/", r)), deadline);
+      all[r] = awaitRecord(key(strCat("ag/", seq, "/", r)), deadline, r);
     } catch (const TimeoutError& e) {
       throw TimeoutError(strCat("bootstrap allgather: rank ", r, " did not arrive: ", e.what()));
     }
@@ -329,7 +330,7 @@ void Bootstrap::barrier() {
   int64_t arrived = store_->add(key(strCat("bar/", seq)), 1);
   if (arrived == nranks_) store_->set(key(strCat("bar/", seq, "/done")), Bytes{1});
   try {
-    store_->get(key(strCat("bar/", seq, "/done")), Deadline::after());
+    awaitRecord(key(strCat("bar/", seq, "/done")), Deadline::after(), -1);
   } catch (const TimeoutError& e) {
     throw TimeoutError(strCat("bootstrap barrier: not every rank arrived: ", e.what()));
   }
@@ -377,9 +378,11 @@ void Bootstrap::waitForReaders(const std::string& op, const std::vector<std::str
     return;
   }
   try {
-    store_->get(allRead, Deadline::after());
+    awaitRecord(allRead, Deadline::after(), -1);
   } catch (const TimeoutError& e) {
     CTRAN_WARN("bootstrap ", op, ": not every rank confirmed reading the result: ", e.what());
+  } catch (const RemoteError& e) {
+    CTRAN_INFO("bootstrap ", op, ": a rank left before confirming it read the result: ", e.what());
   }
 }
 
@@ -410,6 +413,28 @@ void Bootstrap::close(const std::function<void()>& check) {
   }
 }
 
+void Bootstrap::watchPeers(std::function<void(int peer)> check) { watch_ = std::move(check); }
+
+Bytes Bootstrap::awaitRecord(const std::string& k, const Deadline& deadline, int peer) {
+  if (!watch_) return store_->get(k, deadline);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline.at() - std::chrono::steady_clock::now());
+    // The last stretch waits on `deadline` itself, so a timeout names the whole wait.
+    if (left.count() <= kWatchPeriodMs) return store_->get(k, deadline);
+    try {
+      return store_->get(k, Deadline::after(kWatchPeriodMs));
+    } catch (const TimeoutError&) {
+    }
+    try {
+      watch_(peer);
+    } catch (const Error&) {
+      if (store_->check(k)) return store_->get(k, deadline);  // written just before it went
+      throw;
+    }
+  }
+}
+
 void Bootstrap::send(int peer, const Bytes& message) {
   checkPeer(peer, "send");
   uint64_t seq = sendSeq_[peer]++;
@@ -422,7 +447,7 @@ Bytes Bootstrap::recv(int peer) {
   std::string k = key(strCat("p2p/", peer, "/", rank_, "/", seq));
   Bytes out;
   try {
-    out = store_->get(k, Deadline::after());
+    out = awaitRecord(k, Deadline::after(), peer);
   } catch (const TimeoutError& e) {
     throw TimeoutError(strCat("bootstrap recv: no message from rank ", peer, ": ", e.what()));
   }
@@ -444,7 +469,8 @@ void Bootstrap::agreeAmong(const std::vector<int>& ranks, const std::string& tag
     if (r == rank_) continue;
     const std::string record = base + std::to_string(r);
     waitUntil([&] { return store_->check(record) || store_->check(disagreed); }, deadline,
-              [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); });
+              [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); },
+              watch_ ? std::function<void()>([&] { watch_(r); }) : nullptr);
     if (!store_->check(record)) throw InvalidArgument(toString(store_->get(disagreed, deadline)));
     const std::string theirs = toString(store_->get(record, deadline));
     if (theirs == value) continue;
@@ -477,6 +503,11 @@ std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,
                                        prefix_ + "sub/" + tag, secret_);
   b->keepAlive_ = keepAlive_;
   b->hostsStore_ = hostsStore_;
+  // Until the sub-group's own peer group watches it, this group's watch does (its ranks
+  // renamed): a member dying while the sub-group connects ends the wait there too.
+  if (watch_) {
+    b->watch_ = [watch = watch_, ranks](int peer) { watch(peer < 0 ? -1 : ranks[peer]); };
+  }
   b->localHost_ = localHost_;
   log::setRank(rank_);  // logs keep the global rank
   return b;

@@ -158,6 +158,17 @@ PeerGroup::PeerGroup(std::unique_ptr<Bootstrap> bootstrap) : bootstrap_(std::mov
           : strCat("; ", netPeers.size(), " peer(s) on ", transportName(netKind), " (", why, ")",
                    netKind == TransportKind::kUcx ? strCat(", ", ucxLibraryDescription())
                                                   : std::string()));
+  // From here on the transports see peers die: a bootstrap wait (a split, a window, a grow)
+  // for a dead peer's record ends with its death, reported to every rank, not at the timeout.
+  bootstrap_->watchPeers([this](int peer) {
+    if (peer >= 0) {
+      checkPeer(peer);
+      return;
+    }
+    for (int p = 0; p < nranks(); ++p) {
+      if (kinds_[p] != TransportKind::kSelf) checkPeer(p);
+    }
+  });
 }
 
 PeerGroup::~PeerGroup() {

@@ -362,8 +362,30 @@ def point_to_point(c: CollectiveCases, counts, with_others=True):
             raise AssertionError(f"rank 0's device barrier took {ms:.1f} ms, expected >= 30")
         return None, None
 
+    fs = c.inputs("float32", 1000)
+
+    def cancelled_group():
+        # a group whose block raises enqueues none of its calls: neither the all_reduce nor the
+        # send / receive touches its buffer
+        y, got = fs[me].clone(), c.empty(torch.float32, 1000)
+        untouched = got.clone()
+        try:
+            with comm.group():
+                comm.all_reduce(y, stream=s())
+                comm.send(y, nxt, stream=s())
+                comm.recv(got, prv, stream=s())
+                comm.all_reduce(y, c.empty(torch.float32, 3), stream=s())
+        except ValueError as e:
+            if "recvbuf has 3 elements" not in str(e):
+                raise
+        else:
+            raise AssertionError("the bad call of the group did not raise")
+        torch.cuda.synchronize()
+        return torch.cat([y, got]), torch.cat([fs[me], untouched])
+
     if not with_others:
         return
+    c.run("a group left by an exception enqueues nothing", cancelled_group)
     c.run("grouped send/recv int8: two messages to one peer and one to self", several)
     c.run("device barrier waits for the slowest stream", barrier_waits)
 
@@ -433,7 +455,7 @@ FAMILIES = {
         lambda c: (in_place_and_misaligned_copies(c), in_place_and_misaligned_reductions(c)),
         2 * 4 + 1 + 4 + 3,
     ),
-    "point_to_point": (lambda c: point_to_point(c, COUNTS), 2 * len(COUNTS) + 2),
+    "point_to_point": (lambda c: point_to_point(c, COUNTS), 2 * len(COUNTS) + 3),
     "errors": (errors, 4),
     "multi_round": (
         multi_round,

@@ -102,12 +102,21 @@ class Bootstrap {
   /// belongs to; `tag` must be the same on all members and unique among the group's splits.
   std::unique_ptr<Bootstrap> subgroup(const std::vector<int>& ranks, const std::string& tag);
 
+  /// From now on, a wait for what a peer writes (allGather, barrier, recv, agreeAmong) calls
+  /// `check(peer)` every kWatchPeriodMs (-1 when it waits for several ranks at once), so a
+  /// dead peer ends it at once instead of at the timeout; `check` throws to end it. Set by the
+  /// peer group once its transports, which see peers die, are up.
+  void watchPeers(std::function<void(int peer)> check);
+  static constexpr int64_t kWatchPeriodMs = 50;
+
  private:
   std::string key(const std::string& k) const { return prefix_ + k; }
   void checkPeer(int peer, const char* what) const;
   /// Called at the end of a collective call `op` whose store keys are `keys`; see
   /// bootstrap.cpp.
   void waitForReaders(const std::string& op, const std::vector<std::string>& keys);
+  /// store_->get(k, deadline), calling the peer watch for `peer` between short waits.
+  Bytes awaitRecord(const std::string& k, const Deadline& deadline, int peer);
 
   std::shared_ptr<Store> store_;
   std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this copy of ctran made it
@@ -122,6 +131,7 @@ class Bootstrap {
   uint64_t barrierSeq_ = 0;
   std::vector<uint64_t> sendSeq_;
   std::vector<uint64_t> recvSeq_;
+  std::function<void(int)> watch_;  // see watchPeers
 };
 
 }  // namespace ctran
