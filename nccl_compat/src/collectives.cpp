@@ -19,7 +19,7 @@ namespace {
 using rcclx::Buffer;
 
 rcclx::DataType typeOf(ncclDataType_t datatype) {
-  return rcclx::checkDataType(static_cast<int>(datatype), "datatype");
+  return rcclx::checkDataType(static_cast<int>(datatype), "");
 }
 
 /// A NULL stream is the default stream for GPU buffers, and the only one host buffers accept.

@@ -121,7 +121,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
         CommUse use(comm, false);
         ncclComm& c = use.handle();
         rcclx::nccl::checkCall(c, peer, "peer", sigIdx, ctx, flags);
-        const rcclx::DataType type = rcclx::checkDataType(static_cast<int>(datatype), "datatype");
+        const rcclx::DataType type = rcclx::checkDataType(static_cast<int>(datatype), "");
         const ncclWindow_vidmem w = rcclx::nccl::liveWindow(peerWin, "peerWin");
         const void* win = static_cast<const void*>(peerWin);
         CTRAN_CHECK(w.comm == &c, ctran::InvalidArgument, "peerWin ", win,

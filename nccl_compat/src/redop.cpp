@@ -91,7 +91,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
     CTRAN_CHECK(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
                 ctran::InvalidArgument, "residence ", static_cast<int>(residence),
                 " is neither ncclScalarDevice (0) nor ncclScalarHostImmediate (1)");
-    const rcclx::DataType type = rcclx::checkDataType(datatype, "datatype");
+    const rcclx::DataType type = rcclx::checkDataType(datatype, "");
     // A device scalar is read now: the core takes the scalar by value per call (NCCL reads it
     // when the collective runs; the value must not change in between).
     alignas(8) unsigned char raw[8] = {};

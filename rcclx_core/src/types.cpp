@@ -1,6 +1,8 @@
 // Implementation of types.hpp.
 #include "rcclx/types.hpp"
 
+#include <string>
+
 #include "ctran/checks.hpp"
 
 namespace rcclx {
@@ -50,18 +52,27 @@ bool isFloating(DataType t) {
   }
 }
 
+namespace {
+
+/// "<what>: ", or nothing when `what` is empty (the caller's boundary names the call).
+std::string about(const char* what) {
+  return what[0] != '\0' ? ctran::strCat(what, ": ") : std::string();
+}
+
+}  // namespace
+
 DataType checkDataType(int t, const char* what) {
-  CTRAN_CHECK(t >= 0 && t < kNumDataTypes, ctran::InvalidArgument, what, ": datatype ", t,
+  CTRAN_CHECK(t >= 0 && t < kNumDataTypes, ctran::InvalidArgument, about(what), "datatype ", t,
               " is not a valid datatype");
   return static_cast<DataType>(t);
 }
 
 RedOp checkRedOp(int op, DataType t, const char* what) {
-  CTRAN_CHECK(op >= 0 && op < kNumRedOps, ctran::InvalidArgument, what, ": op ", op,
+  CTRAN_CHECK(op >= 0 && op < kNumRedOps, ctran::InvalidArgument, about(what), "op ", op,
               " is not a valid reduction operator");
   RedOp r = static_cast<RedOp>(op);
   bool bitwise = r == RedOp::kBitAnd || r == RedOp::kBitOr || r == RedOp::kBitXor;
-  CTRAN_CHECK(!(bitwise && isFloating(t)), ctran::InvalidArgument, what, ": op ", redOpName(r),
+  CTRAN_CHECK(!(bitwise && isFloating(t)), ctran::InvalidArgument, about(what), "op ", redOpName(r),
               " is not valid for datatype ", dataTypeName(t), " (bitwise ops need integers)");
   return r;
 }

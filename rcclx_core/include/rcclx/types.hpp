@@ -45,9 +45,11 @@ const char* dataTypeName(DataType t);
 /// "sum", "prod", ...
 const char* redOpName(RedOp op);
 bool isFloating(DataType t);
-/// Throws InvalidArgument unless `t` is a known type.
+/// Throws InvalidArgument unless `t` is a known type; the message starts with "<what>: " (none
+/// for an empty `what`, where the caller's boundary names the call).
 DataType checkDataType(int t, const char* what);
-/// Throws InvalidArgument unless `op` is known and valid for `t` (bitwise ops need integers).
+/// Throws InvalidArgument unless `op` is known and valid for `t` (bitwise ops need integers);
+/// `what` as for checkDataType.
 RedOp checkRedOp(int op, DataType t, const char* what);
 
 /// A reduction: operator, element type, and the PREMUL_SUM scalar (ignored otherwise).

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   NCCLCHECK(ncclSend(in, kCount, ncclFloat32, next, comm, NULL));
   NCCLCHECK(ncclRecv(got, kCount, ncclFloat32, prev, comm, NULL));
   EXPECT_ERROR(ncclAllReduce(in, out, kCount, (ncclDataType_t)99, ncclSum, comm, NULL),
-               ncclInvalidArgument, "datatype");
+               ncclInvalidArgument, "ncclAllReduce: datatype 99 is not a valid datatype");
   EXPECT_ERROR(ncclGroupEnd(), ncclInvalidArgument, "ncclAllReduce in this group failed");
   EXPECT(strstr(ncclGetLastError(NULL), "datatype") != NULL, "the group's error names the cause");
   test_sync();
