@@ -4,6 +4,7 @@
 
 #include "api.hpp"
 #include "create.hpp"
+#include "groups.hpp"
 
 using rcclx::nccl::boundary;
 using rcclx::nccl::CommUse;
@@ -16,19 +17,35 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return boundary(
       "ncclCommSplit",
       [&] {
-        CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
-        *newcomm = nullptr;
-        CTRAN_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, ctran::InvalidArgument, "color ",
-                    color, " is negative but not NCCL_SPLIT_NOCOLOR (-1)");
-        // Inside a group the split runs at once, not at the group's end: right for the usual
-        // one rank per thread (torch splits inside a group), not for one thread driving
-        // several ranks of the parent.
-        CommUse parent(comm, false);
-        // Read before the collective step, so a bad config fails on this rank at once.
-        const nccl::CommOptions options =
-            nccl::readConfig(config, nccl::optionsOf(parent.handle()));
-        auto sub = parent->split(color, key);
-        if (sub) *newcomm = nccl::adoptComm(std::move(sub), options);
+        return nccl::groups::joiningGroup("ncclCommSplit", [&] {
+          CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
+          *newcomm = nullptr;
+          CTRAN_CHECK(color >= 0 || color == NCCL_SPLIT_NOCOLOR, ctran::InvalidArgument, "color ",
+                      color, " is negative but not NCCL_SPLIT_NOCOLOR (-1)");
+          nccl::CommOptions options;
+          {
+            CommUse parent(comm, false);
+            // Read before the collective step, so a bad config fails on this rank at once.
+            options = nccl::readConfig(config, nccl::optionsOf(parent.handle()));
+            if (!nccl::groups::active()) {
+              auto sub = parent->split(color, key);
+              if (sub) *newcomm = nccl::adoptComm(std::move(sub), options);
+              return ncclSuccess;
+            }
+          }
+          // Inside a group the split runs at the outermost ncclGroupEnd, with the group's other
+          // splits and initialisations at once: one thread may split every rank it drives (one
+          // per GPU), each waiting for the others.
+          auto split = [comm, color, key] {
+            CommUse parent(comm, false);
+            return parent->split(color, key);
+          };
+          if (color == NCCL_SPLIT_NOCOLOR) {
+            nccl::groups::deferTask([split] { split(); });
+            return ncclSuccess;
+          }
+          return nccl::createComm(newcomm, options, [split](ncclComm&) { return split(); });
+        });
       },
       comm);
 }

@@ -17,11 +17,11 @@ namespace {
 
 struct GroupState {
   int depth = 0;
-  std::vector<ncclComm*> comms;  ///< enrolled communicators, in order of first use
-  std::vector<std::function<void()>> inits;
-  std::vector<ncclComm*> initialised;  ///< the handles `inits` fill
-  const char* failedCall = nullptr;    ///< the entry point of the group's first failed call
-  std::exception_ptr failure;          ///< and what it threw
+  std::vector<ncclComm*> comms;              ///< enrolled communicators, in order of first use
+  std::vector<std::function<void()>> inits;  ///< initialisations and splits, run together
+  std::vector<ncclComm*> initialised;        ///< the handles they fill
+  const char* failedCall = nullptr;          ///< the entry point of the group's first failed call
+  std::exception_ptr failure;                ///< and what it threw
 };
 
 thread_local GroupState tGroup;
@@ -122,6 +122,8 @@ void deferInit(ncclComm* comm, std::function<void()> init) {
   tGroup.inits.push_back(std::move(init));
   tGroup.initialised.push_back(comm);
 }
+
+void deferTask(std::function<void()> task) { tGroup.inits.push_back(std::move(task)); }
 
 void runTogether(std::vector<std::function<void()>>& tasks) {
   std::vector<std::exception_ptr> errors(tasks.size());

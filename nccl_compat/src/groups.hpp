@@ -43,6 +43,9 @@ void enrol(ncclComm* comm);
 /// Records the initialisation of `comm` to run at the outermost ncclGroupEnd; the handles a
 /// group initialises together form a LocalClique.
 void deferInit(ncclComm* comm, std::function<void()> init);
+/// Records `task`, a rank's part in making a communicator it gets no handle of (a split with
+/// NCCL_SPLIT_NOCOLOR), to run with the initialisations.
+void deferTask(std::function<void()> task);
 
 /// Runs `tasks` at the same time (one thread each beyond the first) and waits for all; then
 /// rethrows the first exception any of them threw.

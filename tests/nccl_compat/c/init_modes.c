@@ -122,6 +122,29 @@ static void mode_group(int nranks) {
     EXPECT(rank == r, "comm %d has rank %d", r, rank);
   }
   grouped_all_reduce(comms, nranks);
+  /* Splits in a group, as a thread driving one rank per GPU makes them: each waits for the
+   * others, so they run together at ncclGroupEnd. The last rank stays out (NCCL_SPLIT_NOCOLOR);
+   * the others form one communicator in reverse order (key). */
+  ncclComm_t subs[8] = {0};
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r);
+    const int color = r == nranks - 1 ? NCCL_SPLIT_NOCOLOR : 7;
+    NCCLCHECK(ncclCommSplit(comms[r], color, nranks - r, &subs[r], NULL));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  EXPECT(subs[nranks - 1] == NULL, "the rank split with NCCL_SPLIT_NOCOLOR got a communicator");
+  ncclComm_t kept[8];
+  for (int r = 0; r < nranks - 1; ++r) {
+    int rank = -1, count = 0;
+    NCCLCHECK(ncclCommUserRank(subs[r], &rank));
+    NCCLCHECK(ncclCommCount(subs[r], &count));
+    EXPECT(count == nranks - 1 && rank == nranks - 2 - r, "split of rank %d: rank %d of %d", r,
+           rank, count);
+    kept[rank] = subs[r];
+  }
+  grouped_all_reduce(kept, nranks - 1);
+  for (int r = 0; r < nranks - 1; ++r) NCCLCHECK(ncclCommDestroy(subs[r]));
   for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
 }
 
