@@ -58,35 +58,47 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   return boundary(
       "ncclCommShrink",
       [&] {
-        CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
-        *newcomm = nullptr;
-        CTRAN_CHECK(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
-                    ctran::InvalidArgument, "shrinkFlags ", shrinkFlags,
-                    " is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)");
-        CTRAN_CHECK(excludeRanksCount >= 0, ctran::InvalidArgument, "excludeRanksCount ",
-                    excludeRanksCount, " is negative");
-        CTRAN_CHECK(excludeRanksCount == 0 || excludeRanksList != nullptr, ctran::InvalidArgument,
-                    "excludeRanksList is NULL but excludeRanksCount is ", excludeRanksCount);
-        CommUse parent(comm, false);
-        const int n = parent->size();
-        std::vector<bool> excluded(n, false);
-        for (int i = 0; i < excludeRanksCount; ++i) {
-          const int r = excludeRanksList[i];
-          CTRAN_CHECK(r >= 0 && r < n, ctran::InvalidArgument, "excludeRanksList[", i, "] = ", r,
-                      " is out of range for a communicator of ", n, " ranks");
-          CTRAN_CHECK(!excluded[r], ctran::InvalidArgument, "excludeRanksList lists rank ", r,
-                      " twice");
-          excluded[r] = true;
-        }
-        std::vector<int> kept;
-        for (int r = 0; r < n; ++r)
-          if (!excluded[r]) kept.push_back(r);
-        CTRAN_CHECK(!kept.empty(), ctran::InvalidArgument, "excludeRanksList excludes all ", n,
-                    " ranks");
-        const nccl::CommOptions options =
-            nccl::readConfig(config, nccl::optionsOf(parent.handle()));
-        if (excluded[parent->rank()]) return;  // an excluded rank joins nothing
-        *newcomm = nccl::adoptComm(parent->shrink(kept), options);
+        return nccl::groups::joiningGroup("ncclCommShrink", [&] {
+          CTRAN_CHECK(newcomm != nullptr, ctran::InvalidArgument, "newcomm is NULL");
+          *newcomm = nullptr;
+          CTRAN_CHECK(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
+                      ctran::InvalidArgument, "shrinkFlags ", shrinkFlags,
+                      " is neither NCCL_SHRINK_DEFAULT (0) nor NCCL_SHRINK_ABORT (1)");
+          CTRAN_CHECK(excludeRanksCount >= 0, ctran::InvalidArgument, "excludeRanksCount ",
+                      excludeRanksCount, " is negative");
+          CTRAN_CHECK(excludeRanksCount == 0 || excludeRanksList != nullptr, ctran::InvalidArgument,
+                      "excludeRanksList is NULL but excludeRanksCount is ", excludeRanksCount);
+          std::vector<int> kept;
+          nccl::CommOptions options;
+          {
+            CommUse parent(comm, false);
+            const int n = parent->size();
+            std::vector<bool> excluded(n, false);
+            for (int i = 0; i < excludeRanksCount; ++i) {
+              const int r = excludeRanksList[i];
+              CTRAN_CHECK(r >= 0 && r < n, ctran::InvalidArgument, "excludeRanksList[", i,
+                          "] = ", r, " is out of range for a communicator of ", n, " ranks");
+              CTRAN_CHECK(!excluded[r], ctran::InvalidArgument, "excludeRanksList lists rank ", r,
+                          " twice");
+              excluded[r] = true;
+            }
+            for (int r = 0; r < n; ++r)
+              if (!excluded[r]) kept.push_back(r);
+            CTRAN_CHECK(!kept.empty(), ctran::InvalidArgument, "excludeRanksList excludes all ", n,
+                        " ranks");
+            options = nccl::readConfig(config, nccl::optionsOf(parent.handle()));
+            if (excluded[parent->rank()]) return ncclSuccess;  // an excluded rank joins nothing
+            if (!nccl::groups::active()) {
+              *newcomm = nccl::adoptComm(parent->shrink(kept), options);
+              return ncclSuccess;
+            }
+          }
+          // Inside a group: at its outermost end, with the others (as ncclCommSplit).
+          return nccl::createComm(newcomm, options, [comm, kept](ncclComm&) {
+            CommUse parent(comm, false);
+            return parent->shrink(kept);
+          });
+        });
       },
       comm);
 }

@@ -145,6 +145,24 @@ static void mode_group(int nranks) {
   }
   grouped_all_reduce(kept, nranks - 1);
   for (int r = 0; r < nranks - 1; ++r) NCCLCHECK(ncclCommDestroy(subs[r]));
+  /* Shrinks in a group likewise; the excluded rank's call gives NULL. */
+  ncclComm_t shrunk[8] = {0};
+  int excluded = nranks - 1;
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r);
+    NCCLCHECK(ncclCommShrink(comms[r], &excluded, 1, &shrunk[r], NULL, NCCL_SHRINK_DEFAULT));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  EXPECT(shrunk[excluded] == NULL, "the excluded rank got a communicator");
+  for (int r = 0; r < nranks - 1; ++r) {
+    int rank = -1, count = 0;
+    NCCLCHECK(ncclCommUserRank(shrunk[r], &rank));
+    NCCLCHECK(ncclCommCount(shrunk[r], &count));
+    EXPECT(count == nranks - 1 && rank == r, "shrink of rank %d: rank %d of %d", r, rank, count);
+  }
+  grouped_all_reduce(shrunk, nranks - 1);
+  for (int r = 0; r < nranks - 1; ++r) NCCLCHECK(ncclCommDestroy(shrunk[r]));
   for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
 }
 
