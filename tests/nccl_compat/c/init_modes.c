@@ -94,37 +94,10 @@ static void mode_nonblocking(int rank, int nranks) {
   NCCLCHECK(ncclCommDestroy(comm));
 }
 
-static void mode_group(int nranks) {
-  ncclComm_t comms[8] = {0};
-  ncclUniqueId id;
-  NCCLCHECK(ncclGetUniqueId(&id));
-  NCCLCHECK(ncclGroupStart());
-  for (int r = 0; r < nranks; ++r) {
-    test_select_gpu(r); /* rank r on GPU r % (number of GPUs) */
-    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
-  }
-  /* Recorded, not run: using one before the group ends is refused, and like any failed call
-   * of a group that fails the group. Nothing was initialised; the id is still good. */
-  int count = 0;
-  EXPECT_ERROR(ncclAllReduce(&count, &count, 1, ncclInt32, ncclSum, comms[0], NULL),
-               ncclInvalidUsage, "open group");
-  EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "none of the group's calls ran");
-  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
-  NCCLCHECK(ncclGroupStart());
-  for (int r = 0; r < nranks; ++r) {
-    test_select_gpu(r);
-    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
-  }
-  NCCLCHECK(ncclGroupEnd());
-  for (int r = 0; r < nranks; ++r) {
-    int rank = -1;
-    NCCLCHECK(ncclCommUserRank(comms[r], &rank));
-    EXPECT(rank == r, "comm %d has rank %d", r, rank);
-  }
-  grouped_all_reduce(comms, nranks);
-  /* Splits in a group, as a thread driving one rank per GPU makes them: each waits for the
-   * others, so they run together at ncclGroupEnd. The last rank stays out (NCCL_SPLIT_NOCOLOR);
-   * the others form one communicator in reverse order (key). */
+/* Splits in a group, as a thread driving one rank per GPU makes them: each waits for the
+ * others, so they run together at ncclGroupEnd. The last rank stays out (NCCL_SPLIT_NOCOLOR);
+ * the others form one communicator in reverse order (key). Then shrinks in a group likewise. */
+static void split_and_shrink_in_groups(ncclComm_t* comms, int nranks) {
   ncclComm_t subs[8] = {0};
   NCCLCHECK(ncclGroupStart());
   for (int r = 0; r < nranks; ++r) {
@@ -163,6 +136,37 @@ static void mode_group(int nranks) {
   }
   grouped_all_reduce(shrunk, nranks - 1);
   for (int r = 0; r < nranks - 1; ++r) NCCLCHECK(ncclCommDestroy(shrunk[r]));
+}
+
+static void mode_group(int nranks) {
+  ncclComm_t comms[8] = {0};
+  ncclUniqueId id;
+  NCCLCHECK(ncclGetUniqueId(&id));
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r); /* rank r on GPU r % (number of GPUs) */
+    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  }
+  /* Recorded, not run: using one before the group ends is refused, and like any failed call
+   * of a group that fails the group. Nothing was initialised; the id is still good. */
+  int count = 0;
+  EXPECT_ERROR(ncclAllReduce(&count, &count, 1, ncclInt32, ncclSum, comms[0], NULL),
+               ncclInvalidUsage, "open group");
+  EXPECT_ERROR(ncclGroupEnd(), ncclInvalidUsage, "none of the group's calls ran");
+  for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
+  NCCLCHECK(ncclGroupStart());
+  for (int r = 0; r < nranks; ++r) {
+    test_select_gpu(r);
+    NCCLCHECK(ncclCommInitRank(&comms[r], nranks, id, r));
+  }
+  NCCLCHECK(ncclGroupEnd());
+  for (int r = 0; r < nranks; ++r) {
+    int rank = -1;
+    NCCLCHECK(ncclCommUserRank(comms[r], &rank));
+    EXPECT(rank == r, "comm %d has rank %d", r, rank);
+  }
+  grouped_all_reduce(comms, nranks);
+  if (nranks >= 2) split_and_shrink_in_groups(comms, nranks);
   for (int r = 0; r < nranks; ++r) NCCLCHECK(ncclCommDestroy(comms[r]));
 }
 
