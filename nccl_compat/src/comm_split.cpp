@@ -24,7 +24,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
                       color, " is negative but not NCCL_SPLIT_NOCOLOR (-1)");
           nccl::CommOptions options;
           {
-            CommUse parent(comm, false);
+            // Enrolled in an open group: it may not be destroyed before the split has run.
+            CommUse parent(comm);
             // Read before the collective step, so a bad config fails on this rank at once.
             options = nccl::readConfig(config, nccl::optionsOf(parent.handle()));
             if (!nccl::groups::active()) {
@@ -71,7 +72,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
           std::vector<int> kept;
           nccl::CommOptions options;
           {
-            CommUse parent(comm, false);
+            CommUse parent(comm);  // enrolled in an open group, as for ncclCommSplit
             const int n = parent->size();
             std::vector<bool> excluded(n, false);
             for (int i = 0; i < excludeRanksCount; ++i) {

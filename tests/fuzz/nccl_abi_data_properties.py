@@ -147,12 +147,14 @@ def collectives(world: World):
             abi.call(entry, *args, bad=bad)
             return
         # A send to itself needs its receive in the same group (unmatched, it stays pending and
-        # fails a later call when it times out): an accepted one gets its counterpart.
+        # fails a later call when it times out): an accepted one gets its counterpart. A rejected
+        # one fails the group: ncclGroupEnd returns its error and runs nothing.
         abi.call("ncclGroupStart")
-        if abi.call(entry, *args, bad=bad) == SUCCESS:
+        accepted = abi.call(entry, *args, bad=bad) == SUCCESS
+        if accepted:
             counterpart = "ncclRecv" if entry == "ncclSend" else "ncclSend"
             abi.call(counterpart, recv if entry == "ncclSend" else send, *args[1:5], None)
-        abi.call("ncclGroupEnd")
+        abi.call("ncclGroupEnd", bad={} if accepted else bad)
 
     check()
 

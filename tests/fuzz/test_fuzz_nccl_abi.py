@@ -278,8 +278,8 @@ def init(world: World):
                 ok=ok,
             )
         accepted = rc in (SUCCESS, IN_PROGRESS)
-        if grouped:
-            abi.call("ncclGroupEnd", bad=deferred if accepted else {})
+        if grouped:  # a call rejected inside the group fails the group with its error
+            abi.call("ncclGroupEnd", bad=deferred if accepted else call_bad)
         if not accepted:
             assert comm.value is None, f"{entry} failed but set *comm"
             return
@@ -476,7 +476,10 @@ def split_shrink(world: World):
 def lifecycle(world: World):
     """Random sequences of calls on a fresh communicator, with groups opened and closed at
     random: after destroy or abort every call is refused as InvalidUsage, after revoke all but
-    destroy / abort are; ncclGroupEnd without a group is refused too."""
+    destroy / abort are; ncclGroupEnd without a group is refused too. Inside a group: a refused
+    all_reduce or split fails the group (its outermost end returns InvalidUsage), a recorded
+    one keeps the communicator from being destroyed until then (abort is allowed), and a split
+    runs at the end, where a communicator revoked or aborted meanwhile fails it."""
     abi = world.abi
     buf = ctypes.create_string_buffer(64)
     steps = st.lists(
@@ -510,12 +513,22 @@ def lifecycle(world: World):
         state = "ready"
         depth = 0
         children = []
+        group = {"failed": False, "recorded": False, "split": False}
+
+        def joins_group(rc):  # an all_reduce or split made inside a group
+            if depth:
+                group["failed" if rc != SUCCESS else "recorded"] = True
+
+        def group_end_error():  # what the outermost end of the group returns
+            split_fails = group["split"] and state != "ready"
+            return {"comm": {INVALID_USAGE}} if group["failed"] or split_fails else {}
+
         for step in plan:
             gone = {"comm": {INVALID_USAGE}} if state == "destroyed" else {}
             revoked = {"comm": {INVALID_USAGE}} if state == "revoked" else {}
             refused = gone or revoked
             if step == "allreduce":
-                abi.call("ncclAllReduce", buf, buf, 4, 7, 0, comm, None, bad=refused)
+                joins_group(abi.call("ncclAllReduce", buf, buf, 4, 7, 0, comm, None, bad=refused))
             elif step == "count":
                 abi.call("ncclCommCount", comm, ctypes.byref(INT()), bad=gone)
             elif step == "finalize":
@@ -533,23 +546,32 @@ def lifecycle(world: World):
             elif step == "split":
                 child = P()
                 rc = abi.call("ncclCommSplit", comm, 0, 0, ctypes.byref(child), None, bad=refused)
+                joins_group(rc)
                 if rc == SUCCESS:
                     children.append(child)
+                    group["split"] = group["split"] or depth > 0
             elif step == "revoke":
                 if abi.call("ncclCommRevoke", comm, 0, bad=refused) == SUCCESS:
                     state = "revoked"
             elif step in ("destroy", "abort"):
                 entry = "ncclCommDestroy" if step == "destroy" else "ncclCommAbort"
-                if abi.call(entry, comm, bad=gone) == SUCCESS:
+                held = step == "destroy" and group["recorded"] and not gone
+                if (
+                    abi.call(entry, comm, bad={"comm": {INVALID_USAGE}} if held else gone)
+                    == SUCCESS
+                ):
                     state = "destroyed"
             elif step == "group-start":
                 abi.call("ncclGroupStart")
                 depth += 1
             else:
                 unopened = {} if depth else {"ncclGroupStart": {INVALID_USAGE}}
+                ending = group_end_error() if depth == 1 else unopened
                 if step == "group-end":
-                    abi.call("ncclGroupEnd", bad=unopened)
+                    abi.call("ncclGroupEnd", bad=ending)
                     depth = max(depth - 1, 0)
+                    if not depth:
+                        group = {"failed": False, "recorded": False, "split": False}
                     continue
                 # simInfo: NULL, NCCL_SIM_INFO_INITIALIZER, or a bad magic or size (checked
                 # before the group ends, which then stays open).
@@ -563,12 +585,14 @@ def lifecycle(world: World):
                 if sim_kind in ("-small", "-magic"):
                     abi.call("ncclGroupSimulateEnd", sim, bad={"simInfo": {INVALID_ARGUMENT}})
                     continue
-                abi.call("ncclGroupSimulateEnd", sim, bad=unopened)
-                if sim is not None and depth == 1:
+                rc = abi.call("ncclGroupSimulateEnd", sim, bad=ending)
+                if sim is not None and depth == 1 and rc == SUCCESS:
                     assert struct.unpack_from("<f", sim, 16)[0] >= 0, "no estimatedTime"
                 depth = max(depth - 1, 0)
+                if not depth:
+                    group = {"failed": False, "recorded": False, "split": False}
         while depth:
-            abi.call("ncclGroupEnd")
+            abi.call("ncclGroupEnd", bad=group_end_error() if depth == 1 else {})
             depth -= 1
         for child in children:
             abi.call("ncclCommDestroy", child)
