@@ -159,3 +159,10 @@ def check_ranks(results: list[RankResult]) -> None:
     assert not bad, "\n".join(
         f"--- rank {r.rank} exited {r.returncode}\n{r.stdout}\n{r.stderr[-6000:]}" for r in bad
     )
+
+
+def check_ranks_passed(results: list[RankResult]) -> None:
+    """check_ranks, and every rank printed its "rank R: passed (0 failures)" line."""
+    check_ranks(results)
+    for r in results:
+        assert f"rank {r.rank}: passed (0 failures)" in r.stdout, r.stderr[-2000:]
