@@ -208,6 +208,39 @@ Transport& PeerGroup::transport(TransportKind kind) {
   return *t;
 }
 
+bool PeerGroup::movesDeviceMemory(int peer) const {
+  validatePeer(peer, "movesDeviceMemory");
+  Messages* m = ucx_ ? ucx_->messages() : nullptr;
+  return m != nullptr && m->movesDeviceMemory() &&
+         (peer == topology_.rank || kinds_[peer] == TransportKind::kUcx);
+}
+
+void PeerGroup::exchangeMessages(const std::vector<Message>& batch, const char* what,
+                                 int64_t timeoutMs) {
+  checkUsable(what);
+  Messages* m = ucx_ ? ucx_->messages() : nullptr;
+  CTRAN_CHECK(m != nullptr, InvalidUsage, what,
+              ": two-sided messages need the ucx transport, which reaches no rank of this group");
+  for (const Message& msg : batch) {
+    validatePeer(msg.peer, what);
+    CTRAN_CHECK(msg.peer == topology_.rank || kinds_[msg.peer] == TransportKind::kUcx,
+                InvalidArgument, what, ": rank ", msg.peer, " is reached over ",
+                transportName(kinds_[msg.peer]), ", not ucx");
+    CTRAN_CHECK(msg.data != nullptr || msg.bytes == 0, InvalidArgument, what, ": the ",
+                msg.send ? "send to" : "receive from", " rank ", msg.peer, " has ", msg.bytes,
+                " bytes at a null pointer");
+  }
+  try {
+    m->exchange(
+        batch, Deadline::after(timeoutMs),
+        // A message still owed by a peer that left in an orderly way never comes.
+        [this](int peer) { checkPeer(peer, [] { return false; }); }, what);
+  } catch (const TimeoutError& e) {
+    reportTimeout(e);
+    throw;
+  }
+}
+
 void PeerGroup::checkPeer(int peer, const std::function<bool()>& delivered) {
   validatePeer(peer, "checkPeer");
   checkUsable("checkPeer");

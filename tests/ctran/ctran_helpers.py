@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
 import numpy as np
+import pytest
 
 SHM_DIR = "/dev/shm"
+
+
+@functools.cache
+def ucx_library() -> tuple[str, str]:
+    """ctran.ucx_library(), called in the pytest process when a test asks (never at import: a
+    rank imports the test modules too, and a library it loaded before its test's environment
+    applies would be the one it keeps)."""
+    import ctran
+
+    return ctran.ucx_library()
+
+
+# Skips a test, saying why, when ctran cannot load libucp.so.0 here (the `ucx` fixture).
+needs_ucx = pytest.mark.usefixtures("ucx")
 
 
 def rcclx_shm_files() -> set[str]:

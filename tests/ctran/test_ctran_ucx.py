@@ -6,33 +6,14 @@ Tests that need a working UCX skip, with the reason, when ctran cannot load libu
 libucx-cu12 wheel that `nox -s tests` installs, or the system's libucx0).
 """
 
-import functools
 import os
 
 import ctran_helpers
 import pytest
+from ctran_helpers import needs_ucx, ucx_library
 
 import ctran
 from launcher import launch, pretend_hosts, values
-
-
-@functools.cache
-def _ucx_library() -> tuple[str, str]:
-    """ctran.ucx_library(), called in the pytest process when a test asks (never at import: a
-    rank imports this module too, and a library it loaded before its test's environment
-    applies would be the one it keeps)."""
-    return ctran.ucx_library()
-
-
-@pytest.fixture
-def ucx():
-    """Skips the test, saying why, when ctran cannot load libucp here."""
-    loaded, missing = _ucx_library()
-    if not loaded:
-        pytest.skip(f"no usable UCX: {missing}")
-
-
-needs_ucx = pytest.mark.usefixtures("ucx")
 
 
 def _has_rdma_device() -> bool:
@@ -281,7 +262,7 @@ def test_required_net_ucx_fails_on_every_rank_when_one_rank_lacks_it():
 
 
 def test_ucx_library_reports_one_of_library_or_reason():
-    loaded, missing = _ucx_library()
+    loaded, missing = ucx_library()
     assert bool(loaded) != bool(missing), (loaded, missing)
     if loaded:
         assert loaded.startswith("UCX 1.") and "libucp.so" in loaded, loaded

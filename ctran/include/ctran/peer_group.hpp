@@ -42,6 +42,17 @@ class PeerGroup {
   /// A random tag shared by every rank of this group (names its shared-memory segments).
   const std::string& jobTag() const { return jobTag_; }
 
+  /// Whether messages to and from `peer` (this rank too) move GPU memory in place: the group's
+  /// ucx transport reaches it and every rank agreed (Messages::movesDeviceMemory).
+  bool movesDeviceMemory(int peer) const;
+  /// Runs `batch` on the ucx transport's two-sided messages (transport.hpp), each to or from a
+  /// peer reached over ucx or this rank, and waits until every one completed, within
+  /// `timeoutMs` (RCCLX_TIMEOUT_MS when negative). A dead peer raises RemoteError and the
+  /// deadline TimeoutError, reported to every rank as a window wait's are. `what` names the
+  /// call in errors. Throws InvalidArgument for a peer not reached over ucx or a null buffer.
+  void exchangeMessages(const std::vector<Message>& batch, const char* what,
+                        int64_t timeoutMs = -1);
+
   /// Collective: allocates a window of `bytes` on every rank (all ranks must pass the same
   /// size) with `numSignals` signal slots, and maps or connects to every peer's.
   std::shared_ptr<Window> createWindow(size_t bytes, int numSignals = 64);

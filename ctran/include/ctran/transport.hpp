@@ -9,9 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ctran/failure.hpp"
 #include "ctran/store.hpp"
@@ -61,6 +63,35 @@ class PeerWindow {
   virtual void signal(int slot, uint64_t delta) = 0;
 };
 
+/// One send or receive of Messages.
+struct Message {
+  bool send = true;
+  int peer = 0;          ///< the other rank (this rank itself for a copy to itself)
+  void* data = nullptr;  ///< read by a send, written by a receive
+  size_t bytes = 0;      ///< a receive's must equal the matching send's
+};
+
+/// Two-sided messages between ranks reached by one transport (ucx: UCX's tagged messages), on
+/// any memory that transport moves in place: host memory, and GPU memory where every rank's
+/// UCX drives CUDA memory (GPUDirect RDMA where the NIC allows, UCX's own pipelined staging
+/// otherwise). They match per ordered pair of ranks in issue order: the n-th message a rank
+/// sends to a peer meets the n-th receive that peer issues from it, whatever the sizes.
+class Messages {
+ public:
+  virtual ~Messages() = default;
+  /// Whether every rank of the group agreed to hand GPU memory to messages (each one's UCX
+  /// drives CUDA memory and its RCCLX_UCX_GPU_MEMORY is on).
+  virtual bool movesDeviceMemory() const = 0;
+  /// Issues every message of `batch` (none blocks the others), then waits until each
+  /// completed: a send's data may be reused, a receive's has landed. Every millisecond or so of
+  /// waiting it calls `check(peer)` for each peer still owed a message (which throws for a
+  /// failed peer); at `deadline` it throws TimeoutError naming `what` and a peer still owed.
+  /// A receive that gets another size throws InvalidUsage naming both. On any throw, what is
+  /// still pending is cancelled (a receive's memory is then undefined).
+  virtual void exchange(const std::vector<Message>& batch, const Deadline& deadline,
+                        const std::function<void(int)>& check, const char* what) = 0;
+};
+
 /// One transport of a PeerGroup, serving every peer reached by its kind.
 class Transport {
  public:
@@ -81,6 +112,9 @@ class Transport {
   /// Tells every peer this transport reaches about `report`, best effort (a dead peer is
   /// skipped). Transports whose peers read the group's shared-memory slots need not.
   virtual void broadcastFailure(const FailureReport& /*report*/) {}
+  /// The transport's two-sided messages, or nullptr when it has none (every transport but
+  /// ucx).
+  virtual Messages* messages() { return nullptr; }
 };
 
 }  // namespace ctran

@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <tuple>
+#include <vector>
 
 #include "bootstrap_py.hpp"
 #include "ctran/peer_group.hpp"
@@ -168,6 +170,29 @@ void registerPeerGroup(py::module_& m) {
           "Raises RemoteError if `peer` is known to have died or disconnected, and tells every "
           "rank; not when `delivered()` (asked only then) says what this rank awaited from it "
           "had arrived before it left.")
+      .def("moves_device_memory", &PeerGroup::movesDeviceMemory, py::arg("peer"),
+           "Whether messages to and from `peer` move GPU memory in place (the ucx transport "
+           "reaches it and every rank's UCX drives CUDA memory).")
+      .def(
+          "exchange_messages",
+          [](PeerGroup& g, const std::vector<std::tuple<bool, int, py::buffer>>& batch,
+             int64_t timeoutMs) {
+            std::vector<Message> messages;
+            std::vector<py::buffer_info> held;  // keeps each buffer's export alive
+            held.reserve(batch.size());
+            for (const auto& [send, peer, buffer] : batch) {
+              held.push_back(buffer.request(/*writable=*/!send));
+              const py::buffer_info& b = held.back();
+              messages.push_back({send, peer, b.ptr,
+                                  static_cast<size_t>(b.size) * static_cast<size_t>(b.itemsize)});
+            }
+            py::gil_scoped_release nogil;
+            g.exchangeMessages(messages, "exchange_messages", timeoutMs);
+          },
+          py::arg("batch"), py::arg("timeout_ms") = -1,
+          "Two-sided messages over the ucx transport: `batch` is a list of (send, peer, buffer); "
+          "the n-th send to a peer meets that peer's n-th receive from this rank, and the sizes "
+          "must match. Issues them all, then waits until each completed.")
       .def("check_failed", &PeerGroup::checkFailed,
            "Raises RemoteError naming the culprit if any rank reported a failure of the group.")
       .def("destroy", &PeerGroup::destroy,

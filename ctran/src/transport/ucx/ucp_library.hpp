@@ -46,6 +46,11 @@ namespace ctran::ucx {
   X(ucp_am_send_nbx)                \
   X(ucp_request_check_status)       \
   X(ucp_request_free)               \
+  X(ucp_request_cancel)             \
+  X(ucp_context_query)              \
+  X(ucp_tag_send_nbx)               \
+  X(ucp_tag_recv_nbx)               \
+  X(ucp_tag_recv_request_test)      \
   X(ucs_status_string)
 
 /// Pointers to the loaded library's functions, typed from the UCP headers.

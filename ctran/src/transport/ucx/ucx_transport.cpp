@@ -15,6 +15,7 @@
 #include "ctran/config.hpp"
 #include "ctran/logging.hpp"
 #include "ucp_library.hpp"
+#include "ucx_messages.hpp"
 #include "ucx_wire.hpp"
 #include "ucx_worker.hpp"
 
@@ -64,6 +65,35 @@ struct FailureAm {
   uint32_t causeBytes;
 };
 
+// What a rank says of handing GPU memory to UCX, appended to its worker address: every rank
+// must agree, since a rank that stages a GPU call's buffers through host memory meets its peers
+// with other messages than one that hands them to UCX.
+enum GpuMemoryState : uint8_t {
+  kGpuMemoryOff = 0,     // RCCLX_UCX_GPU_MEMORY=0
+  kGpuMemoryNoCuda = 1,  // its UCX has no CUDA memory support (built without, or no driver)
+  kGpuMemoryOn = 2,
+};
+
+GpuMemoryState gpuMemoryState(const UcpApi& api, ucp_context_h context) {
+  if (!knob::RCCLX_UCX_GPU_MEMORY()) return kGpuMemoryOff;
+  ucp_context_attr_t attr = {};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (api.ucp_context_query(context, &attr) != UCS_OK) return kGpuMemoryNoCuda;
+  return (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0 ? kGpuMemoryOn : kGpuMemoryNoCuda;
+}
+
+// Whether every rank said kGpuMemoryOn; else `why` names the first rank that did not.
+bool agreeOnGpuMemory(const std::vector<uint8_t>& states, std::string* why) {
+  for (size_t r = 0; r < states.size(); ++r) {
+    if (states[r] == kGpuMemoryOn) continue;
+    *why = strCat("rank ", r,
+                  states[r] == kGpuMemoryOff ? " set RCCLX_UCX_GPU_MEMORY=0"
+                                             : "'s UCX does not drive CUDA memory");
+    return false;
+  }
+  return true;
+}
+
 // One peer reached over ucx.
 struct Peer {
   int rank = -1;
@@ -102,6 +132,7 @@ class UcxTransport : public Transport {
   void checkPeer(int peer) override;
   bool peerLeft(int peer) const override;
   void broadcastFailure(const FailureReport& report) override;
+  Messages* messages() override { return messages_.get(); }
 
   /// ucp_put_nbx of `bytes` to `remote` in `peer`'s memory, waited for until local completion.
   void putTo(int peer, uint64_t remote, ucp_rkey_h key, const void* src, size_t bytes);
@@ -154,6 +185,7 @@ class UcxTransport : public Transport {
   int rank_;
   std::unique_ptr<UcxWorker> worker_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for ranks not on ucx
+  std::unique_ptr<UcxMessages> messages_;     // made once connected
   std::mutex regionsMu_;
   std::map<uint64_t, Region> regions_;
   std::mutex windowsMu_;
@@ -227,7 +259,15 @@ UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
   setAmHandler(kFailureAm, &UcxTransport::onFailureAm);
   setAmHandler(kLeaveAm, &UcxTransport::onLeaveAm);
   peers_.resize(bootstrap.nranks());
-  auto addresses = bootstrap.allGather(worker_->address());
+  // Each rank's worker address, its GPU memory state appended.
+  Bytes mine = worker_->address();
+  mine.push_back(gpuMemoryState(worker_->api(), worker_->context()));
+  auto addresses = bootstrap.allGather(mine);
+  std::vector<uint8_t> gpuStates;
+  for (Bytes& a : addresses) {
+    gpuStates.push_back(a.empty() ? uint8_t{kGpuMemoryOff} : a.back());
+    if (!a.empty()) a.pop_back();
+  }
   worker_->startProgress();  // wire-up needs both sides' progress
   try {
     // Lower ranks first: every pair connects from its higher rank only, then the lower rank's
@@ -241,6 +281,14 @@ UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
     connect(higher, addresses);
     // A rank whose peers are all lower is done first; its worker must live until they are too.
     bootstrap.barrier();
+    std::vector<ucp_ep_h> endpoints(peers_.size(), nullptr);
+    for (int p : peers) endpoints[p] = peers_[p]->ep;
+    std::string why;
+    const bool gpuMemory = agreeOnGpuMemory(gpuStates, &why);
+    messages_ = std::make_unique<UcxMessages>(*worker_, me, std::move(endpoints), gpuMemory);
+    CTRAN_INFO("ucx transport: GPU buffers ",
+               gpuMemory ? "go to UCX as CUDA memory (every rank's UCX drives it)"
+                         : strCat("are staged through host memory (", why, ")"));
   } catch (...) {
     // No destructor runs for a constructor that throws: the progress thread would go on
     // calling the error handlers of endpoints whose Peer the members' destruction frees.
@@ -341,6 +389,7 @@ void UcxTransport::announceLeaving() {
 
 void UcxTransport::teardown() {
   worker_->stopProgress();
+  messages_.reset();  // its endpoint to this rank goes before the worker
   {
     std::lock_guard<std::mutex> lock(windowsMu_);
     for (UcxPeerWindow* w : windows_) w->releaseKeys();

@@ -58,7 +58,8 @@ UcxWorker::UcxWorker(const UcpLibrary& library) : api_(library.api()) {
   // memory over tcp UCX 1.22 finds no protocol for them ("cannot find remote protocol ...
   // amo_post") and 1.13 fails them now and then on a fresh endpoint, each time failing the
   // endpoint; an active message works on every UCX, and its handler wakes the waiters itself.
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Tagged messages move GPU buffers (ucx_messages.hpp).
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   ucs_status_t s = api_.ucp_init_version(kUcpApiMajor, kUcpApiMinor, &params, config, &context_);
   api_.ucp_config_release(config);
   checkStatus(s, "ucp_init");
