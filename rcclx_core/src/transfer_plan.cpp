@@ -1,11 +1,6 @@
 // Implementation of transfer_plan.hpp.
 #include "transfer_plan.hpp"
 
-#include <algorithm>
-#include <cstdint>
-#include <utility>
-#include <vector>
-
 namespace rcclx {
 namespace {
 
@@ -23,32 +18,6 @@ void self(Exchange& x, int rank, const void* src, void* dst, size_t bytes) {
 }
 
 }  // namespace
-
-bool sendsReadWhatReceivesWrite(const Exchange& x) {
-  std::vector<std::pair<uintptr_t, uintptr_t>> written;  // [begin, end) of each write
-  for (const Transfer& t : x) {
-    if (t.kind == Transfer::kSend || t.bytes == 0) continue;
-    const auto begin = reinterpret_cast<uintptr_t>(t.dst);
-    written.emplace_back(begin, begin + t.bytes);
-  }
-  std::sort(written.begin(), written.end());
-  // reach[i]: the furthest end among the first i + 1 writes (by begin).
-  std::vector<uintptr_t> reach(written.size());
-  for (size_t i = 0; i < written.size(); ++i) {
-    reach[i] = std::max(written[i].second, i > 0 ? reach[i - 1] : uintptr_t{0});
-  }
-  for (const Transfer& t : x) {
-    if (t.kind == Transfer::kRecv || t.bytes == 0) continue;
-    const auto begin = reinterpret_cast<uintptr_t>(t.src);
-    const auto end = begin + t.bytes;
-    // Of the writes that begin before `end`, one overlaps if any ends after `begin`.
-    const auto before = std::lower_bound(written.begin(), written.end(),
-                                         std::make_pair(end, uintptr_t{0})) -
-                        written.begin();
-    if (before > 0 && reach[before - 1] > begin) return true;
-  }
-  return false;
-}
 
 Exchange allToAllVExchange(int rank, int nranks, const void* send_,
                            const std::vector<size_t>& sendCounts,

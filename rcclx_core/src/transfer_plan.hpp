@@ -22,11 +22,6 @@ struct Transfer {
 /// Sends in peer order, then receives in peer order, then this rank's own block.
 using Exchange = std::vector<Transfer>;
 
-/// Whether a transfer of `x` reads (kSend, kSelf) memory that a transfer of it writes (kRecv,
-/// kSelf): an exchange in place, whose sends must read a copy taken before any data lands
-/// where the transport writes in place.
-bool sendsReadWhatReceivesWrite(const Exchange& x);
-
 /// all_to_all_v: block p of send (sendCounts[p] elements at sendDispls[p]) to rank p, into
 /// recv at recvDispls[p]. Counts and displacements in elements of `elem` bytes.
 Exchange allToAllVExchange(int rank, int nranks, const void* send,

@@ -8,8 +8,6 @@
 #include <vector>
 
 #include "ctran/checks.hpp"
-#include "ctran/logging.hpp"
-#include "ctran/peer_group.hpp"
 #include "device/host_proxy.hpp"
 #include "host/host_backend.hpp"
 
@@ -80,49 +78,10 @@ void stageExchange(StagedCall& call, const Exchange& x, std::vector<StagedCall::
   }
 }
 
-/// By rank: whether GPU memory to and from it goes to the transport in place (UCX's messages)
-/// rather than through pinned host copies. The same on every rank (the transport's agreement);
-/// said at INFO by rank 0.
-std::vector<bool> gpuMemoryInPlace(ctran::PeerGroup& group) {
-  std::vector<bool> inPlace(group.nranks());
-  int peers = 0;
-  for (int r = 0; r < group.nranks(); ++r) {
-    inPlace[r] = group.movesDeviceMemory(r);
-    if (inPlace[r] && r != group.rank()) ++peers;
-  }
-  if (group.rank() == 0) {
-    CTRAN_INFO("GPU buffers across hosts: ",
-               peers > 0 ? ctran::strCat("send/recv, all_to_all(_v), gather and scatter hand them "
-                                         "to UCX as GPU memory (",
-                                         peers,
-                                         " peers); the other collectives stage them through "
-                                         "pinned host memory")
-                         : std::string("every call stages them through pinned host memory"));
-  }
-  return inPlace;
-}
-
-/// Queues `messages` (none: returns `before`) on `host`'s executor behind what is queued there
-/// and after `before`, whose error they raise instead of running; returns the Work that ends
-/// with them.
-WorkPtr queueMessages(HostBackend& host, std::vector<ctran::Message> messages, const char* what,
-                      WorkPtr before, int64_t timeoutMs) {
-  if (messages.empty()) return before;
-  return host.enqueueInOrder(what, [&group = host.group(), messages = std::move(messages),
-                                    before = std::move(before), what, timeoutMs] {
-    if (before) before->wait();
-    group.exchangeMessages(messages, what, timeoutMs);
-  });
-}
-
 class StagedBackend final : public DeviceBackend {
  public:
   StagedBackend(HostBackend& host, ctran::PeerGroup& group, int device, const Settings& settings)
-      : host_(host),
-        settings_(settings),
-        proxy_(host, group, device, settings),
-        inPlace_(gpuMemoryInPlace(group)),
-        anyInPlace_(std::find(inPlace_.begin(), inPlace_.end(), true) != inPlace_.end()) {}
+      : host_(host), settings_(settings), proxy_(host, group, device, settings) {}
 
   Selection select(size_t bytes, DataType type, RedOp op,
                    const SelectorConfig& cfg) const override {
@@ -223,15 +182,6 @@ class StagedBackend final : public DeviceBackend {
 
   void allToAll(const void* send, void* recv, size_t countPerRank, DataType type,
                 const CallOptions& opts, void* stream) override {
-    if (anyInPlace_ && !mayTakeLowPrecision(opts)) {
-      const size_t n = static_cast<size_t>(host_.nranks());
-      std::vector<size_t> counts(n, countPerRank), displs(n);
-      for (size_t p = 0; p < n; ++p) displs[p] = p * countPerRank;
-      exchange(allToAllVExchange(host_.rank(), host_.nranks(), send, counts, displs, recv, counts,
-                                 displs, dataTypeSize(type)),
-               OpKind::kAllToAll, "all_to_all", stream);
-      return;
-    }
     const size_t bytes = countPerRank * dataTypeSize(type) * host_.nranks();
     StagedCall call(proxy_, stream, "all_to_all");
     const auto in = call.in(send, bytes);
@@ -283,67 +233,32 @@ class StagedBackend final : public DeviceBackend {
 
   void exchange(const Exchange& x, OpKind kind, const char* what, void* stream) override {
     StagedCall call(proxy_, stream, what);
-    // Data that UCX moves in place goes as messages; the rest (tokens, empty transfers, peers
-    // on shared memory) as a staged exchange, which every rank runs, even empty, so that the
-    // host back-end's call numbers stay in step.
-    Exchange staged;
-    std::vector<Transfer> moved;
-    for (const Transfer& t : x) (movesInPlace(t) ? moved : staged).push_back(t);
     std::vector<StagedCall::Region> src, dst;
-    stageExchange(call, staged, src, dst);
-    // In place, sends read a copy of their data taken before any receive lands.
-    const bool sendCopies = sendsReadWhatReceivesWrite(moved);
-    std::vector<StagedCall::Region> copies;
-    for (const Transfer& t : moved) {
-      copies.push_back(sendCopies && t.kind != Transfer::kRecv ? call.in(t.src, t.bytes) : 0);
-    }
-    call.run([=, me = host_.rank(), timeoutMs = settings_.timeoutMs](HostBackend& host,
-                                                                     const HostCopies& at) {
-      Exchange local = staged;
-      for (size_t i = 0; i < local.size(); ++i) {
-        Transfer& t = local[i];
+    stageExchange(call, x, src, dst);
+    call.run([=](HostBackend& host, const HostCopies& at) {
+      Exchange staged = x;
+      for (size_t i = 0; i < staged.size(); ++i) {
+        Transfer& t = staged[i];
         if (t.token || t.bytes == 0) continue;
         if (t.kind != Transfer::kRecv) t.src = at(src[i]);
         if (t.kind != Transfer::kSend) t.dst = at(dst[i]);
       }
-      WorkPtr stagedWork = host.exchange(kind, [local = std::move(local)] { return local; }, true);
-      std::vector<ctran::Message> messages;
-      for (size_t i = 0; i < moved.size(); ++i) {
-        const Transfer& t = moved[i];
-        void* from =
-            sendCopies && t.kind != Transfer::kRecv ? at(copies[i]) : const_cast<void*>(t.src);
-        const int peer = t.kind == Transfer::kSelf ? me : t.peer;
-        if (t.kind != Transfer::kRecv) messages.push_back({true, peer, from, t.bytes});
-        if (t.kind != Transfer::kSend) messages.push_back({false, peer, t.dst, t.bytes});
-      }
-      return queueMessages(host, std::move(messages), what, std::move(stagedWork), timeoutMs);
+      return host.exchange(kind, [staged = std::move(staged)] { return staged; }, true);
     });
   }
 
   void sendRecv(const std::vector<DeviceTransfer>& ops, void* stream) override {
     StagedCall call(proxy_, stream, "send/recv");
-    std::vector<DeviceTransfer> staged;
     std::vector<StagedCall::Region> regions;
-    std::vector<ctran::Message> messages;
     for (const DeviceTransfer& t : ops) {
-      if (inPlace_[t.peer]) {
-        messages.push_back({t.send, t.peer, t.buf, t.bytes});
-        continue;
-      }
-      staged.push_back(t);
       regions.push_back(t.send ? call.in(t.buf, t.bytes) : call.out(t.buf, t.bytes));
     }
-    call.run([=, timeoutMs = settings_.timeoutMs](HostBackend& host, const HostCopies& at) {
-      WorkPtr stagedWork;
-      if (!staged.empty()) {
-        host.groupStart();
-        for (size_t i = 0; i < staged.size(); ++i) {
-          const DeviceTransfer& t = staged[i];
-          host.pointToPoint({t.send, t.peer, at(regions[i]), t.bytes}, true);
-        }
-        stagedWork = host.groupEnd(true);
+    call.run([=](HostBackend& host, const HostCopies& at) {
+      host.groupStart();
+      for (size_t i = 0; i < ops.size(); ++i) {
+        host.pointToPoint({ops[i].send, ops[i].peer, at(regions[i]), ops[i].bytes}, true);
       }
-      return queueMessages(host, messages, "send/recv", std::move(stagedWork), timeoutMs);
+      return host.groupEnd(true);
     });
   }
 
@@ -363,9 +278,7 @@ class StagedBackend final : public DeviceBackend {
   void setTuning(const std::string&) override {}        // no kernels to tune
   size_t allocatedBytes() const override { return 0; }  // pinned host staging only
   std::string gpuSharing() const override {
-    return anyInPlace_ ? "staged through the host (send/recv, all_to_all(_v), gather and scatter: "
-                         "GPU memory to UCX in place): no kernel waits on a peer"
-                       : "staged through the host: no kernel waits on a peer";
+    return "staged through the host: no kernel waits on a peer";
   }
   void reportKernelTimeout() override {}  // no kernels that wait
 
@@ -378,19 +291,8 @@ class StagedBackend final : public DeviceBackend {
   size_t piecesFor(size_t bytes, const CallOptions& opts) const {
     const size_t chunk = settings_.stagedChunkBytes;
     if (chunk == 0 || bytes < 2 * chunk) return 1;
-    if (mayTakeLowPrecision(opts)) return 1;
+    if (opts.lowPrecision.value_or(settings_.lp.anyEnabled())) return 1;
     return std::min(kMaxPieces, (bytes + chunk - 1) / chunk);
-  }
-
-  /// Whether the host back-end may run the call in low precision (its blocks then move in
-  /// its own layout: the call stays whole and staged).
-  bool mayTakeLowPrecision(const CallOptions& opts) const {
-    return opts.lowPrecision.value_or(settings_.lp.anyEnabled());
-  }
-
-  /// Whether UCX moves the data of `t` in place (tokens and empty transfers stay staged).
-  bool movesInPlace(const Transfer& t) const {
-    return !t.token && t.bytes > 0 && inPlace_[t.kind == Transfer::kSelf ? host_.rank() : t.peer];
   }
 
   /// The host part's options: queued on the executor behind the calls before it.
@@ -418,8 +320,6 @@ class StagedBackend final : public DeviceBackend {
   HostBackend& host_;
   const Settings& settings_;
   gpu::HostProxy proxy_;
-  std::vector<bool> inPlace_;  ///< by rank: gpuMemoryInPlace()
-  bool anyInPlace_;
 };
 
 }  // namespace

@@ -42,8 +42,6 @@ class HostBackend {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
-  /// The group the back-end runs over.
-  ctran::PeerGroup& group() { return group_; }
   bool directAccess() const { return arena_ != nullptr; }
   /// The selector's choice for an allreduce of `bytes` on host buffers under `cfg`.
   Selection select(size_t bytes, DataType type, RedOp op, const SelectorConfig& cfg) const;
