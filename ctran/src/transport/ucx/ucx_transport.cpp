@@ -286,9 +286,9 @@ UcxTransport::UcxTransport(Bootstrap& bootstrap, const std::vector<int>& peers,
     std::string why;
     const bool gpuMemory = agreeOnGpuMemory(gpuStates, &why);
     messages_ = std::make_unique<UcxMessages>(*worker_, me, std::move(endpoints), gpuMemory);
-    CTRAN_INFO("ucx transport: GPU buffers ",
-               gpuMemory ? "go to UCX as CUDA memory (every rank's UCX drives it)"
-                         : strCat("are staged through host memory (", why, ")"));
+    CTRAN_INFO("ucx transport: messages ",
+               gpuMemory ? "may carry GPU memory (every rank's UCX drives CUDA memory)"
+                         : strCat("carry host memory only (", why, ")"));
   } catch (...) {
     // No destructor runs for a constructor that throws: the progress thread would go on
     // calling the error handlers of endpoints whose Peer the members' destruction frees.
