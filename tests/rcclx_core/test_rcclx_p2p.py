@@ -158,3 +158,39 @@ def _p2p_rank(ctx):
 def test_send_recv_and_groups(nranks):
     results = launch(_p2p_rank, nranks, env=H.CHUNK_ENV, timeout=120)
     checks.assert_cases(results, expect_cases=3 * len(SPECS) * len(H.COUNTS) + 8)
+
+
+def _empty_group_rank(ctx):
+    """Rank 0 queues an async all_reduce that waits for rank 1 (two seconds late), then opens
+    and closes a group with nothing in it: that has nothing to run, so it returns at once
+    instead of waiting behind the all_reduce (as a group of only GPU calls across hosts would
+    have waited behind their whole exchange)."""
+    comm = H.comm_of(ctx)
+    x = np.ones(1024, dtype=np.float32)
+    if ctx.rank == 1:
+        time.sleep(2.0)
+        comm.all_reduce(x)
+        comm.destroy()
+        return None
+    work = comm.all_reduce(x, async_op=True)
+    start = time.monotonic()
+    comm.group_start()
+    empty = comm.group_end()
+    returned_after = time.monotonic() - start
+    finished_before = work.is_completed()
+    if empty is not None:
+        empty.wait()  # an empty group's Work is complete
+    work.wait()
+    comm.destroy()
+    return {
+        "returned_after": returned_after,
+        "all_reduce_done": finished_before,
+        "sum": float(x[0]),
+    }
+
+
+def test_an_empty_group_does_not_wait_for_earlier_calls():
+    rank0 = launch(_empty_group_rank, 2, timeout=60)[0].value
+    assert rank0["returned_after"] < 1.0, rank0
+    assert not rank0["all_reduce_done"], rank0  # it was still waiting for rank 1
+    assert rank0["sum"] == 2.0, rank0

@@ -452,6 +452,14 @@ WorkPtr HostBackend::pointToPoint(const P2POp& op, bool async) {
 
 WorkPtr HostBackend::groupEnd(bool async) {
   grouping_ = false;
+  if (groupedCollectives_.empty() && groupedP2P_.empty()) {
+    // Nothing to run (a group of GPU calls only, or none). A synchronous empty group would
+    // still wait behind every call queued on the executor: for a group of GPU sends and
+    // receives across hosts, their whole exchange.
+    auto done = std::make_shared<Work>("group", 0);
+    done->complete(nullptr);
+    return done;
+  }
   auto collectives =
       std::make_shared<std::vector<std::function<void()>>>(std::move(groupedCollectives_));
   auto p2p = std::make_shared<std::vector<P2POp>>(std::move(groupedP2P_));
