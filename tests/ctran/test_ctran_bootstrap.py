@@ -260,3 +260,44 @@ def test_unique_id_store_closes_with_its_last_bootstrap():
             ctran.Bootstrap.from_unique_id(ctran.create_unique_id(), 5, 2)
     fds, threads = _fds_and_threads()
     assert fds <= before[0] + 2 and threads <= before[1] + 2, (before, (fds, threads))
+
+
+def _agree(store, nranks, values, tag):
+    """Each rank (a thread) calls agree_among over every rank with values[rank]; returns each
+    rank's outcome: "ok" or (error type, message)."""
+    outcomes = [None] * nranks
+
+    def rank_main(rank):
+        boot = ctran.Bootstrap.from_store(store, rank, nranks, prefix=tag)
+        try:
+            boot.agree_among(list(range(nranks)), tag, values[rank], "shrink: ranks")
+            outcomes[rank] = "ok"
+        except ctran.Error as e:
+            outcomes[rank] = (type(e).__name__, str(e))
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(nranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return outcomes
+
+
+def _agreement_keys(store, tag, nranks):
+    names = [str(r) for r in range(nranks)] + ["disagreed", "read", "failed"]
+    return [n for n in names if store.check([f"{tag}/agree/{tag}/{n}"])]
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_agreement_leaves_no_records_whether_ranks_agree_or_not(nranks):
+    store = ctran.MemoryStore()
+    assert _agree(store, nranks, ["0,1"] * nranks, "same") == ["ok"] * nranks
+    assert _agreement_keys(store, "same", nranks) == []
+    values = ["0,1"] * (nranks - 1) + ["1"]
+    outcomes = _agree(store, nranks, values, "differ")
+    for outcome in outcomes:
+        kind, message = outcome
+        assert kind == "InvalidArgumentError", outcome
+        assert message.startswith("shrink: ranks differ: rank "), message
+        assert "[1]" in message and "[0,1]" in message, message
+    assert _agreement_keys(store, "differ", nranks) == []
