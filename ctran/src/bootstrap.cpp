@@ -457,46 +457,33 @@ Bytes Bootstrap::recv(int peer) {
 
 // Each listed rank publishes its value and reads every other listed rank's; the first to see
 // two differ publishes why, so that ranks still waiting for a record that will not come (a rank
-// another one excluded) fail with the same message instead of timing out. The last listed rank
-// to finish erases the records, whether all agreed ("read" counts them) or every one failed
-// ("failed" does); only a call some listed rank never made leaves them.
+// another one excluded) fail with the same message instead of timing out. When all agree, the
+// last reader erases the records; a disagreement leaves them (a failed call, not every call).
 void Bootstrap::agreeAmong(const std::vector<int>& ranks, const std::string& tag,
                            const std::string& value, const std::string& what) {
   const std::string base = key(strCat("agree/", tag, "/"));
   const std::string disagreed = base + "disagreed";
-  auto eraseAll = [&](const std::string& counter) {
-    for (int r : ranks) store_->erase(base + std::to_string(r));
-    store_->erase(disagreed);
-    store_->erase(counter);
-  };
-  const auto listed = static_cast<int64_t>(ranks.size());
   store_->set(base + std::to_string(rank_), toBytes(value));
-  try {
-    const Deadline deadline = Deadline::after();
-    for (int r : ranks) {
-      if (r == rank_) continue;
-      const std::string record = base + std::to_string(r);
-      waitUntil([&] { return store_->check(record) || store_->check(disagreed); }, deadline,
-                [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); },
-                watch_ ? std::function<void()>([&] { watch_(r); }) : nullptr);
-      if (!store_->check(record)) throw InvalidArgument(toString(store_->get(disagreed, deadline)));
-      const std::string theirs = toString(store_->get(record, deadline));
-      if (theirs == value) continue;
-      const std::string message =
-          strCat(what, " differ: rank ", r, " passed [", theirs, "] but rank ", rank_, " passed [",
-                 value, "]; every listed rank must pass the same");
-      store_->set(disagreed, toBytes(message));
-      throw InvalidArgument(message);
-    }
-  } catch (...) {
-    // Nobody reads the records once every listed rank has failed too.
-    try {
-      if (store_->add(base + "failed", 1) == listed) eraseAll(base + "failed");
-    } catch (...) {  // the call's own error is the one to raise
-    }
-    throw;
+  const Deadline deadline = Deadline::after();
+  for (int r : ranks) {
+    if (r == rank_) continue;
+    const std::string record = base + std::to_string(r);
+    waitUntil([&] { return store_->check(record) || store_->check(disagreed); }, deadline,
+              [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); },
+              watch_ ? std::function<void()>([&] { watch_(r); }) : nullptr);
+    if (!store_->check(record)) throw InvalidArgument(toString(store_->get(disagreed, deadline)));
+    const std::string theirs = toString(store_->get(record, deadline));
+    if (theirs == value) continue;
+    const std::string message =
+        strCat(what, " differ: rank ", r, " passed [", theirs, "] but rank ", rank_, " passed [",
+               value, "]; every listed rank must pass the same");
+    store_->set(disagreed, toBytes(message));
+    throw InvalidArgument(message);
   }
-  if (store_->add(base + "read", 1) == listed) eraseAll(base + "read");
+  if (store_->add(base + "read", 1) == static_cast<int64_t>(ranks.size())) {
+    for (int r : ranks) store_->erase(base + std::to_string(r));
+    store_->erase(base + "read");
+  }
 }
 
 std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,

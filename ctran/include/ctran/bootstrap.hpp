@@ -95,7 +95,6 @@ class Bootstrap {
   /// it throws the same InvalidArgument, naming both values, when two of them differ (a rank
   /// that waits for a record meets the disagreement another one found); a listed rank that
   /// never calls it is a TimeoutError. `what` names the value in messages ("shrink: ranks").
-  /// Its records leave the store once every listed rank has returned or thrown.
   void agreeAmong(const std::vector<int>& ranks, const std::string& tag, const std::string& value,
                   const std::string& what);
 

@@ -73,10 +73,6 @@ void registerPeerGroup(py::module_& m) {
           py::arg("data"), "Collective: every rank's `data`, indexed by rank.")
       .def("barrier", &Bootstrap::barrier, py::call_guard<py::gil_scoped_release>(),
            "Collective: returns once every rank has entered.")
-      .def("agree_among", &Bootstrap::agreeAmong, py::arg("ranks"), py::arg("tag"),
-           py::arg("value"), py::arg("what"), py::call_guard<py::gil_scoped_release>(),
-           "Collective over `ranks` only: raises InvalidArgumentError, naming both values, "
-           "unless every listed rank passed the same `value` under `tag`.")
       .def(
           "send",
           [](Bootstrap& b, int peer, const py::bytes& msg) {
