@@ -1,8 +1,9 @@
 """Two-sided messages over the ucx transport (PeerGroup.exchange_messages), on host memory: what
 moves GPU buffers between hosts in place where UCX drives CUDA memory. Matching per pair in
 issue order (within a batch and across batches, messages to this rank included), sizes that
-differ, a killed peer, a peer that never sends, the errors for peers not on ucx, and the
-agreement on GPU memory (RCCLX_UCX_GPU_MEMORY).
+differ, a killed peer, a peer that never sends, a wait on this rank's own messages ended by
+another rank's failure, the errors for peers not on ucx, and the agreement on GPU memory
+(RCCLX_UCX_GPU_MEMORY).
 
 Skips, with the reason, when ctran cannot load libucp.so.0 here.
 """
@@ -194,6 +195,34 @@ def test_a_peer_that_never_sends_times_out_naming_it():
     assert "exchange_messages's 1 message(s) over ucx" in message, message
     assert "receive of 1048576 bytes from rank 1" in message, message
     assert TIMEOUT_MS / 1000 <= results[0].value["elapsed"] < TIMEOUT_MS / 1000 + 3
+
+
+def _waits_on_itself_rank(ctx):
+    """Rank 0 waits on a receive from itself that nothing matches (20 s allowed); rank 1 gives
+    up on a receive from rank 0 after 1.5 s and reports it. Returns how rank 0's wait ended."""
+    import time
+
+    group = ctran.PeerGroup.from_unique_id(ctx.unique_id(), ctx.rank, ctx.nranks)
+    group.bootstrap.barrier()
+    peer = 1 - ctx.rank
+    batch = [(False, 0 if ctx.rank == 0 else peer, bytearray(64))]
+    start = time.monotonic()
+    try:
+        group.exchange_messages(batch, timeout_ms=20000 if ctx.rank == 0 else TIMEOUT_MS)
+        out = ("returned", "")
+    except ctran.Error as e:
+        out = (type(e).__name__, str(e))
+    return {"outcome": out, "elapsed": time.monotonic() - start}
+
+
+@needs_ucx
+def test_a_wait_on_messages_to_itself_ends_when_another_rank_reports_a_failure():
+    env = {"RCCLX_TRANSPORT": "ucx", "RCCLX_TIMEOUT_MS": 20000}
+    results = launch(_waits_on_itself_rank, 2, env=env, expect_errors=True, timeout=60)
+    assert results[1].value["outcome"][0] == "TimeoutError", results[1].value
+    kind, message = results[0].value["outcome"]
+    assert kind == "RemoteError" and "rank 1 reported" in message, (kind, message)
+    assert results[0].value["elapsed"] < 10, results[0].value  # not at its own 20 s deadline
 
 
 def _agreement_rank(ctx):

@@ -85,9 +85,10 @@ class Messages {
   /// Issues every message of `batch` (none blocks the others), then waits until each
   /// completed: a send's data may be reused, a receive's has landed. Every millisecond or so of
   /// waiting it calls `check(peer)` for each peer still owed a message (which throws for a
-  /// failed peer); at `deadline` it throws TimeoutError naming `what` and a peer still owed.
-  /// A receive that gets another size throws InvalidUsage naming both. On any throw, what is
-  /// still pending is cancelled (a receive's memory is then undefined).
+  /// failed peer), or `check(rank)` of this rank when only its messages to itself are left (which
+  /// throws once any rank reported a failure); at `deadline` it throws TimeoutError naming `what`
+  /// and a peer still owed. A receive that gets another size throws InvalidUsage naming both. On
+  /// any throw, what is still pending is cancelled (a receive's memory is then undefined).
   virtual void exchange(const std::vector<Message>& batch, const Deadline& deadline,
                         const std::function<void(int)>& check, const char* what) = 0;
 };

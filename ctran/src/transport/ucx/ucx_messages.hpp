@@ -10,7 +10,8 @@
 //
 // Waiting: exchange() issues the whole batch, then progresses the worker (under its lock, as
 // every UCP call) and polls the requests with a Backoff, checking the peers still owed a message
-// every millisecond; on any error it cancels what is pending.
+// (this rank when only messages to itself are left) every millisecond; on any error it cancels what
+// is pending.
 #pragma once
 
 #include <ucp/api/ucp.h>
