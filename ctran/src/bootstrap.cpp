@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -16,6 +17,7 @@
 #include "ctran/topology.hpp"
 #include "ctran/wait.hpp"
 #include "socket.hpp"
+#include "store/torch_store_client.hpp"
 
 namespace ctran {
 namespace {
@@ -114,6 +116,93 @@ std::pair<int, int> envRankAndSize() {
       "bootstrap from the environment needs the rank and the world size: RANK and WORLD_SIZE "
       "(torchrun), OMPI_COMM_WORLD_RANK / _SIZE (Open MPI), PMI_RANK / PMI_SIZE (MPICH, Intel "
       "MPI) or SLURM_PROCID / SLURM_NTASKS (srun); none is set");
+}
+
+// Where rank 0 hosts the store of a bootstrap from the environment: one decision.
+struct EnvStorePort {
+  int port = 0;             ///< 0: one the kernel picks
+  bool agentStore = false;  ///< announced through torchrun's store at MASTER_ADDR:MASTER_PORT
+  const char* source = "";  ///< how the port was chosen, for messages
+};
+
+// torchrun tells its workers that its agent hosts torch's store at MASTER_ADDR:MASTER_PORT for
+// their whole life (torch.distributed reads the same variable).
+bool underTorchrunAgentStore() {
+  const char* v = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  return v != nullptr && std::strcmp(v, "True") == 0;
+}
+
+EnvStorePort envStorePort(int masterPort) {
+  EnvStorePort where;
+  where.port = static_cast<int>(knob::RCCLX_BOOTSTRAP_PORT());
+  if (where.port != 0) {
+    where.source = "RCCLX_BOOTSTRAP_PORT";
+  } else if (underTorchrunAgentStore()) {
+    // A fixed port next to MASTER_PORT is not safe there: torchrun's MASTER_PORT is one the
+    // kernel picked, and Linux hands the ports of the other parity to outgoing connections,
+    // whose TIME_WAIT holds a port against listeners for a minute after they close.
+    where.agentStore = true;
+    where.source = "a free port, announced through torchrun's store at MASTER_ADDR:MASTER_PORT";
+  } else {
+    where.port = masterPort + 1;
+    where.source = "MASTER_PORT + 1";
+  }
+  CTRAN_CHECK(where.agentStore || (where.port > 0 && where.port < 65536), InvalidArgument,
+              "bootstrap port ", where.port, " (", where.source, ") is out of range");
+  CTRAN_CHECK(!where.agentStore || (masterPort > 0 && masterPort < 65536), InvalidArgument,
+              "MASTER_PORT=", masterPort, " is out of range");
+  return where;
+}
+
+std::shared_ptr<TcpStoreServer> hostEnvStore(const char* host, const EnvStorePort& where,
+                                             const JobSecret& secret) {
+  std::shared_ptr<TcpStoreServer> server;
+  // Listens on MASTER_ADDR's interface only, the one the other ranks reach it at.
+  try {
+    server = std::make_shared<TcpStoreServer>(where.port, host, secret);
+  } catch (const SystemError& e) {
+    // The port may be one the user never wrote down: say where it came from.
+    throw SystemError(strCat("rank 0 cannot host the bootstrap store on port ", where.port, " (",
+                             where.source, "; RCCLX_BOOTSTRAP_PORT picks another): ", e.what()));
+  }
+  if (secret.empty()) {
+    CTRAN_INFO("bootstrap: RCCLX_JOB_SECRET is unset, so the store on ", host, ":", server->port(),
+               " admits any client that speaks its protocol");
+  }
+  return server;
+}
+
+// Rank 0 announces `port` (the store it hosts) in torchrun's store; every rank returns it. The
+// key counts this rank's bootstraps of the run (in the store, so every copy of this library in
+// the process counts alike), which all ranks make in the same order.
+int meetThroughAgentStore(const char* host, int masterPort, int rank, int port) {
+  const SocketAddress agentAddr{host, masterPort};
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  const std::string run = strCat("rcclx/bootstrap/restart_", restart ? restart : "0", "/");
+  const Deadline deadline = Deadline::after();
+  try {
+    TorchStoreClient agent(agentAddr, deadline);
+    const int64_t nth = agent.add(strCat(run, "count/rank_", rank), 1, deadline);
+    const std::string key = strCat(run, "port/", nth);
+    if (rank == 0) {
+      agent.set(key, toBytes(std::to_string(port)));
+      return port;
+    }
+    const std::string announced = toString(agent.get(key, deadline));
+    int announcedPort = 0;
+    std::sscanf(announced.c_str(), "%d", &announcedPort);
+    CTRAN_CHECK(
+        announcedPort > 0 && announcedPort < 65536 && announced == std::to_string(announcedPort),
+        RemoteError, "torchrun's store at ", agentAddr.str(), " holds '", announced, "' under ",
+        key, ", not a port");
+    return announcedPort;
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(
+        strCat("bootstrap from the environment: timed out ",
+               rank == 0 ? "reaching" : "waiting for rank 0's port in", " torchrun's store at ",
+               agentAddr.str(), " (TORCHELASTIC_USE_AGENT_STORE=True): ", e.what()),
+        rank == 0 ? -1 : 0);
+  }
 }
 
 // The store key where a unique id's store names the process hosting it (its processToken()).
@@ -263,38 +352,27 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   CTRAN_CHECK(host && *host, InvalidArgument,
               "environment variable MASTER_ADDR is not set (bootstrap from the environment needs"
               " MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)");
-  int masterPort = envInt("MASTER_PORT");
+  const int masterPort = envInt("MASTER_PORT");
   const auto [rank, nranks] = envRankAndSize();
-  int port = static_cast<int>(knob::RCCLX_BOOTSTRAP_PORT());
-  const char* portSource = port != 0 ? "RCCLX_BOOTSTRAP_PORT" : "MASTER_PORT + 1";
-  if (port == 0) port = masterPort + 1;
-  CTRAN_CHECK(port > 0 && port < 65536, InvalidArgument, "bootstrap port ", port, " (", portSource,
-              ") is out of range");
   CTRAN_CHECK(nranks >= 1, InvalidArgument, "WORLD_SIZE=", nranks, " must be at least 1");
   CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "RANK=", rank,
               " is out of range for WORLD_SIZE=", nranks);
   const JobSecret secret = JobSecret::fromKnob();
+  const EnvStorePort where = envStorePort(masterPort);
   std::shared_ptr<TcpStoreServer> server;
+  int port = where.port;
   if (rank == 0) {
-    // Listens on MASTER_ADDR's interface only, the one the other ranks reach it at.
-    try {
-      server = std::make_shared<TcpStoreServer>(port, host, secret);
-    } catch (const SystemError& e) {
-      // The port may be one the user never wrote down: say where it came from.
-      throw SystemError(strCat("rank 0 cannot host the bootstrap store on port ", port, " (",
-                               portSource, "; RCCLX_BOOTSTRAP_PORT picks another): ", e.what()));
-    }
-    if (secret.empty()) {
-      CTRAN_INFO("bootstrap: RCCLX_JOB_SECRET is unset, so the store on ", host, ":", port,
-                 " admits any client that speaks its protocol");
-    }
+    server = hostEnvStore(host, where, secret);
+    port = server->port();
   }
+  if (where.agentStore) port = meetThroughAgentStore(host, masterPort, rank, port);
   auto store = std::make_shared<TcpStore>(host, port, Deadline::after(), secret);
   auto b = std::make_unique<Bootstrap>(store, rank, nranks, "",
                                        secret.empty() ? std::nullopt : std::optional(secret));
   b->keepAlive_ = server;
   b->hostsStore_ = server != nullptr;
-  CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port);
+  CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port, " (",
+             where.source, ")");
   return b;
 }
 

@@ -65,6 +65,11 @@ Socket Socket::connect(const SocketAddress& addr, const Deadline& deadline) {
         lastErr = errno;
         continue;
       }
+      // A connection this end closes first keeps its port in TIME_WAIT for a minute; with
+      // SO_REUSEADDR on both sides that no longer keeps a listener (a store on a fixed port,
+      // say) from binding it.
+      int reuse = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
       if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
         freeaddrinfo(res);
         int one = 1;

@@ -241,6 +241,75 @@ def test_a_taken_store_port_is_named_with_where_it_came_from(named, monkeypatch)
     assert "Address already in use" in str(caught.value)
 
 
+def _agent_store_rank(ctx):
+    import ctran
+
+    boot = ctran.Bootstrap.from_env()
+    group = ctran.PeerGroup.from_env()
+    gathered = boot.all_gather(b"%d" % ctx.rank)
+    boot.barrier()
+    return gathered, group.rank
+
+
+def _torch_agent_store(use_libuv: bool):
+    """A torch TCPStore such as a torchrun agent hosts for its workers, and their environment."""
+    import datetime
+
+    torch_distributed = pytest.importorskip("torch.distributed")
+    agent = torch_distributed.TCPStore(
+        "127.0.0.1",
+        0,
+        is_master=True,
+        use_libuv=use_libuv,
+        wait_for_workers=False,
+        timeout=datetime.timedelta(seconds=20),
+    )
+    env = {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(agent.port),
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
+        "TORCHELASTIC_RESTART_COUNT": "2",
+    }
+    return agent, env
+
+
+@pytest.mark.parametrize("use_libuv", [True, False], ids=["libuv", "classic"])
+def test_under_torchrun_the_store_port_is_announced_through_torchruns_store(use_libuv):
+    import socket
+
+    agent, env = _torch_agent_store(use_libuv)
+    env.update(WORLD_SIZE=3, RCCLX_TIMEOUT_MS=20000)
+    # The port after MASTER_PORT is taken, as a closed connection's TIME_WAIT may hold it.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", agent.port + 1))
+        taken.listen()
+        results = values(launch(_agent_store_rank, 3, env=env, rank_env=lambda r: {"RANK": r}))
+    assert results == [([b"0", b"1", b"2"], r) for r in range(3)]
+    # Two bootstraps per rank (the Bootstrap's and the PeerGroup's), on two free ports.
+    run = "rcclx/bootstrap/restart_2/"
+    ports = [int(agent.get(f"{run}port/{n}")) for n in (1, 2)]
+    assert len(set(ports)) == 2 and agent.port + 1 not in ports, ports
+    assert [agent.add(f"{run}count/rank_{r}", 0) for r in range(3)] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_under_torchrun_a_store_that_does_not_answer_is_a_timeout_naming_it(rank, monkeypatch):
+    agent, env = _torch_agent_store(use_libuv=True)
+    if rank == 0:
+        env["MASTER_PORT"] = str(checks.free_port_run(1))  # nothing listens there
+    for name, value in {**env, "RANK": str(rank), "WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("RCCLX_TIMEOUT_MS", "300")
+    monkeypatch.delenv("RCCLX_BOOTSTRAP_PORT", raising=False)
+    with pytest.raises(ctran.TimeoutError) as caught:
+        ctran.Bootstrap.from_env()
+    waited = "reaching" if rank == 0 else "waiting for rank 0's port in"
+    where = (
+        f"torchrun's store at 127.0.0.1:{env['MASTER_PORT']} (TORCHELASTIC_USE_AGENT_STORE=True)"
+    )
+    assert f"timed out {waited} {where}" in str(caught.value)
+
+
 def _fds_and_threads() -> tuple[int, int]:
     import os
 

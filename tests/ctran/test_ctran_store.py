@@ -165,6 +165,34 @@ def test_tcp_server_on_a_chosen_port():
     assert client.get("k") == b"v"
 
 
+def _time_wait_ports_towards(port: int) -> set[int]:
+    """Local ports of this machine's connections to 127.0.0.1:port that are in TIME_WAIT."""
+    ports = set()
+    with open("/proc/net/tcp") as table:
+        next(table)
+        for line in table:
+            local, remote, state = line.split()[1:4]
+            if state == "06" and remote == f"0100007F:{port:04X}":
+                ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+def test_a_port_a_closed_client_left_in_time_wait_can_still_host_a_store():
+    # Clients close first, so their ports wait out TIME_WAIT; that must not keep a store (on
+    # MASTER_PORT + 1, say) from listening there.
+    server = ctran.TcpStoreServer(0)
+    client = ctran.TcpStore("127.0.0.1", server.port, timeout_ms=2000)
+    client.set("k", b"v")
+    del client
+    deadline = time.monotonic() + 5
+    while not (left := _time_wait_ports_towards(server.port)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert left, "the client's connection did not enter TIME_WAIT"
+    port = left.pop()
+    reused = ctran.TcpStoreServer(port)
+    assert reused.port == port
+
+
 def test_tcp_connect_to_nothing_times_out():
     port = checks.free_port_run(1)
     start = time.monotonic()

@@ -14,6 +14,7 @@ import pytest
 from perf_runs import on_cpu, parse_table, perf, perf_json
 
 import ctran
+from rcclx_core._testing import free_port_run
 from rcclx_core.perf import cli
 from rcclx_core.perf.spec import Config
 
@@ -154,10 +155,26 @@ def test_device_cuda_without_a_gpu_is_a_clear_error(tmp_path):
 
 
 @needs_torch
-def test_torchrun_runs_each_process_as_one_rank(tmp_path):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+@pytest.mark.parametrize("rendezvous", ["standalone", "master_port_with_the_next_one_taken"])
+def test_torchrun_runs_each_process_as_one_rank(tmp_path, rendezvous):
+    import socket
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    taken = socket.socket()
+    if rendezvous == "standalone":
+        cmd.append("--standalone")
+    else:
+        # The bootstrap store does not need the port after torchrun's (a closed connection's
+        # TIME_WAIT may hold it): rank 0 announces the one it got through torchrun's store.
+        port = free_port_run(2)
+        cmd += ["--nnodes", "1", "--master-addr", "127.0.0.1", "--master-port", str(port)]
+        taken.bind(("127.0.0.1", port + 1))
+        taken.listen()
     args = ["-m", "rcclx_core.perf", *on_cpu(["--collective", "scatter", "-b", "1K", "-e", "4K"])]
-    proc = subprocess.run([*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    with taken:
+        proc = subprocess.run(
+            [*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = parse_table(proc.stdout)
     assert len(rows) == 2 and all(r["#wrong"] == "0" for r in rows), proc.stdout

@@ -55,8 +55,10 @@ class Bootstrap {
   /// Joins the group named by `id` (the process that created the id must be alive).
   static std::unique_ptr<Bootstrap> fromUniqueId(const UniqueId& id, int rank, int nranks);
   /// Joins from MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE. Rank 0 hosts the store on
-  /// RCCLX_BOOTSTRAP_PORT (default MASTER_PORT + 1), listening on MASTER_ADDR's interface; the
-  /// secret is RCCLX_JOB_SECRET (unset: the store admits any client).
+  /// MASTER_ADDR's interface, on RCCLX_BOOTSTRAP_PORT when set, else under torchrun
+  /// (TORCHELASTIC_USE_AGENT_STORE=True) on a free port it announces through torchrun's store at
+  /// MASTER_ADDR:MASTER_PORT, else on MASTER_PORT + 1. The secret is RCCLX_JOB_SECRET (unset:
+  /// the store admits any client).
   static std::unique_ptr<Bootstrap> fromEnv();
 
   int rank() const { return rank_; }

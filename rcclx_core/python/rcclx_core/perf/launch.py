@@ -206,10 +206,11 @@ def launch_local(cfg: Config, nranks: int, ngpus: int = 0, target_list: list | N
 def run_torchrun(cfg: Config, ngpus: int = 0, target_list: list | None = None) -> int:
     """Runs this process as rank RANK of WORLD_SIZE (torchrun's environment); rank 0 prints.
 
-    The communicator bootstraps from the environment (MASTER_PORT + 1, or
-    RCCLX_BOOTSTRAP_PORT); the statistics use a store that rank 0 hosts on a free port it
-    broadcasts over the communicator (or on RCCLX_PERF_PORT); torch.distributed (the peers) uses
-    torchrun's own store at MASTER_PORT. On GPUs this rank uses GPU LOCAL_RANK % GPUs.
+    The communicator bootstraps from the environment (on a store rank 0 announces through
+    torchrun's, or on RCCLX_BOOTSTRAP_PORT); the statistics use a store that rank 0 hosts on a
+    free port it broadcasts over the communicator (or on RCCLX_PERF_PORT); torch.distributed
+    (the peers) uses torchrun's own store at MASTER_PORT. On GPUs this rank uses GPU
+    LOCAL_RANK % GPUs.
     """
     device.disable_multicast()
     rank, nranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
