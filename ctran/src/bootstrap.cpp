@@ -277,8 +277,13 @@ JobSecret uniqueIdSecret(const UniqueId& id) {
 }
 
 Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
-                     std::optional<JobSecret> secret)
-    : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
+                     std::optional<JobSecret> secret, std::shared_ptr<TcpStoreServer> hostedServer)
+    : hostedServer_(std::move(hostedServer)),
+      store_(std::move(store)),
+      hostsStore_(hostedServer_ != nullptr),
+      rank_(rank),
+      nranks_(nranks),
+      prefix_(std::move(prefix)) {
   CTRAN_CHECK(store_ != nullptr, InvalidArgument, "bootstrap: store is null");
   CTRAN_CHECK(nranks >= 1, InvalidArgument, "bootstrap: nranks ", nranks, " must be at least 1");
   CTRAN_CHECK(rank >= 0 && rank < nranks, InvalidArgument, "bootstrap: rank ", rank,
@@ -308,13 +313,15 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
   // so a size mismatch is an error and not a hang.
   if (nranks > 1) {
     int other = rank == 0 ? 1 : 0;
-    Bytes theirs = store_->get(key(strCat("nranks/", other)), Deadline::after());
+    Bytes theirs = awaitPeer(key(strCat("nranks/", other)), Deadline::after(), other,
+                             strCat("bootstrap: rank ", other, " did not join"));
     CTRAN_CHECK(toString(theirs) == std::to_string(nranks), InvalidArgument, "bootstrap: rank ",
                 rank, " was created with nranks ", nranks, " but rank ", other, " with nranks ",
                 toString(theirs));
   }
   if (!secret && rank != 0) {
-    Bytes drawn = store_->get(key("job_secret"), Deadline::after());
+    Bytes drawn = awaitPeer(key("job_secret"), Deadline::after(), 0,
+                            "bootstrap: rank 0 did not share the job secret");
     CTRAN_CHECK(drawn.size() == JobSecret::kBytes, RemoteError,
                 "bootstrap: the job secret rank 0 shared through the store is corrupt");
     std::memcpy(secret_.bytes.data(), drawn.data(), JobSecret::kBytes);
@@ -338,9 +345,8 @@ std::unique_ptr<Bootstrap> Bootstrap::fromUniqueId(const UniqueId& id, int rank,
   }
   const JobSecret secret = uniqueIdSecret(id);
   auto store = std::make_shared<TcpStore>(addr.host, addr.port, Deadline::after(), secret);
-  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "", secret);
-  b->keepAlive_ = hosted;
-  b->hostsStore_ = hosted != nullptr ||
+  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "", secret, hosted);
+  b->hostsStore_ = b->hostsStore_ ||
                    (store->check(kHostTokenKey) &&
                     store->get(kHostTokenKey, Deadline::after()) == tokenBytes(processToken()));
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through unique id ", addr.str());
@@ -367,10 +373,8 @@ std::unique_ptr<Bootstrap> Bootstrap::fromEnv() {
   }
   if (where.agentStore) port = meetThroughAgentStore(host, masterPort, rank, port);
   auto store = std::make_shared<TcpStore>(host, port, Deadline::after(), secret);
-  auto b = std::make_unique<Bootstrap>(store, rank, nranks, "",
-                                       secret.empty() ? std::nullopt : std::optional(secret));
-  b->keepAlive_ = server;
-  b->hostsStore_ = server != nullptr;
+  auto b = std::make_unique<Bootstrap>(
+      store, rank, nranks, "", secret.empty() ? std::nullopt : std::optional(secret), server);
   CTRAN_INFO("bootstrap: rank ", rank, "/", nranks, " joined through ", host, ":", port, " (",
              where.source, ")");
   return b;
@@ -391,11 +395,8 @@ std::vector<Bytes> Bootstrap::allGather(const Bytes& mine) {
       all[r] = mine;
       continue;
     }
-    try {
-      all[r] = awaitRecord(key(strCat("ag/", seq, "/", r)), deadline, r);
-    } catch (const TimeoutError& e) {
-      throw TimeoutError(strCat("bootstrap allgather: rank ", r, " did not arrive: ", e.what()));
-    }
+    all[r] = awaitPeer(key(strCat("ag/", seq, "/", r)), deadline, r,
+                       strCat("bootstrap allgather: rank ", r, " did not arrive"));
   }
   std::vector<std::string> keys;
   for (int r = 0; r < nranks_; ++r) keys.push_back(key(strCat("ag/", seq, "/", r)));
@@ -407,11 +408,8 @@ void Bootstrap::barrier() {
   uint64_t seq = barrierSeq_++;
   int64_t arrived = store_->add(key(strCat("bar/", seq)), 1);
   if (arrived == nranks_) store_->set(key(strCat("bar/", seq, "/done")), Bytes{1});
-  try {
-    awaitRecord(key(strCat("bar/", seq, "/done")), Deadline::after(), -1);
-  } catch (const TimeoutError& e) {
-    throw TimeoutError(strCat("bootstrap barrier: not every rank arrived: ", e.what()));
-  }
+  awaitPeer(key(strCat("bar/", seq, "/done")), Deadline::after(), -1,
+            "bootstrap barrier: not every rank arrived");
   waitForReaders(strCat("bar/", seq),
                  {key(strCat("bar/", seq)), key(strCat("bar/", seq, "/done"))});
 }
@@ -493,23 +491,80 @@ void Bootstrap::close(const std::function<void()>& check) {
 
 void Bootstrap::watchPeers(std::function<void(int peer)> check) { watch_ = std::move(check); }
 
+template <typename Call>
+auto Bootstrap::onStore(int peer, Call&& call) {
+  try {
+    return call();
+  } catch (const TimeoutError&) {
+    throw;
+  } catch (const RemoteError&) {
+    // The store is gone, perhaps because its host left on the very failure that holds this
+    // wait up: when the group knows that failure, it is the error to raise.
+    if (watch_) watch_(peer);
+    throw;
+  }
+}
+
 Bytes Bootstrap::awaitRecord(const std::string& k, const Deadline& deadline, int peer) {
   if (!watch_) return store_->get(k, deadline);
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline.at() - std::chrono::steady_clock::now());
     // The last stretch waits on `deadline` itself, so a timeout names the whole wait.
-    if (left.count() <= kWatchPeriodMs) return store_->get(k, deadline);
+    const bool last = left.count() <= kWatchPeriodMs;
     try {
-      return store_->get(k, Deadline::after(kWatchPeriodMs));
+      return onStore(
+          peer, [&] { return store_->get(k, last ? deadline : Deadline::after(kWatchPeriodMs)); });
     } catch (const TimeoutError&) {
+      if (last) throw;
     }
     try {
       watch_(peer);
     } catch (const Error&) {
-      if (store_->check(k)) return store_->get(k, deadline);  // written just before it went
+      bool written = false;  // just before the peer went
+      try {
+        written = store_->check(k);
+      } catch (const Error&) {
+        // The store is gone too: the watch's error says why.
+      }
+      if (written) return store_->get(k, deadline);
       throw;
     }
+  }
+}
+
+std::string Bootstrap::absentRanks(int besides) const {
+  constexpr size_t kListedAtMost = 8;
+  std::vector<int> absent;
+  try {
+    for (int r = 0; r < nranks_; ++r) {
+      if (r != besides && !store_->check(key(strCat("join/", r)))) absent.push_back(r);
+    }
+  } catch (const Error&) {
+    return "";  // the store is gone: the error at hand says why
+  }
+  if (absent.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < std::min(absent.size(), kListedAtMost); ++i) {
+    list += strCat(i == 0 ? "" : ", ", absent[i]);
+  }
+  if (absent.size() > kListedAtMost)
+    list += strCat(" and ", absent.size() - kListedAtMost, " more");
+  return absent.size() == 1 ? strCat(" (rank ", list, " has not joined the group)")
+                            : strCat(" (ranks ", list, " have not joined the group)");
+}
+
+Bytes Bootstrap::awaitPeer(const std::string& k, const Deadline& deadline, int peer,
+                           const std::string& context) {
+  try {
+    return awaitRecord(k, deadline, peer);
+  } catch (const TimeoutError& e) {
+    TimeoutError failure(strCat(context, absentRanks(peer), ": ", e.what()), e.peer());
+    if (hostedServer_) hostedServer_->leaveFarewell(failure);
+    throw failure;
+  } catch (const RemoteError& e) {
+    if (hostedServer_) hostedServer_->leaveFarewell(e);
+    throw;
   }
 }
 
@@ -523,12 +578,8 @@ Bytes Bootstrap::recv(int peer) {
   checkPeer(peer, "recv");
   uint64_t seq = recvSeq_[peer]++;
   std::string k = key(strCat("p2p/", peer, "/", rank_, "/", seq));
-  Bytes out;
-  try {
-    out = awaitRecord(k, Deadline::after(), peer);
-  } catch (const TimeoutError& e) {
-    throw TimeoutError(strCat("bootstrap recv: no message from rank ", peer, ": ", e.what()));
-  }
+  Bytes out =
+      awaitPeer(k, Deadline::after(), peer, strCat("bootstrap recv: no message from rank ", peer));
   store_->erase(k);
   return out;
 }
@@ -546,9 +597,12 @@ void Bootstrap::agreeAmong(const std::vector<int>& ranks, const std::string& tag
   for (int r : ranks) {
     if (r == rank_) continue;
     const std::string record = base + std::to_string(r);
-    waitUntil([&] { return store_->check(record) || store_->check(disagreed); }, deadline,
-              [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); },
-              watch_ ? std::function<void()>([&] { watch_(r); }) : nullptr);
+    waitUntil(
+        [&] {
+          return onStore(r, [&] { return store_->check(record) || store_->check(disagreed); });
+        },
+        deadline, [&] { return strCat("rank ", r, " to reach ", tag, " (", what, ")"); },
+        watch_ ? std::function<void()>([&] { watch_(r); }) : nullptr);
     if (!store_->check(record)) throw InvalidArgument(toString(store_->get(disagreed, deadline)));
     const std::string theirs = toString(store_->get(record, deadline));
     if (theirs == value) continue;
@@ -578,8 +632,7 @@ std::unique_ptr<Bootstrap> Bootstrap::subgroup(const std::vector<int>& ranks,
   CTRAN_CHECK(newRank >= 0, InvalidArgument, "subgroup: this rank (", rank_,
               ") is not among the listed ranks");
   auto b = std::make_unique<Bootstrap>(store_, newRank, static_cast<int>(ranks.size()),
-                                       prefix_ + "sub/" + tag, secret_);
-  b->keepAlive_ = keepAlive_;
+                                       prefix_ + "sub/" + tag, secret_, hostedServer_);
   b->hostsStore_ = hostsStore_;
   // Until the sub-group's own peer group watches it, this group's watch does (its ranks
   // renamed): a member dying while the sub-group connects ends the wait there too.

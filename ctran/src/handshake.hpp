@@ -16,7 +16,7 @@
 
 namespace ctran::handshake {
 
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 constexpr size_t kHelloBytes = 40;
 
 /// Which server a connection is meant for (a store client knocking on a transport port is

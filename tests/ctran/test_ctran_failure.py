@@ -1,5 +1,7 @@
 """A peer killed mid-operation: survivors raise RemoteError naming it; /dev/shm stays clean."""
 
+import re
+
 import ctran_helpers
 import pytest
 
@@ -86,13 +88,13 @@ def test_dead_peer_is_reported(nranks, transport, how):
     assert not [name for name in ctran_helpers.rcclx_shm_files() if tag in name]
 
 
-def _missing_rank(ctx):
+def _missing_rank(ctx, missing):
     import time
 
     import ctran
 
     uid = ctx.unique_id()
-    if ctx.rank == ctx.nranks - 1:
+    if ctx.rank == missing:
         return None  # never joins
     start = time.monotonic()
     try:
@@ -100,24 +102,61 @@ def _missing_rank(ctx):
         outcome = ("joined", "")
     except ctran.Error as e:
         outcome = (type(e).__name__, str(e))
-    elapsed = time.monotonic() - start
-    # Rank 0 hosts the bootstrap store: it must outlive the other waiters' own timeouts, or
-    # they would see the store vanish (RemoteError) instead of their deadline.
-    side = ctx.store()
-    side.add("missing_rank/done", 1)
-    if ctx.rank == 0:
-        while side.add("missing_rank/done", 0) < ctx.nranks - 1:
-            time.sleep(0.01)
-    return (*outcome, elapsed)
+    return (*outcome, time.monotonic() - start)
 
 
-def test_a_rank_that_never_joins_times_out_naming_it():
-    results = launch(_missing_rank, 3, env={"RCCLX_TIMEOUT_MS": 500}, timeout=30)
-    for res in results[:2]:
+@pytest.mark.parametrize("missing", [1, 2])
+def test_a_rank_that_never_joins_times_out_naming_it(missing):
+    """Whichever gives up first, rank 0 (which hosts the store) or another rank, every rank that
+    joined gets a TimeoutError naming the missing rank and the knob."""
+    results = launch(_missing_rank, 3, missing, env={"RCCLX_TIMEOUT_MS": 500}, timeout=30)
+    for rank, res in enumerate(results):
+        if rank == missing:
+            continue
         kind, message, elapsed = res.value
         assert kind == "TimeoutError", message
-        assert "rank 2" in message and "RCCLX_TIMEOUT_MS=500" in message
-        assert 0.4 < elapsed < 5
+        assert f"rank {missing}" in message and "RCCLX_TIMEOUT_MS=500" in message
+        assert elapsed < 5
+        if rank == 0:
+            assert elapsed > 0.4
+
+
+def _told_by_the_store_host(ctx):
+    import time
+
+    import ctran
+
+    uid = ctx.unique_id()
+    if ctx.rank == 2:
+        return None  # never joins
+    boot = ctran.Bootstrap.from_unique_id(uid, ctx.rank, ctx.nranks)
+    if ctx.rank == 1:
+        time.sleep(0.6)  # rank 0, which hosts the store, will give up well before this rank
+    start = time.monotonic()
+    try:
+        boot.all_gather(b"x")
+        outcome = ("returned", "")
+    except ctran.Error as e:
+        outcome = (type(e).__name__, str(e))
+    del boot  # rank 0 gives up on the group: its store closes
+    return (*outcome, time.monotonic() - start)
+
+
+def test_the_store_host_giving_up_first_tells_the_ranks_still_waiting_why():
+    results = launch(_told_by_the_store_host, 3, env={"RCCLX_TIMEOUT_MS": 1000}, timeout=30)
+    kind, message, _ = results[0].value
+    assert kind == "TimeoutError", message
+    assert "store key 'ag/0/2'" in message
+    kind, message, elapsed = results[1].value
+    assert kind == "TimeoutError", message
+    store = r"[0-9.]+:[0-9]+"
+    assert re.fullmatch(
+        f"bootstrap allgather: rank 2 did not arrive: store server {store}: its host gave up "
+        "first and closed it: bootstrap allgather: rank 2 did not arrive: timed out after 1000 "
+        f"ms waiting for store key 'ag/0/2' at {store} \\(RCCLX_TIMEOUT_MS=1000\\)",
+        message,
+    ), message
+    assert elapsed < 0.9  # told when rank 0 gave up, before its own deadline
 
 
 def _last_signal_then_leave(ctx, how):

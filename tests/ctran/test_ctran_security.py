@@ -19,7 +19,7 @@ import ctran
 from launcher import launch
 
 MAGIC = b"RCCLXHLO"
-VERSION = 1
+VERSION = 2
 STORE, TRANSPORT = 1, 2
 # The server's verdicts (handshake.cpp).
 ACCEPTED, OLD_VERSION, WRONG_SECRET, WRONG_CHANNEL = 0, 1, 2, 3
@@ -106,7 +106,7 @@ def _expect_refusals(seen: dict):
 def _expect_logged(log: str, server: str):
     assert re.search(f"{server}: refused a connection from .*: bad magic", log), log
     assert re.search(
-        f"{server}: refused a connection from .*: protocol version 0 \\(client\\) vs 1", log
+        f"{server}: refused a connection from .*: protocol version 0 \\(client\\) vs 2", log
     ), log
     assert re.search(f"{server}: refused a connection from .*: wrong job secret", log), log
     assert re.search(f"{server}: refused a connection from .*: wrong channel", log), log

@@ -214,6 +214,56 @@ def test_tcp_store_reports_a_stopped_server():
     assert f":{port}" in str(info.value)
 
 
+def _get_in_thread(client, key):
+    """Starts client.get(key) in a thread; returns the thread and the list its outcome lands in."""
+    outcome = []
+
+    def wait():
+        try:
+            outcome.append(("returned", client.get(key, timeout_ms=20000)))
+        except ctran.Error as e:
+            outcome.append((type(e).__name__, str(e)))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    return waiter, outcome
+
+
+@pytest.mark.parametrize("timed_out", [True, False], ids=["timeout", "remote"])
+def test_a_closing_server_tells_waiting_clients_why_its_host_gave_up(timed_out):
+    server = ctran.TcpStoreServer()
+    port = server.port
+    clients = [ctran.TcpStore("127.0.0.1", port, timeout_ms=2000) for _ in range(2)]
+    waits = [_get_in_thread(c, f"never/{i}") for i, c in enumerate(clients)]
+    time.sleep(0.2)  # both gets are waiting in the server
+    server.leave_farewell("rank 3 did not arrive", timed_out=timed_out)
+    start = time.monotonic()
+    del server
+    for waiter, outcome in waits:
+        waiter.join(10)
+        assert not waiter.is_alive()
+        kind, message = outcome[0]
+        assert kind == ("TimeoutError" if timed_out else "RemoteError"), message
+        assert message == (
+            f"store server 127.0.0.1:{port}: its host gave up first and closed it: "
+            "rank 3 did not arrive"
+        )
+    assert time.monotonic() - start < 5  # told at the close, not at the clients' own deadline
+
+
+def test_a_server_closing_without_a_farewell_is_a_closed_connection():
+    server = ctran.TcpStoreServer()
+    port = server.port
+    client = ctran.TcpStore("127.0.0.1", port, timeout_ms=2000)
+    waiter, outcome = _get_in_thread(client, "never")
+    time.sleep(0.2)
+    del server
+    waiter.join(10)
+    assert outcome == [
+        ("RemoteError", f"store server 127.0.0.1:{port}: the server closed the connection")
+    ]
+
+
 def test_python_store_forwards_every_method():
     inner = ctran.MemoryStore()
     forwarding = ctran_helpers.ForwardingStore(inner)

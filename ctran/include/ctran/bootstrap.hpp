@@ -47,9 +47,13 @@ class Bootstrap {
  public:
   /// Joins through `store`; keys are namespaced by `prefix`. Checks rank and nranks, and that
   /// no other process joined as the same rank. The group's tcp connections present `secret`;
-  /// without one, rank 0 draws a secret and shares it through the store.
+  /// without one, rank 0 draws a secret and shares it through the store. `hostedServer` is the
+  /// server behind `store` when this process hosts it: the bootstrap keeps it open, and when a
+  /// wait for a peer fails here, the ranks still waiting in the store are told why once it
+  /// closes (TcpStoreServer::leaveFarewell) instead of seeing only their connection close.
   Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix = "",
-            std::optional<JobSecret> secret = std::nullopt);
+            std::optional<JobSecret> secret = std::nullopt,
+            std::shared_ptr<TcpStoreServer> hostedServer = nullptr);
   ~Bootstrap();
 
   /// Joins the group named by `id` (the process that created the id must be alive).
@@ -117,12 +121,25 @@ class Bootstrap {
   /// Called at the end of a collective call `op` whose store keys are `keys`; see
   /// bootstrap.cpp.
   void waitForReaders(const std::string& op, const std::vector<std::string>& keys);
+  /// `call()` on the store during a wait for `peer`; when the store is gone (RemoteError but
+  /// no timeout), the peer watch raises first if the group knows of a failure.
+  template <typename Call>
+  auto onStore(int peer, Call&& call);
   /// store_->get(k, deadline), calling the peer watch for `peer` between short waits.
   Bytes awaitRecord(const std::string& k, const Deadline& deadline, int peer);
+  /// awaitRecord for a record the group cannot go on without: a timeout is rethrown as
+  /// "`context` (absentRanks): ...", and any failure is also the hosted server's farewell.
+  Bytes awaitPeer(const std::string& k, const Deadline& deadline, int peer,
+                  const std::string& context);
+  /// " (ranks 1, 3 have not joined the group)" for the ranks other than `besides` that never
+  /// joined, so that a rank waiting on one that waits on them still names them; "" when all
+  /// have (or the store cannot tell).
+  std::string absentRanks(int besides) const;
 
+  // Declared first so that it closes after this bootstrap's own connection to it.
+  std::shared_ptr<TcpStoreServer> hostedServer_;  // set when this copy of ctran made the store
   std::shared_ptr<Store> store_;
-  std::shared_ptr<void> keepAlive_;  // the TcpStoreServer when this copy of ctran made it
-  bool hostsStore_ = false;          // this process hosts the store (see waitForReaders)
+  bool hostsStore_ = false;  // this process hosts the store (see waitForReaders)
   int rank_;
   int nranks_;
   std::string prefix_;

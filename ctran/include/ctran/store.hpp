@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ctran/checks.hpp"
 #include "ctran/secret.hpp"
 #include "ctran/wait.hpp"
 
@@ -46,6 +47,10 @@ class TcpStoreServer {
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   int port() const;
+  /// Has the clients still waiting in a get when the server closes told that its host gave up
+  /// because of `reason` (they throw an error of the same kind, TimeoutError or RemoteError,
+  /// quoting it) instead of only seeing the connection close.
+  void leaveFarewell(const RemoteError& reason);
   /// How many clients are connected now (strangers still in their handshake included).
   int connectedClients() const;
 

@@ -103,7 +103,20 @@ void registerStore(py::module_& m) {
            "Listens on `host` (default every interface; RCCLX_LISTEN_ADDR overrides it) and "
            "`port` (0: any free port), admitting only clients that present `secret` (16 bytes; "
            "default RCCLX_JOB_SECRET, or none when that is unset).")
-      .def_property_readonly("port", &TcpStoreServer::port, "The port it listens on.");
+      .def_property_readonly("port", &TcpStoreServer::port, "The port it listens on.")
+      .def(
+          "leave_farewell",
+          [](TcpStoreServer& server, const std::string& reason, bool timedOut) {
+            if (timedOut) {
+              server.leaveFarewell(TimeoutError(reason));
+            } else {
+              server.leaveFarewell(RemoteError(reason));
+            }
+          },
+          py::arg("reason"), py::arg("timed_out") = false,
+          "What the clients still waiting in a get are told when this server closes: they raise "
+          "TimeoutError (timed_out) or RemoteError quoting `reason`, instead of only seeing "
+          "their connection close.");
 
   py::class_<TcpStore, Store, std::shared_ptr<TcpStore>>(m, "TcpStore",
                                                          "A client of a TcpStoreServer.")

@@ -4,8 +4,9 @@
 // request: u8 op | u32 key length | key | u64 value length | value.
 // A GET's value is its i64 timeout in milliseconds (absent: no limit).
 // Replies: SET/ERASE -> u8 ack; GET -> u64 length | value once the key exists, or the length
-// kGetTimedOut alone when the timeout passed first (the connection stays usable);
-// ADD -> i64 new value; CHECK -> u8 present.
+// kGetTimedOut alone when the timeout passed first (the connection stays usable), or, once the
+// server is closing and its host left word why, the length kServerGaveUp | u8 timed out |
+// u64 length | the host's reason; ADD -> i64 new value; CHECK -> u8 present.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "../handshake.hpp"
@@ -30,9 +32,21 @@ enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kErase = 5 }
 
 constexpr uint32_t kMaxKeyBytes = 1 << 16;
 constexpr uint64_t kGetTimedOut = ~uint64_t{0};
+constexpr uint64_t kServerGaveUp = ~uint64_t{0} - 1;
+constexpr uint64_t kMaxFarewellBytes = 1 << 16;
+// How long a server whose host gave up goes on answering before it cuts the connections of the
+// clients that have not left (ranks busy elsewhere must not hold the host's failure up long).
+constexpr auto kFarewellGrace = std::chrono::seconds(1);
 // How long past its deadline a client waits for the server's timed-out reply before it gives
 // the connection up (the server, not the client, decides that a get timed out).
 constexpr int64_t kReplyGraceMs = 5000;
+
+// What a server's host, having given up on its group, has every get told once the server is
+// closing: without it the ranks still waiting would learn only that their connection closed.
+struct Farewell {
+  bool timedOut = false;  ///< the host's failure was a timeout (the clients' is too)
+  std::string reason;
+};
 
 void sendRequest(Socket& s, Op op, const std::string& key, const void* value, uint64_t vlen) {
   CTRAN_CHECK(key.size() <= kMaxKeyBytes, InvalidArgument, "store key of ", key.size(),
@@ -70,11 +84,13 @@ struct TcpStoreServer::Impl {
   const int maxPending;
   Listener listener;
   std::mutex mu;
-  std::condition_variable changed;   // a key was set or added to, or the server stops
-  std::condition_variable slotFree;  // a handshake ended, or the server stops
+  std::condition_variable changed;     // a key was set or added to, or the server stops
+  std::condition_variable slotFree;    // a handshake ended, or the server stops
+  std::condition_variable clientLeft;  // a client's thread ended (see ~Impl)
   std::map<std::string, Bytes> data;
   bool stopping = false;
   int handshaking = 0;
+  std::optional<Farewell> farewell;
   std::list<Client> clients;
   std::thread acceptor;
 
@@ -139,8 +155,9 @@ struct TcpStoreServer::Impl {
       // lock, so that the destructor's shutdown never meets a recycled descriptor.
       std::lock_guard<std::mutex> lock(mu);
       c.socket.close();
+      c.done.store(true);
     }
-    c.done.store(true);
+    clientLeft.notify_all();
   }
 
   bool isStopping() {
@@ -196,6 +213,16 @@ struct TcpStoreServer::Impl {
     }
   }
 
+  static void sendFarewell(Socket& s, const Farewell& word) {
+    const std::string reason = word.reason.substr(0, kMaxFarewellBytes);
+    const uint8_t timedOut = word.timedOut ? 1 : 0;
+    const uint64_t n = reason.size();
+    s.sendAll(&kServerGaveUp, 8);
+    s.sendAll(&timedOut, 1);
+    s.sendAll(&n, 8);
+    s.sendAll(reason.data(), n);
+  }
+
   bool handle(Socket& s, Op op, const std::string& key, Bytes value) {
     switch (op) {
       case Op::kSet: {
@@ -209,25 +236,31 @@ struct TcpStoreServer::Impl {
         return true;
       }
       case Op::kGet: {
-        Bytes out;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          auto ready = [&] { return stopping || data.count(key) != 0; };
-          if (value.size() == 8) {
-            int64_t timeoutMs = 0;
-            std::memcpy(&timeoutMs, value.data(), 8);
-            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
-            if (!changed.wait_until(lock, until, ready)) {
-              lock.unlock();
-              s.sendAll(&kGetTimedOut, 8);
-              return true;
-            }
-          } else {
-            changed.wait(lock, ready);
-          }
-          if (stopping) return false;
-          out = data[key];
+        std::unique_lock<std::mutex> lock(mu);
+        auto ready = [&] { return stopping || data.count(key) != 0; };
+        bool found = true;
+        if (value.size() == 8) {
+          int64_t timeoutMs = 0;
+          std::memcpy(&timeoutMs, value.data(), 8);
+          auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+          found = changed.wait_until(lock, until, ready);
+        } else {
+          changed.wait(lock, ready);
         }
+        if (stopping) {
+          if (!farewell) return false;
+          const Farewell word = *farewell;
+          lock.unlock();
+          sendFarewell(s, word);
+          return true;
+        }
+        if (!found) {
+          lock.unlock();
+          s.sendAll(&kGetTimedOut, 8);
+          return true;
+        }
+        const Bytes out = data[key];
+        lock.unlock();
         uint64_t n = out.size();
         s.sendAll(&n, 8);
         if (n) s.sendAll(out.data(), n);
@@ -273,14 +306,22 @@ struct TcpStoreServer::Impl {
   }
 
   ~Impl() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stopping = true;
-      for (auto& c : clients) c.socket.shutdown();
-    }
+    std::unique_lock<std::mutex> lock(mu);
+    stopping = true;
     changed.notify_all();
     slotFree.notify_all();
     listener.shutdown();
+    // A host that gave up keeps answering its clients for a moment, the gets with its farewell
+    // and the rest as before (a rank whose own wait ran out at the same moment can still read
+    // the store to say whom it missed), until every client has left.
+    if (farewell) {
+      clientLeft.wait_for(lock, kFarewellGrace, [&] {
+        return std::all_of(clients.begin(), clients.end(),
+                           [](const Client& c) { return c.done.load(); });
+      });
+    }
+    for (auto& c : clients) c.socket.shutdown();
+    lock.unlock();
     acceptor.join();
     for (auto& c : clients) c.thread.join();
   }
@@ -290,6 +331,10 @@ TcpStoreServer::TcpStoreServer(int port, const std::string& host, const JobSecre
     : impl_(std::make_unique<Impl>(host, port, secret)) {}
 TcpStoreServer::~TcpStoreServer() = default;
 int TcpStoreServer::port() const { return impl_->listener.port(); }
+void TcpStoreServer::leaveFarewell(const RemoteError& reason) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->farewell = Farewell{dynamic_cast<const TimeoutError*>(&reason) != nullptr, reason.what()};
+}
 int TcpStoreServer::connectedClients() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   int n = 0;
@@ -329,6 +374,21 @@ struct TcpStore::Impl {
       broken = true;
       throw;
     }
+  }
+
+  // Reads the rest of a closing server's farewell and throws the error its host gave up with.
+  [[noreturn]] void throwFarewell(const Deadline* d) {
+    uint8_t timedOut = 0;
+    uint64_t n = 0;
+    recvOrFail(&timedOut, 1, d);
+    recvOrFail(&n, 8, d);
+    CTRAN_CHECK(n <= kMaxFarewellBytes, RemoteError, "the server closed with a farewell of ", n,
+                " bytes (at most ", kMaxFarewellBytes, ")");
+    std::string reason(n, '\0');
+    recvOrFail(reason.data(), n, d);
+    const std::string message = strCat("its host gave up first and closed it: ", reason);
+    if (timedOut) throw TimeoutError(strCat("store server ", server.str(), ": ", message));
+    throw RemoteError(message);
   }
 
   void recvOrFail(void* p, size_t n, const Deadline* d) {
@@ -380,6 +440,7 @@ Bytes TcpStore::get(const std::string& key, const Deadline& deadline) {
       timedOut = true;
       return Bytes{};
     }
+    if (n == kServerGaveUp) impl_->throwFarewell(&replyDeadline);
     Bytes value(n);
     if (n) impl_->recvOrFail(value.data(), n, &replyDeadline);
     return value;

@@ -8,8 +8,6 @@
 // a key reads the same from torch.
 #include "torch_store_client.hpp"
 
-#include <cstring>
-
 #include "ctran/checks.hpp"
 
 namespace ctran {
