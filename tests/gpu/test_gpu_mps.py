@@ -5,7 +5,8 @@ and both waited until the in-kernel timeout.
 
 Runs where an MPS control daemon serves this environment (``nox -s gpu`` starts one); with 2 and
 3 ranks, every all_reduce algorithm from 1 KiB to 64 MiB eager and in CUDA graphs (through
-rcclx-perf, which also checks every element), and every other collective eager and captured.
+rcclx-perf, which also checks every element), and every other collective eager and captured;
+a late rank's own kernels that need shared memory, with no SM limit and with the SMs split.
 A deadlock would end in the in-kernel timeout (RCCLX_TIMEOUT_MS, 10 s here) and fail the run.
 """
 
@@ -53,6 +54,23 @@ def test_every_allreduce_algorithm_finishes_under_mps_without_an_sm_limit(nranks
     assert run.returncode == 0, f"{' '.join(cmd)}\n{run.stdout}\n{run.stderr}"
     assert f"ranks share GPUs: {nranks} ranks share a GPU" in run.stdout, run.stdout
     assert "MPS on" in run.stdout and "no SM limit" in run.stdout, run.stdout
+    assert took < RUN_LIMIT_S, f"{took:.0f} s:\n{run.stdout}"
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("mode", [[], ["--graph", "20"]], ids=["eager", "graph"])
+def test_back_to_back_early_launched_allreduces_finish_under_mps_without_an_sm_limit(nranks, mode):
+    # The sizes whose kernels launch early one kernel ahead (co_residency.hpp), 300 calls each
+    # back to back: a stream whose early-launched kernels chained without bound could hold every
+    # SM while a peer's kernel of the same call waited for one (the hang this replaces).
+    cmd = [sys.executable, "-m", "rcclx_core.perf", "--device", "cuda", "-g", str(nranks)]
+    cmd += ["-b", "1K", "-e", "256K", "-f", "4", "--algo", "all"]
+    cmd += ["-n", "300", "-w", "20", *mode]
+    start = time.monotonic()
+    run = subprocess.run(cmd, env=_no_sm_limit_env(), capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - start
+    assert run.returncode == 0, f"{' '.join(cmd)}\n{run.stdout}\n{run.stderr}"
+    assert "early launch one kernel ahead where two grids fit" in run.stdout, run.stdout
     assert took < RUN_LIMIT_S, f"{took:.0f} s:\n{run.stdout}"
 
 
@@ -192,8 +210,13 @@ def _late_rank_with_shared_memory_kernels(ctx):
 
 
 @pytest.mark.parametrize("nranks", [2, 3])
-def test_a_late_rank_runs_its_own_kernels_while_peers_wait(nranks):
+@pytest.mark.parametrize("sms", ["no_limit", "split"])
+def test_a_late_rank_runs_its_own_kernels_while_peers_wait(nranks, sms):
+    # "split": each rank at 100 / nranks % of the SMs, where launches leave the SMs' shared
+    # memory split as it is (the peers' blocks stay on their share of the SMs).
     env = _no_sm_limit_env()
+    if sms == "split":
+        env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(100 // nranks)
     start = time.monotonic()
     results = launch(_late_rank_with_shared_memory_kernels, nranks, env=env, timeout=RUN_LIMIT_S)
     assert all(not r.value for r in results), [r.value for r in results]

@@ -135,13 +135,24 @@ TEST_CASE("co-residency: early launch only where no rank can take a peer's SMs")
   CHECK(ranksOnShare({"a", "a"}, 50, 66).earlyLaunchSafe());        // MPS splits the SMs
   CHECK(!ranksOnShare({"a", "a", "a"}, 50, 66).earlyLaunchSafe());  // 150 %: they overlap
   CHECK(ranksOnShare({"a", "a", "a"}, 33, 44).earlyLaunchSafe());
-  CHECK(contains(ranksOn({"a", "a"}).describe(), "no early launch"));
+  CHECK(contains(ranksOn({"a", "a"}).describe(),
+                 "early launch one kernel ahead where two grids fit"));
+  // One kernel ahead: the running grid and the next, resident together, within a rank's share
+  // (66 two-shot blocks of 512 threads for each of two ranks; 44 for three).
+  CHECK(CoResidency().earlyLaunchFits(WaitingKernel::kTwoShot, 1 << 20, 512));
+  CHECK(ranksOn({"a", "a"}).earlyLaunchFits(WaitingKernel::kTwoShot, 33, 512));
+  CHECK(!ranksOn({"a", "a"}).earlyLaunchFits(WaitingKernel::kTwoShot, 34, 512));
+  CHECK(ranksOn({"a", "a", "a"}).earlyLaunchFits(WaitingKernel::kTwoShot, 22, 512));
+  CHECK(!ranksOn({"a", "a", "a"}).earlyLaunchFits(WaitingKernel::kTwoShot, 23, 512));
+  CHECK(ranksOn({"a", "a"}).earlyLaunchFits(WaitingKernel::kFlatLl, 8 * 66, 64));
+  // Where MPS splits the SMs, early launch is as on a GPU of its own, whatever the grid.
   GpuAllReducePlan p =
       planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOnShare({"a", "a"}, 50, 66)));
-  CHECK(p.pdl);
+  CHECK(p.pdl && !p.pdlOneAhead);
   p = planGpuAllReduce(
       call(AllReduceAlgo::kDdaLarge, 64 * kMiB, 2, ranksOnShare({"a", "a"}, 50, 66)));
-  CHECK(p.pdl && p.twoShot.blocks == 66);
+  CHECK(p.pdl && !p.pdlOneAhead && p.twoShot.blocks == 66);
+  CHECK(contains(p.describe(), ", pdl"));
 }
 
 TEST_CASE("co-residency: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE as MPS reads it") {
@@ -170,7 +181,9 @@ TEST_CASE("co-residency: a report travels between ranks whole") {
                   ctran::InvalidArgument, "rank 3 sent no report");
 }
 
-TEST_CASE("allreduce plan: ranks sharing a GPU launch plainly, grids fitted beside the peers'") {
+TEST_CASE(
+    "allreduce plan: ranks sharing a GPU fit their grids beside the peers'; early launch "
+    "one kernel ahead where two fit") {
   const CoResidency alone;
   const CoResidency two = ranksOn({"a", "a"});
   const CoResidency three = ranksOn({"a", "a", "a"});
@@ -193,13 +206,25 @@ TEST_CASE("allreduce plan: ranks sharing a GPU launch plainly, grids fitted besi
   CHECK_EQ(p.kernel, GpuKernel::kTreeLines);
   CHECK(p.shape.blocks <= 132);
   CHECK_EQ(p.unsharedBlocks, 256);
-  // A small call fits as it is: only pdl goes.
+  // A small call fits as it is, twice over: it launches early, one kernel ahead.
   p = planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, two));
   const GpuAllReducePlan own = planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, alone));
   CHECK_EQ(p.shape.blocks, own.shape.blocks);
   CHECK_EQ(p.unsharedBlocks, 0);
-  CHECK(own.pdl && !p.pdl);
+  CHECK(own.pdl && !own.pdlOneAhead);
+  CHECK(p.pdl && p.pdlOneAhead);
   CHECK(!contains(p.describe(), "shrunk"));
+  CHECK(contains(p.describe(), "pdl one kernel ahead (ranks share the GPU)"));
+  p = planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 3, three));
+  CHECK(p.pdl && p.pdlOneAhead);
+  // A grid that takes more than half a rank's share launches plainly.
+  p = planGpuAllReduce(call(AllReduceAlgo::kDdaTree, 7 * kMiB, 2, two));
+  CHECK(p.shape.blocks > 66);
+  CHECK(!p.pdl && !p.pdlOneAhead);
+  // Turned off by the tuning, early launch stays off.
+  GpuPlanInput off = call(AllReduceAlgo::kDdaFlat, 1024, 2, two);
+  off.tuning.pdl = false;
+  CHECK(!planGpuAllReduce(off).pdl);
 }
 
 TEST_CASE("allreduce plan: a GPU of its own plans as before, whatever the size") {
@@ -235,20 +260,37 @@ TEST_CASE("channel plan: the collectives' blocks fit beside the peers' when rank
   CHECK_EQ(laneShape(64 * kMiB, false, 3, 1 * kMiB, three.transfers).lanes, 17);
 }
 
-TEST_CASE("co-residency: every launch that shares the GPU keeps its SMs' shared memory free") {
+TEST_CASE(
+    "co-residency: launches keep the SMs' shared memory free where a peer's blocks can "
+    "sit on every SM") {
   // A peer's waiting blocks on every SM must leave room for this rank's own kernels before its
-  // collective (ctran/kernel_launch.cuh); on a GPU of its own nothing changes.
+  // collective (ctran/kernel_launch.cuh); on a GPU of its own, or where MPS splits the SMs
+  // among the sharers, nothing changes.
   using rcclx::gpu::channelBlocks;
   CHECK(contains(ranksOn({"a", "a"}).describe(), "shared memory kept free"));
-  CHECK(!channelBlocks(CoResidency()).sharedGpu);
-  CHECK(!channelBlocks(ranksOn({"a", "b"})).sharedGpu);
-  CHECK(channelBlocks(ranksOn({"a", "a", "a"})).sharedGpu);
-  // Under MPS percentages whose shares fit the unshrunk grid the launch still shares SMs.
+  CHECK(!channelBlocks(CoResidency()).keepSharedMemoryFree);
+  CHECK(!channelBlocks(ranksOn({"a", "b"})).keepSharedMemoryFree);
+  CHECK(channelBlocks(ranksOn({"a", "a", "a"})).keepSharedMemoryFree);
+  // Under MPS percentages whose shares overlap the launch still keeps it free.
   const ChannelBlocks fits = channelBlocks(ranksOnShare({"a", "a"}, 100, 132));
-  CHECK(fits.sharedGpu);
+  CHECK(fits.keepSharedMemoryFree);
+  CHECK(channelBlocks(ranksOnShare({"a", "a", "a"}, 50, 66)).keepSharedMemoryFree);
   rcclx::gpu::PlanBuilder builder(ctran::DeviceWindowHandle{}, rcclx::gpu::ChannelLayout{},
                                   ctran::WaitBound{}, fits);
-  CHECK(builder.finish().sharedGpu);
-  CHECK(planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "a"}))).sharedGpu);
-  CHECK(!planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "b"}))).sharedGpu);
+  CHECK(builder.finish().keepSharedMemoryFree);
+  // Split by MPS (2 x 50 %, 3 x 33 %): each rank's blocks stay on its share of the SMs.
+  const CoResidency split = ranksOnShare({"a", "a"}, 50, 66);
+  CHECK(split.smsSplit() && !split.keepSharedMemoryFree());
+  CHECK(!channelBlocks(split).keepSharedMemoryFree);
+  CHECK(!channelBlocks(ranksOnShare({"a", "a", "a"}, 33, 44)).keepSharedMemoryFree);
+  CHECK(!contains(split.describe(), "shared memory kept free"));
+  CHECK(!ranksOn({"a", "a"}).smsSplit() && !CoResidency().smsSplit());
+  const GpuAllReducePlan shared =
+      planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "a"})));
+  CHECK(shared.sharedGpu && shared.keepSharedMemoryFree);
+  const GpuAllReducePlan apart =
+      planGpuAllReduce(call(AllReduceAlgo::kDdaLarge, 64 * kMiB, 2, split));
+  CHECK(apart.sharedGpu && !apart.keepSharedMemoryFree);
+  CHECK(!planGpuAllReduce(call(AllReduceAlgo::kDdaFlat, 1024, 2, ranksOn({"a", "b"})))
+             .keepSharedMemoryFree);
 }

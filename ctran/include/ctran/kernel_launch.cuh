@@ -7,10 +7,12 @@
 // share a GPU, a peer's kernel waiting for this rank can hold a block on every SM; a kernel
 // this rank runs before its collective (any with a few KiB of shared memory, torch's reductions
 // and concatenations among them) then finds no SM it may start on, this rank never reaches the
-// collective, and the peer's wait times out. A launch that shares the GPU therefore asks for
-// the split with the most shared memory, which leaves room for any other kernel's blocks
-// (docs/measurements/2026-12-05_mps_shared_memory_carveout.md). On a GPU of its own the
-// launch is left as it was. AMD GPUs keep their shared memory (LDS) apart from L1: nothing to
+// collective, and the peer's wait times out. Such a launch therefore asks for the split with
+// the most shared memory, which leaves room for any other kernel's blocks
+// (docs/measurements/2026-12-05_mps_shared_memory_carveout.md). Where MPS splits the SMs among
+// the ranks (each on at most its share of them) the others always find SMs free of a peer's
+// blocks, and, as on a GPU of its own, the launch is left as it was (the smaller L1 cost the
+// large allreduces 10-20 %). AMD GPUs keep their shared memory (LDS) apart from L1: nothing to
 // ask for there.
 #pragma once
 
@@ -26,9 +28,9 @@ struct KernelLaunch {
   /// Programmatic dependent launch: the kernel may start while the stream's previous kernel
   /// drains (it must wait for it itself). CUDA only.
   bool pdl = false;
-  /// Ranks share the GPU (co_residency.hpp): keep the SMs' shared memory free for their other
-  /// kernels, as above.
-  bool sharedGpu = false;
+  /// Ranks share the GPU and their waiting blocks may sit on every SM (co_residency.hpp): keep
+  /// the SMs' shared memory free for their other kernels, as above.
+  bool keepSharedMemoryFree = false;
 };
 
 /// Launches kernel<<<l.blocks, l.threads, 0, l.stream>>>(args...) as `l` says. The launch's
@@ -47,7 +49,7 @@ void launchKernel(void (*kernel)(Params...), const KernelLaunch& l, Args... args
   attributes[0].val.programmaticStreamSerializationAllowed = l.pdl ? 1 : 0;
   config.attrs = attributes;
   config.numAttrs = 1;
-  if (l.sharedGpu) {
+  if (l.keepSharedMemoryFree) {
 #if defined(cudaKernelNodeAttributePreferredSharedMemoryCarveout)
     // A launch attribute (recorded in a captured graph's kernel node too).
     attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;

@@ -73,8 +73,14 @@ int CoResidency::smsPerRank() const {
   return std::max(std::min(sms_, whole / ranksPerGpu_), 1);
 }
 
-bool CoResidency::earlyLaunchSafe() const {
-  return !shared() || (mpsThreadPercent_ > 0 && mpsThreadPercent_ * ranksPerGpu_ <= 100);
+bool CoResidency::smsSplit() const {
+  return shared() && mpsThreadPercent_ > 0 && mpsThreadPercent_ * ranksPerGpu_ <= 100;
+}
+
+bool CoResidency::earlyLaunchSafe() const { return !shared() || smsSplit(); }
+
+bool CoResidency::earlyLaunchFits(WaitingKernel kernel, int blocks, int threads) const {
+  return !shared() || 2 * static_cast<long long>(blocks) <= maxBlocks(kernel, threads);
 }
 
 int CoResidency::maxBlocks(WaitingKernel kernel, int threads) const {
@@ -94,9 +100,10 @@ std::string CoResidency::describe() const {
            ? ctran::strCat(" (each process sees ", sms_,
                            " SMs under CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", mpsThreadPercent_, ")")
            : ctran::strCat(" of ", sms_, " SMs");
-  s += ctran::strCat(": ", smsPerRank(), " SMs per rank, ",
-                     earlyLaunchSafe() ? "early launch on" : "no early launch",
-                     ", shared memory kept free; threads per SM");
+  s += ctran::strCat(
+      ": ", smsPerRank(), " SMs per rank, ",
+      earlyLaunchSafe() ? "early launch on" : "early launch one kernel ahead where two grids fit",
+      keepSharedMemoryFree() ? ", shared memory kept free" : "", "; threads per SM");
   for (int k = 0; k < kWaitingKernels; ++k)
     s += ctran::strCat(k == 0 ? " " : ", ", waitingKernelName(static_cast<WaitingKernel>(k)), " ",
                        threadsPerSm_[k]);

@@ -9,10 +9,16 @@
 // occupancy API; the kernels are register-bound, so that holds for any block size) divided by
 // the launch's block size, times the SMs a rank can count on (the GPU's SMs divided among the ranks
 // sharing it, and no more than CUDA_MPS_ACTIVE_THREAD_PERCENTAGE lets one process use).
-// Programmatic dependent launch is off there too, unless that percentage splits the SMs among
-// the sharers: an early-launched kernel's blocks sit resident while they wait for their
-// predecessor, and a chain of them can fill every SM a process may use before a peer's kernel
-// starts.
+// Programmatic dependent launch needs care there: an early-launched kernel's blocks sit resident
+// while they wait for their predecessor, and where each kernel lets its successor be scheduled
+// before it waits itself, a stream's queue becomes a chain of resident kernels that can fill
+// every SM a process may use before a peer's kernel starts. Where the MPS percentage splits the
+// SMs among the sharers that chain stays in the rank's own share, and kernels launch early as on
+// a GPU of their own. Elsewhere a kernel lets its successor be scheduled only once it has waited
+// for its predecessor ("one kernel ahead"): a rank then has at most two grids resident, and a
+// launch is early only when two of its grids fit the rank's share. There too, the peers'
+// waiting blocks can sit on every SM, so launches keep the SMs' shared memory free
+// (ctran/kernel_launch.cuh); where MPS splits the SMs they need not.
 //
 // Every rank reports its GPU and occupancies; agree() makes one answer of them that every rank
 // computes alike (launch shapes must match across ranks). Host-only; unit-tested on the CPU.
@@ -75,10 +81,23 @@ class CoResidency {
   /// SMs a rank's kernel can count on while every rank sharing its GPU runs one: the SMs it
   /// sees, and no more than the whole GPU's divided among the ranks sharing it.
   int smsPerRank() const;
-  /// Whether kernels may launch early (programmatic dependent launch): no rank's resident
-  /// blocks can then take the SMs a peer needs. True for ranks on GPUs of their own, and where
-  /// the MPS percentage splits the SMs among the sharers (percentage x ranks <= 100).
+  /// Whether the MPS percentage splits the SMs among the ranks sharing a GPU (percentage x
+  /// ranks <= 100): no rank's blocks can then be on more SMs than its share, and the others
+  /// always find SMs without them.
+  bool smsSplit() const;
+  /// Whether launches ask for the SMs' largest shared-memory share (ctran/kernel_launch.cuh):
+  /// where ranks share a GPU whose SMs MPS does not split, a peer's waiting blocks can sit on
+  /// every SM, and an SM set up for them cannot start a kernel that needs shared memory.
+  bool keepSharedMemoryFree() const { return shared() && !smsSplit(); }
+  /// Whether kernels may launch early (programmatic dependent launch) with no bound on how
+  /// many of a stream's kernels sit resident: no rank's blocks can then take the SMs a peer
+  /// needs. True for ranks on GPUs of their own, and where the MPS percentage splits the SMs
+  /// among the sharers (percentage x ranks <= 100).
   bool earlyLaunchSafe() const;
+  /// Whether a launch of `blocks` blocks of `threads` threads may launch early one kernel ahead
+  /// (its successor scheduled only once it has waited for its predecessor): two such grids, the
+  /// running one and the next, fit the SMs a rank counts on. Always true on a GPU of its own.
+  bool earlyLaunchFits(WaitingKernel kernel, int blocks, int threads) const;
   /// Most blocks of `threads` threads one launch of `kernel` may have (at least one per SM a
   /// rank counts on); kNoLimit when the GPU is not shared.
   int maxBlocks(WaitingKernel kernel, int threads) const;

@@ -32,7 +32,7 @@ struct FlatLinesArgs {
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) flatLinesKernel(FlatLinesArgs a) {
-  awaitPrecedingKernel();
+  awaitPrecedingKernel(a.buf.pdlOneAhead);
   using V = uint2;  // one 8-byte word
   const ctran::DeviceWindowHandle& h = a.win;
   const uint32_t epoch = ctran::device::epochLoad(h);
@@ -161,8 +161,9 @@ void launchFlatLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    ctran::launchKernel(flatLinesKernel<T, decltype(o)::value>,
-                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
+    ctran::launchKernel(
+        flatLinesKernel<T, decltype(o)::value>,
+        {shape.blocks, shape.threads, args.stream, args.pdl, args.keepSharedMemoryFree}, a);
   });
   checkLaunch("dda_flat (lines)", shape.blocks, shape.threads);
 }

@@ -26,7 +26,7 @@ struct FlatArgs {
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) ddaFlatKernel(FlatArgs a) {
-  awaitPrecedingKernel();
+  awaitPrecedingKernel(a.buf.pdlOneAhead);
   const ctran::DeviceWindowHandle& h = a.win;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -90,8 +90,9 @@ void launchFlatLl(const LaunchArgs& args, const LaunchShape& shape) {
               a.llSlotBytes / 2, " bytes");
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    ctran::launchKernel(ddaFlatKernel<T, decltype(o)::value>,
-                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
+    ctran::launchKernel(
+        ddaFlatKernel<T, decltype(o)::value>,
+        {shape.blocks, shape.threads, args.stream, args.pdl, args.keepSharedMemoryFree}, a);
   });
   checkLaunch("dda_flat", shape.blocks, shape.threads);
 }

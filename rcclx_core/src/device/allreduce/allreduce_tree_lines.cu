@@ -35,7 +35,7 @@ using namespace lines;
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) treeLinesKernel(TreeLinesArgs a) {
-  awaitPrecedingKernel();
+  awaitPrecedingKernel(a.buf.pdlOneAhead);
   using V = uint2;  // one 8-byte word
   const ctran::DeviceWindowHandle& h = a.win;
   const uint32_t epoch = ctran::device::epochLoad(h);
@@ -212,8 +212,9 @@ void launchTreeLines(const LaunchArgs& args, const LaunchShape& shape) {
   a.bound = args.bound;
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    ctran::launchKernel(treeLinesKernel<T, decltype(o)::value>,
-                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
+    ctran::launchKernel(
+        treeLinesKernel<T, decltype(o)::value>,
+        {shape.blocks, shape.threads, args.stream, args.pdl, args.keepSharedMemoryFree}, a);
   });
   checkLaunch("dda_tree (lines)", shape.blocks, shape.threads);
 }

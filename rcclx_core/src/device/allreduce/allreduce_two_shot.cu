@@ -52,7 +52,7 @@ constexpr int kReduceBatch = 2;
 
 template <typename T, Op O>
 __global__ void __launch_bounds__(kMaxThreads) twoShotKernel(TwoShotArgs a) {
-  awaitPrecedingKernel();
+  awaitPrecedingKernel(a.buf.pdlOneAhead);
   using ctran::device::signalRelease;
   using ctran::device::signalWait;
   const ctran::DeviceWindowHandle& h = a.win;
@@ -254,8 +254,9 @@ void launchTwoShot(const LaunchArgs& args, const TwoShotShape& shape, bool zeroC
   for (int r = 0; r < ctran::kMaxDeviceRanks; ++r) a.peerRecv[r] = args.peerRecv[r];
   dispatch(args.type, args.op, [&](auto t, auto o) {
     using T = decltype(t);
-    ctran::launchKernel(twoShotKernel<T, decltype(o)::value>,
-                        {shape.blocks, shape.threads, args.stream, args.pdl, args.sharedGpu}, a);
+    ctran::launchKernel(
+        twoShotKernel<T, decltype(o)::value>,
+        {shape.blocks, shape.threads, args.stream, args.pdl, args.keepSharedMemoryFree}, a);
   });
   checkLaunch(what, shape.blocks, shape.threads);
 }

@@ -46,7 +46,8 @@ void launchPlan(const GpuAllReducePlan& plan, LaunchArgs& a) {
   a.count = plan.count;
   a.type = plan.type;
   a.pdl = plan.pdl;
-  a.sharedGpu = plan.sharedGpu;
+  a.pdlOneAhead = plan.pdlOneAhead;
+  a.keepSharedMemoryFree = plan.keepSharedMemoryFree;
   switch (plan.kernel) {
     case GpuKernel::kFlatLl: {
       const size_t elem = dataTypeSize(plan.type);

@@ -122,11 +122,12 @@ constexpr int kPerUnit = kPerVec<T, uint4>;
 struct Buffers {
   const void* send;
   void* recv;
-  size_t count;    ///< elements
-  size_t units;    ///< ceil(count / kPerUnit)
-  bool aligned;    ///< send and recv are 16-byte aligned
-  int avgDivisor;  ///< nranks for AVG, else 1
-  double scale;    ///< PREMUL_SUM: this rank's scalar (read by the kPreMulSum kernels only)
+  size_t count;      ///< elements
+  size_t units;      ///< ceil(count / kPerUnit)
+  bool aligned;      ///< send and recv are 16-byte aligned
+  int avgDivisor;    ///< nranks for AVG, else 1
+  double scale;      ///< PREMUL_SUM: this rank's scalar (read by the kPreMulSum kernels only)
+  bool pdlOneAhead;  ///< awaitPrecedingKernel lets the next kernel be scheduled after its wait
 };
 
 /// Loads vector `u` of `src` (zero-filled past `count`); `aligned`: src is sizeof(V)-aligned.
@@ -189,13 +190,23 @@ __device__ __forceinline__ V loadOwn(const void* src, size_t u, size_t count, bo
 }
 
 /// Programmatic dependent launch (NVIDIA sm_90 and later): lets the next kernel of the stream
-/// be scheduled now, then waits until the kernel before this one has finished and its memory is
+/// be scheduled and waits until the kernel before this one has finished and its memory is
 /// visible. Every allreduce kernel calls it first, before any load or store; launched with
 /// pdl (ctran/kernel_launch.cuh), the grid is then set up while its predecessor drains.
-__device__ __forceinline__ void awaitPrecedingKernel() {
+/// `oneAhead` waits first, so at most two kernels of a stream are resident (the running one and
+/// the next): where ranks share a GPU, a longer chain could hold the SMs a peer's kernel needs
+/// (co_residency.hpp).
+__device__ __forceinline__ void awaitPrecedingKernel(bool oneAhead) {
 #if !RCCLX_GPU_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (oneAhead) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  } else {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+#else
+  (void)oneAhead;
 #endif
 }
 
@@ -412,6 +423,7 @@ inline Buffers buffersOf(const LaunchArgs& a) {
       ((reinterpret_cast<uintptr_t>(a.send) | reinterpret_cast<uintptr_t>(a.recv)) % 16) == 0;
   b.avgDivisor = a.op == RedOp::kAvg ? a.window.nranks : 1;
   b.scale = a.premulScalar;
+  b.pdlOneAhead = a.pdlOneAhead;
   return b;
 }
 

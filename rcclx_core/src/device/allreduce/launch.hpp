@@ -102,10 +102,12 @@ struct LaunchArgs {
   double premulScalar = 1.0;
   ctran::DeviceWindowHandle window;
   StagingLayout layout;
-  void* stream = nullptr;  ///< cudaStream_t / hipStream_t
-  ctran::WaitBound bound;  ///< bound of every in-kernel wait
-  bool pdl = false;        ///< launch with programmatic dependent launch (kernel_launch.cuh)
-  bool sharedGpu = false;  ///< ranks share the GPU (kernel_launch.cuh)
+  void* stream = nullptr;    ///< cudaStream_t / hipStream_t
+  ctran::WaitBound bound;    ///< bound of every in-kernel wait
+  bool pdl = false;          ///< launch with programmatic dependent launch (kernel_launch.cuh)
+  bool pdlOneAhead = false;  ///< with pdl: one kernel ahead (GpuAllReducePlan::pdlOneAhead)
+  bool keepSharedMemoryFree =
+      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
   /// When recv lies in a symmetric buffer: every rank's output at the same offset, as mapped
   /// here (the two-shot kernel then stores its all-gather straight into the peers' outputs);
   /// all null otherwise.

@@ -198,6 +198,20 @@ int launchBlocks(const GpuAllReducePlan& p) {
   return p.kernel == GpuKernel::kTwoShot ? p.twoShot.blocks : p.shape.blocks;
 }
 
+/// The threads of each block of the plan's launches.
+int launchThreads(const GpuAllReducePlan& p) {
+  return p.kernel == GpuKernel::kTwoShot ? p.twoShot.threads : p.shape.threads;
+}
+
+/// Whose occupancy bounds the plan's kernel (a kernel that waits on peers).
+WaitingKernel waitingKernelOf(GpuKernel kernel) {
+  switch (kernel) {
+    case GpuKernel::kFlatLl: return WaitingKernel::kFlatLl;
+    case GpuKernel::kTwoShot: return WaitingKernel::kTwoShot;
+    default: return WaitingKernel::kLines;  // the line kernels (kNone and kCopy never wait)
+  }
+}
+
 }  // namespace
 
 const char* gpuKernelName(GpuKernel kernel) {
@@ -267,14 +281,21 @@ GpuAllReducePlan planGpuAllReduce(const GpuPlanInput& in) {
     p.why = in.inPlace ? PlanReason::kOneRankInPlace : PlanReason::kOneRankCopy;
     return p;
   }
-  // Ranks sharing the GPU launch plainly unless MPS splits its SMs: see co_residency.hpp.
   p.sharedGpu = in.coResidency.shared();
-  const bool pdl = in.tuning.pdl && in.pdlCapable && in.coResidency.earlyLaunchSafe();
+  p.keepSharedMemoryFree = in.coResidency.keepSharedMemoryFree();
+  const bool pdl = in.tuning.pdl && in.pdlCapable;
   switch (in.family) {
     case AllReduceAlgo::kDdaFlat: planFlat(in, pdl, p); break;
     case AllReduceAlgo::kDdaTree: planTree(in, pdl, p); break;
     case AllReduceAlgo::kDdaLarge: planLarge(in, pdl, p); break;
     default: p.why = PlanReason::kNotOnGpu; break;
+  }
+  // Where ranks share the GPU and MPS does not split its SMs, early launch runs one kernel
+  // ahead, and only where two grids fit (co_residency.hpp).
+  if (p.pdl && !in.coResidency.earlyLaunchSafe()) {
+    p.pdl = in.coResidency.earlyLaunchFits(waitingKernelOf(p.kernel), launchBlocks(p),
+                                           launchThreads(p));
+    p.pdlOneAhead = p.pdl;
   }
   if (p.sharedGpu && p.kernel != GpuKernel::kNone && p.kernel != GpuKernel::kCopy) {
     GpuPlanInput alone = in;
@@ -317,7 +338,11 @@ std::string GpuAllReducePlan::describe() const {
   if (unsharedBlocks > 0)
     s += ctran::strCat(", shrunk from ", unsharedBlocks,
                        " blocks to fit beside the ranks sharing the GPU");
-  s += pdl ? ", pdl" : (sharedGpu ? ", no pdl (ranks share the GPU)" : ", no pdl");
+  if (pdlOneAhead) {
+    s += ", pdl one kernel ahead (ranks share the GPU)";
+  } else {
+    s += pdl ? ", pdl" : (sharedGpu ? ", no pdl (ranks share the GPU)" : ", no pdl");
+  }
   return s;
 }
 

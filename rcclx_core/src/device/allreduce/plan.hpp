@@ -67,7 +67,8 @@ struct GpuPlanInput {
   bool pdlCapable = false;  ///< the GPU has programmatic dependent launch (sm_90 and later)
   StagingLayout layout;
   Tuning tuning;
-  /// Whether ranks share GPUs: grids then fit beside the peers' and launches are plain.
+  /// Whether ranks share GPUs: grids then fit beside the peers', launched early only where
+  /// that stays safe.
   CoResidency coResidency;
 };
 
@@ -96,9 +97,14 @@ struct GpuAllReducePlan {
   LaunchShape lastShape;
   TwoShotShape twoShot;  ///< kTwoShot's shape
   bool pdl = false;      ///< launch with programmatic dependent launch
-  /// Ranks share the GPU (coResidency): the grid may have been shrunk, and pdl is off unless
-  /// MPS splits the SMs among them.
+  /// With pdl: the kernel lets its successor be scheduled only once it has waited for its
+  /// predecessor (co_residency.hpp: ranks share the GPU and MPS does not split its SMs).
+  bool pdlOneAhead = false;
+  /// Ranks share the GPU (coResidency): the grid may have been shrunk, and pdl is on only where
+  /// MPS splits the SMs among them or two grids fit a rank's share.
   bool sharedGpu = false;
+  /// The launch keeps the SMs' shared memory free (CoResidency::keepSharedMemoryFree).
+  bool keepSharedMemoryFree = false;
   /// The blocks the kernel would have had on a GPU of its own, when sharing shrank its grid
   /// (0: not shrunk).
   int unsharedBlocks = 0;

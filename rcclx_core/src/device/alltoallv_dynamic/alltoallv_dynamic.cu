@@ -266,8 +266,8 @@ __global__ void __launch_bounds__(kThreads) allToAllvDynamicKernel(DynamicKernel
 
 void launchAllToAllvDynamic(const DynamicKernelArgs& args, void* stream) {
   const int blocks = 2 * args.window.nranks * args.lanes + args.selfBlocks;
-  ctran::launchKernel(allToAllvDynamicKernel, {blocks, kThreads, stream, false, args.sharedGpu},
-                      args);
+  ctran::launchKernel(allToAllvDynamicKernel,
+                      {blocks, kThreads, stream, false, args.keepSharedMemoryFree}, args);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching alltoallv_dynamic (", blocks, " blocks)");
 }
 

@@ -97,7 +97,7 @@ void GpuAllToAllvDynamic::run(const DynamicCall& call, void* stream) {
   a.slotBytes = slotBytes_;
   a.lanes = lanes_;
   a.selfBlocks = selfBlocks_;
-  a.sharedGpu = res_.coResidency().shared();
+  a.keepSharedMemoryFree = res_.coResidency().keepSharedMemoryFree();
   a.bound = res_.waitBound();
   a.status = deviceStatus_;
   launchAllToAllvDynamic(a, stream);

@@ -45,10 +45,11 @@ constexpr int kDynamicThreads = 512;
 struct DynamicKernelArgs {
   ctran::DeviceWindowHandle window;
   DynamicCall call;
-  size_t slotBytes = 0;    ///< one lane's slot
-  int lanes = 1;           ///< blocks per peer and direction
-  int selfBlocks = 1;      ///< blocks copying this rank's own block (after the 2 x n x lanes)
-  bool sharedGpu = false;  ///< ranks share the GPU (ctran/kernel_launch.cuh)
+  size_t slotBytes = 0;  ///< one lane's slot
+  int lanes = 1;         ///< blocks per peer and direction
+  int selfBlocks = 1;    ///< blocks copying this rank's own block (after the 2 x n x lanes)
+  bool keepSharedMemoryFree =
+      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
   ctran::WaitBound bound;
   DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };

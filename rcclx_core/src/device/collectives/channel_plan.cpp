@@ -34,7 +34,7 @@ ChannelBlocks channelBlocks(const CoResidency& coResidency) {
   const int unshared = kChannelBlockBudget + kMaxSelfBlocks;
   const int fits = coResidency.fit(WaitingKernel::kChannels, unshared, kMaxThreads);
   ChannelBlocks b;
-  b.sharedGpu = coResidency.shared();
+  b.keepSharedMemoryFree = coResidency.keepSharedMemoryFree();
   if (fits == unshared) return b;
   b.self = std::max(fits / 5, 1);
   b.transfers = std::max(fits - b.self, 1);
@@ -62,7 +62,7 @@ PlanBuilder::PlanBuilder(const ctran::DeviceWindowHandle& win, const ChannelLayo
   plan_.win = win;
   plan_.layout = layout;
   plan_.bound = bound;
-  plan_.sharedGpu = blocks.sharedGpu;
+  plan_.keepSharedMemoryFree = blocks.keepSharedMemoryFree;
 }
 
 void PlanBuilder::add(const ExchangeRole& role) {

@@ -91,7 +91,8 @@ constexpr int kMaxSelfBlocks = 32;
 struct ChannelBlocks {
   int transfers = kChannelBlockBudget;  ///< all send / receive (and reduce) roles together
   int self = kMaxSelfBlocks;            ///< a self copy
-  bool sharedGpu = false;               ///< ranks share the GPU (ctran/kernel_launch.cuh)
+  bool keepSharedMemoryFree =
+      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
 };
 /// ChannelBlocks on GPUs of their own; where ranks share a GPU, fewer, so that the whole grid
 /// fits beside the peers' (a fifth of it for the self copy).
@@ -128,11 +129,12 @@ struct ExchangePlan {
   ChannelLayout layout;
   ctran::WaitBound bound;
   int nroles = 0;
-  int blocks = 0;          ///< grid size: the sum of the roles' blocks
-  int threads = 0;         ///< per block
-  int avgDivisor = 1;      ///< reduce: nranks for AVG
-  bool aligned = false;    ///< reduce: its src and dst are 16-byte aligned
-  bool sharedGpu = false;  ///< ranks share the GPU (ctran/kernel_launch.cuh)
+  int blocks = 0;        ///< grid size: the sum of the roles' blocks
+  int threads = 0;       ///< per block
+  int avgDivisor = 1;    ///< reduce: nranks for AVG
+  bool aligned = false;  ///< reduce: its src and dst are 16-byte aligned
+  bool keepSharedMemoryFree =
+      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
   /// PREMUL_SUM: this rank's scalar (its send roles and reduce role scale its input).
   double premulScalar = 1.0;
   ExchangeRole roles[kMaxRoles];

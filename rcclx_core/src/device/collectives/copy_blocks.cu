@@ -24,8 +24,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2) copyBlocksKernel(ExchangePlan 
 
 void launchCopyBlocks(const ExchangePlan& plan, void* stream) {
   if (plan.blocks == 0) return;
-  ctran::launchKernel(copyBlocksKernel, {plan.blocks, plan.threads, stream, false, plan.sharedGpu},
-                      plan);
+  ctran::launchKernel(copyBlocksKernel,
+                      {plan.blocks, plan.threads, stream, false, plan.keepSharedMemoryFree}, plan);
   CTRAN_GPU_CHECK(gpuGetLastError(), "launching copy_blocks (", plan.blocks, " blocks x ",
                   plan.threads, " threads, ", plan.nroles, " roles)");
 }

@@ -126,7 +126,8 @@ __global__ void __launch_bounds__(kMaxThreads, 2) reduceBlocksKernel(ExchangePla
 
 void launchReduceBlocks(const ExchangePlan& plan, DataType type, RedOp op, void* stream) {
   if (plan.blocks == 0) return;
-  const ctran::KernelLaunch launch{plan.blocks, plan.threads, stream, false, plan.sharedGpu};
+  const ctran::KernelLaunch launch{plan.blocks, plan.threads, stream, false,
+                                   plan.keepSharedMemoryFree};
   dispatch(kernelType(type, op), op, [&](auto t, auto o) {
     using T = decltype(t);
     ctran::launchKernel(reduceBlocksKernel<T, decltype(o)::value>, launch, plan);

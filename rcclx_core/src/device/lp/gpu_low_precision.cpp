@@ -68,7 +68,7 @@ LpStaging GpuLowPrecision::shape(size_t segmentBlocks, size_t blockElems, bool o
   s.window = window_->handle();
   s.halfBytes = halfBytes_;
   s.bound = bound_;
-  s.sharedGpu = res_.coResidency().shared();
+  s.keepSharedMemoryFree = res_.coResidency().keepSharedMemoryFree();
   s.threads = kLpThreads;
   s.blocks = shape.blocks;
   s.slots = shape.slots;

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpAllReduceKernel(LpAllReduceAr
 
 void launchLpAllReduce(const LpAllReduceArgs& args, void* stream) {
   const LpStaging& s = args.staging;
-  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.sharedGpu};
+  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.keepSharedMemoryFree};
   if (args.bf16) {
     ctran::launchKernel(lpAllReduceKernel<true>, launch, args);
   } else {

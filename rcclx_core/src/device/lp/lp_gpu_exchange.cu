@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kLpThreads, 2) lpExchangeKernel(LpExchangeArgs
 
 void launchLpExchange(const LpExchangeArgs& args, void* stream) {
   const LpStaging& s = args.staging;
-  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.sharedGpu};
+  const ctran::KernelLaunch launch{s.blocks, s.threads, stream, false, s.keepSharedMemoryFree};
   if (args.bf16) {
     ctran::launchKernel(lpExchangeKernel<true>, launch, args);
   } else {

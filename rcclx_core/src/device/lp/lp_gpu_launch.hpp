@@ -23,7 +23,8 @@ struct LpStaging {
   int blocks = 1;          ///< grid size
   int threads = 512;       ///< block size (a multiple of 32)
   ctran::WaitBound bound;  ///< bound of every in-kernel wait
-  bool sharedGpu = false;  ///< ranks share the GPU (ctran/kernel_launch.cuh)
+  bool keepSharedMemoryFree =
+      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
 };
 
 /// Most ranks a low-precision kernel serves (its segment tables are this long).
