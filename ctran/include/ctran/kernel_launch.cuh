@@ -11,8 +11,8 @@
 // the most shared memory, which leaves room for any other kernel's blocks
 // (docs/measurements/2026-12-05_mps_shared_memory_carveout.md). Where MPS splits the SMs among
 // the ranks (each on at most its share of them) the others always find SMs free of a peer's
-// blocks, and, as on a GPU of its own, the launch is left as it was (the smaller L1 cost the
-// large allreduces 10-20 %). AMD GPUs keep their shared memory (LDS) apart from L1: nothing to
+// blocks, and, as on a GPU of its own, the launch is left as it was (the smaller L1 slowed the
+// large allreduces by 8-17 %). AMD GPUs keep their shared memory (LDS) apart from L1: nothing to
 // ask for there.
 #pragma once
 

@@ -106,8 +106,9 @@ struct LaunchArgs {
   ctran::WaitBound bound;    ///< bound of every in-kernel wait
   bool pdl = false;          ///< launch with programmatic dependent launch (kernel_launch.cuh)
   bool pdlOneAhead = false;  ///< with pdl: one kernel ahead (GpuAllReducePlan::pdlOneAhead)
-  bool keepSharedMemoryFree =
-      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
+  /// Peers' waiting blocks may sit on every SM: keep their shared memory free
+  /// (ctran/kernel_launch.cuh).
+  bool keepSharedMemoryFree = false;
   /// When recv lies in a symmetric buffer: every rank's output at the same offset, as mapped
   /// here (the two-shot kernel then stores its all-gather straight into the peers' outputs);
   /// all null otherwise.

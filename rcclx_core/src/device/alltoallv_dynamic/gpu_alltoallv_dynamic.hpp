@@ -48,8 +48,9 @@ struct DynamicKernelArgs {
   size_t slotBytes = 0;  ///< one lane's slot
   int lanes = 1;         ///< blocks per peer and direction
   int selfBlocks = 1;    ///< blocks copying this rank's own block (after the 2 x n x lanes)
-  bool keepSharedMemoryFree =
-      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
+  /// Peers' waiting blocks may sit on every SM: keep their shared memory free
+  /// (ctran/kernel_launch.cuh).
+  bool keepSharedMemoryFree = false;
   ctran::WaitBound bound;
   DynamicStatus* status = nullptr;  ///< one record per block, device view of mapped host memory
 };

@@ -91,8 +91,9 @@ constexpr int kMaxSelfBlocks = 32;
 struct ChannelBlocks {
   int transfers = kChannelBlockBudget;  ///< all send / receive (and reduce) roles together
   int self = kMaxSelfBlocks;            ///< a self copy
-  bool keepSharedMemoryFree =
-      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
+  /// Peers' waiting blocks may sit on every SM: keep their shared memory free
+  /// (ctran/kernel_launch.cuh).
+  bool keepSharedMemoryFree = false;
 };
 /// ChannelBlocks on GPUs of their own; where ranks share a GPU, fewer, so that the whole grid
 /// fits beside the peers' (a fifth of it for the self copy).
@@ -133,8 +134,9 @@ struct ExchangePlan {
   int threads = 0;       ///< per block
   int avgDivisor = 1;    ///< reduce: nranks for AVG
   bool aligned = false;  ///< reduce: its src and dst are 16-byte aligned
-  bool keepSharedMemoryFree =
-      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
+  /// Peers' waiting blocks may sit on every SM: keep their shared memory free
+  /// (ctran/kernel_launch.cuh).
+  bool keepSharedMemoryFree = false;
   /// PREMUL_SUM: this rank's scalar (its send roles and reduce role scale its input).
   double premulScalar = 1.0;
   ExchangeRole roles[kMaxRoles];

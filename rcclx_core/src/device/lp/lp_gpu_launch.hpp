@@ -23,8 +23,9 @@ struct LpStaging {
   int blocks = 1;          ///< grid size
   int threads = 512;       ///< block size (a multiple of 32)
   ctran::WaitBound bound;  ///< bound of every in-kernel wait
-  bool keepSharedMemoryFree =
-      false;  ///< peers' waiting blocks may sit on every SM (ctran/kernel_launch.cuh)
+  /// Peers' waiting blocks may sit on every SM: keep their shared memory free
+  /// (ctran/kernel_launch.cuh).
+  bool keepSharedMemoryFree = false;
 };
 
 /// Most ranks a low-precision kernel serves (its segment tables are this long).
